@@ -1,0 +1,194 @@
+import { stat } from "node:fs/promises";
+import { basename } from "node:path";
+import {
+  getLlama,
+  type Llama,
+  type LlamaContext,
+  LlamaLogLevel,
+  type LlamaModel,
+  readGgufFileInfo,
+  type Token,
+} from "node-llama-cpp";
+
+/** Options of {@link ModelHost.load}. */
+export type ModelHostOptions = {
+  /** Path of the GGUF file. */
+  modelPath: string;
+  /** Names the model is served under; the first is its id. Defaults to the file's base name without `.gguf`. */
+  servedModelNames?: readonly string[];
+  /** Tokens of context per sequence (vLLM's `--max-model-len`). Defaults to min(model's training context, 8192). */
+  maxModelLen?: number;
+  /** Number of sequences (slots) of the one context (vLLM's `--max-num-seqs`). */
+  sequences: number;
+  /** CPU threads of the context; set it, the library default oversubscribes small machines. */
+  threads: number;
+  /** Chat template overriding the GGUF's `tokenizer.chat_template`. */
+  chatTemplate?: string;
+  /** Called with the load progress, 0..1. */
+  onProgress?: (fraction: number) => void;
+};
+
+/** Raised when a model file is missing, unreadable or not a valid GGUF; its message is one line. */
+export class ModelLoadError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "ModelLoadError";
+  }
+}
+
+let llamaPromise: Promise<Llama> | undefined;
+
+/** The process-wide llama.cpp binding (CPU build, llama.cpp's own logs at warning level and above). */
+export function getSharedLlama(): Promise<Llama> {
+  llamaPromise ??= getLlama({ gpu: false, logLevel: LlamaLogLevel.error, build: "never" });
+  return llamaPromise;
+}
+
+/**
+ * One loaded model and its context: owns the node-llama-cpp objects and the tokenizer.
+ * The context holds `sequences` sequences of `contextSize` tokens each; the scheduler hands them out.
+ */
+export class ModelHost {
+  /** The served names; `names[0]` is the model id. */
+  readonly names: readonly string[];
+  readonly modelPath: string;
+  readonly model: LlamaModel;
+  readonly context: LlamaContext;
+  /** The Jinja chat template in use (flag override, else GGUF metadata), or null when the model has none. */
+  readonly chatTemplate: string | null;
+  /** Unix seconds at which the model finished loading (OpenAI's `created` of the model object). */
+  readonly created: number;
+
+  private constructor(
+    names: readonly string[],
+    modelPath: string,
+    model: LlamaModel,
+    context: LlamaContext,
+    chatTemplate: string | null,
+  ) {
+    this.names = names;
+    this.modelPath = modelPath;
+    this.model = model;
+    this.context = context;
+    this.chatTemplate = chatTemplate;
+    this.created = Math.floor(Date.now() / 1000);
+  }
+
+  /**
+   * Loads a GGUF model and creates its context.
+   * @throws ModelLoadError when the file is missing, unreadable or not a valid GGUF model.
+   */
+  static async load(options: ModelHostOptions): Promise<ModelHost> {
+    const { modelPath } = options;
+    try {
+      const info = await stat(modelPath);
+      if (!info.isFile()) throw new ModelLoadError(`Model path is not a file: ${modelPath}`);
+    } catch (error) {
+      if (error instanceof ModelLoadError) throw error;
+      throw new ModelLoadError(
+        `Cannot read model file ${modelPath}: ${(error as NodeJS.ErrnoException).code ?? error}`,
+      );
+    }
+    let template: string | null;
+    try {
+      const fileInfo = await readGgufFileInfo(modelPath, { readTensorInfo: false });
+      const metadataTemplate = (fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }).tokenizer
+        ?.chat_template;
+      template = typeof metadataTemplate === "string" ? metadataTemplate : null;
+    } catch (error) {
+      throw new ModelLoadError(`Not a valid GGUF model file: ${modelPath} (${firstLine(error)})`, {
+        cause: error,
+      });
+    }
+    const llama = await getSharedLlama();
+    let model: LlamaModel;
+    try {
+      model = await llama.loadModel({
+        modelPath,
+        ...(options.onProgress ? { onLoadProgress: options.onProgress } : {}),
+      });
+    } catch (error) {
+      throw new ModelLoadError(`Failed to load model ${modelPath}: ${firstLine(error)}`, { cause: error });
+    }
+    const contextSize = options.maxModelLen ?? Math.min(model.trainContextSize, 8192);
+    let context: LlamaContext;
+    try {
+      context = await model.createContext({
+        sequences: options.sequences,
+        contextSize,
+        threads: options.threads,
+        batchSize: Math.min(512, contextSize),
+      });
+    } catch (error) {
+      await model.dispose();
+      throw new ModelLoadError(`Failed to create a context of ${contextSize} tokens: ${firstLine(error)}`, {
+        cause: error,
+      });
+    }
+    const names =
+      options.servedModelNames && options.servedModelNames.length > 0
+        ? options.servedModelNames
+        : [basename(modelPath).replace(/\.gguf$/i, "")];
+    return new ModelHost(names, modelPath, model, context, options.chatTemplate ?? template);
+  }
+
+  /** The model id (the first served name). */
+  get id(): string {
+    return this.names[0] as string;
+  }
+
+  /** Tokens of context per sequence: prompt plus completion must fit in it. */
+  get contextSize(): number {
+    return this.context.contextSize;
+  }
+
+  /** Number of tokens in the vocabulary (valid token ids are 0..vocabularySize-1). */
+  get vocabularySize(): number {
+    return this.model.fileInfo.metadata.tokenizer.ggml.tokens.length;
+  }
+
+  /** The BOS token's text, or "" when the model has none. */
+  get bosText(): string {
+    return this.model.tokens.bosString ?? "";
+  }
+
+  /** The EOS token's text, or "" when the model has none. */
+  get eosText(): string {
+    return this.model.tokens.eosString ?? "";
+  }
+
+  /**
+   * Tokenizes text; special-token text (e.g. `<|im_start|>`) is parsed as special tokens, as Hugging
+   * Face tokenizers do.
+   * @param addSpecialTokens prepend BOS when the model asks for it (HF's `add_special_tokens`).
+   */
+  tokenize(text: string, addSpecialTokens: boolean): number[] {
+    const tokens = this.model.tokenize(text, true);
+    const bos = this.model.tokens.bos;
+    if (addSpecialTokens && bos !== null && this.model.tokens.shouldPrependBosToken && tokens[0] !== bos) {
+      return [bos, ...tokens];
+    }
+    return tokens;
+  }
+
+  /** Detokenizes tokens, with `lastTokens` as preceding context; special tokens are not rendered. */
+  detokenize(tokens: readonly number[], lastTokens: readonly number[] = []): string {
+    return this.model.detokenize(tokens as readonly Token[], false, lastTokens as readonly Token[]);
+  }
+
+  /** True for end-of-generation tokens (EOS, EOT, ...). */
+  isEndOfGeneration(token: number): boolean {
+    return this.model.isEogToken(token as Token);
+  }
+
+  /** Frees the context and the model. */
+  async dispose(): Promise<void> {
+    await this.context.dispose();
+    await this.model.dispose();
+  }
+}
+
+function firstLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.split("\n")[0] ?? message;
+}

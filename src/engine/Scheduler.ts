@@ -1,0 +1,227 @@
+import type { LlamaContextSequence } from "node-llama-cpp";
+import { overloaded } from "../errors.ts";
+import type { ModelHost } from "./ModelHost.ts";
+import { runGeneration } from "./runGeneration.ts";
+import type { GenerationObserver, GenerationRequest, GenerationResult } from "./types.ts";
+
+/**
+ * The states of a slot (one sequence of the context):
+ *
+ * ```
+ *   Idle --assign--> Prefill --first token--> Decode --finish/abort--> Idle
+ * ```
+ */
+export enum SlotState {
+  /** Free; its KV cache still holds the last request's tokens, for prefix reuse. */
+  Idle = "idle",
+  /** Evaluating the prompt (the part not reused from the cache). */
+  Prefill = "prefill",
+  /** Generating tokens. */
+  Decode = "decode",
+}
+
+/** One sequence of the context and what it is doing. */
+export type Slot = {
+  readonly id: number;
+  readonly sequence: LlamaContextSequence;
+  state: SlotState;
+};
+
+/** Options of the {@link Scheduler}. */
+export type SchedulerOptions = {
+  /** Requests allowed to wait for a slot; one more is refused with 503. Defaults to unbounded. */
+  maxWaiting?: number;
+  /** Reuse the KV cache of idle slots for a shared prompt prefix. Defaults to true. */
+  prefixCaching?: boolean;
+};
+
+type Job = {
+  readonly request: GenerationRequest;
+  readonly observer: GenerationObserver;
+  readonly signal: AbortSignal | undefined;
+  readonly order: number;
+  resolve(result: GenerationResult): void;
+  reject(error: unknown): void;
+  detach(): void;
+};
+
+/**
+ * The single owner of a model's slots and of its waiting queue (continuous batching).
+ *
+ * Each running request has its own slot; node-llama-cpp batches the decode steps of all slots of the
+ * context together. Requests beyond the slots wait in a queue ordered by priority (lower first, as
+ * vLLM's `priority`) then arrival; a request joins as soon as a slot frees, between decode steps.
+ * A new request takes the idle slot whose cached tokens share the longest prefix with its prompt.
+ */
+export class Scheduler {
+  readonly host: ModelHost;
+  private readonly slots: Slot[];
+  private readonly waiting: Job[] = [];
+  private readonly maxWaiting: number;
+  private readonly prefixCaching: boolean;
+  private nextOrder = 0;
+
+  constructor(host: ModelHost, options: SchedulerOptions = {}) {
+    this.host = host;
+    this.maxWaiting = options.maxWaiting ?? Number.POSITIVE_INFINITY;
+    this.prefixCaching = options.prefixCaching ?? true;
+    this.slots = [];
+    for (let id = 0; host.context.sequencesLeft > 0; id++) {
+      this.slots.push({ id, sequence: host.context.getSequence(), state: SlotState.Idle });
+    }
+  }
+
+  /** Number of slots (the context's sequences). */
+  get slotCount(): number {
+    return this.slots.length;
+  }
+
+  /** Slots currently prefilling or decoding. */
+  get runningCount(): number {
+    return this.slots.filter((slot) => slot.state !== SlotState.Idle).length;
+  }
+
+  /** Requests waiting for a slot. */
+  get waitingCount(): number {
+    return this.waiting.length;
+  }
+
+  /** A snapshot of each slot's state, for metrics and tests. */
+  slotStates(): SlotState[] {
+    return this.slots.map((slot) => slot.state);
+  }
+
+  /**
+   * Checks that `count` more requests can be taken now (each starts on an idle slot or waits).
+   * @throws ApiError 503 with `Retry-After` when the waiting queue would exceed `--max-waiting`.
+   */
+  assertCapacity(count: number): void {
+    const idle = this.slots.filter((slot) => slot.state === SlotState.Idle).length;
+    const wouldWait = this.waiting.length + Math.max(0, count - idle);
+    if (wouldWait > this.maxWaiting) {
+      throw overloaded(
+        `The server is at capacity: ${this.waiting.length} requests are already waiting. Retry later.`,
+      );
+    }
+  }
+
+  /**
+   * Queues a generation and resolves with its result once it has finished; output goes to `observer`
+   * as it is produced. An aborted `signal` ends the generation within one decode step (or removes it
+   * from the queue) and resolves with `finishReason: "abort"`.
+   * Rejects with ApiError 503 when the waiting queue is full.
+   */
+  submit(
+    request: GenerationRequest,
+    observer: GenerationObserver,
+    signal?: AbortSignal,
+  ): Promise<GenerationResult> {
+    try {
+      this.assertCapacity(1);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return new Promise<GenerationResult>((resolve, reject) => {
+      const onAbort = () => {
+        const index = this.waiting.indexOf(job);
+        if (index === -1) return;
+        this.waiting.splice(index, 1);
+        job.detach();
+        resolve(abortedBeforeStart(request, signal?.reason));
+      };
+      const job: Job = {
+        request,
+        observer,
+        signal,
+        order: this.nextOrder++,
+        resolve,
+        reject,
+        detach: () => signal?.removeEventListener("abort", onAbort),
+      };
+      if (signal?.aborted) {
+        resolve(abortedBeforeStart(request, signal.reason));
+        return;
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.enqueue(job);
+      this.pump();
+    });
+  }
+
+  private enqueue(job: Job): void {
+    const position = this.waiting.findIndex(
+      (other) =>
+        other.request.priority > job.request.priority ||
+        (other.request.priority === job.request.priority && other.order > job.order),
+    );
+    if (position === -1) this.waiting.push(job);
+    else this.waiting.splice(position, 0, job);
+  }
+
+  /** Starts waiting jobs on idle slots, highest priority first. */
+  private pump(): void {
+    while (this.waiting.length > 0) {
+      const idle = this.slots.filter((slot) => slot.state === SlotState.Idle);
+      if (idle.length === 0) return;
+      const job = this.waiting.shift() as Job;
+      job.detach();
+      const slot = this.pickSlot(idle, job.request.promptTokens);
+      slot.state = SlotState.Prefill;
+      void this.run(slot, job);
+    }
+  }
+
+  /** The idle slot sharing the longest prefix with the prompt (the first idle slot without prefix caching). */
+  private pickSlot(idle: Slot[], prompt: readonly number[]): Slot {
+    let best = idle[0] as Slot;
+    if (!this.prefixCaching) return best;
+    let bestLength = -1;
+    for (const slot of idle) {
+      const length = commonPrefixLength(slot.sequence.contextTokens, prompt);
+      if (length > bestLength) {
+        best = slot;
+        bestLength = length;
+      }
+    }
+    return best;
+  }
+
+  private async run(slot: Slot, job: Job): Promise<void> {
+    try {
+      const result = await runGeneration(this.host, slot, job.request, job.observer, {
+        signal: job.signal,
+        prefixCaching: this.prefixCaching,
+        onFirstToken: () => {
+          slot.state = SlotState.Decode;
+        },
+      });
+      job.resolve(result);
+    } catch (error) {
+      // The sequence's KV state is unknown after a failure: start the slot from scratch next time.
+      await slot.sequence.clearHistory().catch(() => undefined);
+      job.reject(error);
+    } finally {
+      slot.state = SlotState.Idle;
+      this.pump();
+    }
+  }
+}
+
+/** Length of the common prefix of two token lists. */
+export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
+  const max = Math.min(a.length, b.length);
+  let index = 0;
+  while (index < max && a[index] === b[index]) index++;
+  return index;
+}
+
+function abortedBeforeStart(request: GenerationRequest, reason: unknown): GenerationResult {
+  return {
+    finishReason: "abort",
+    stopReason: null,
+    promptTokens: request.promptTokens.length,
+    completionTokens: 0,
+    cachedTokens: 0,
+    abortReason: reason,
+  };
+}

@@ -1,0 +1,133 @@
+/**
+ * The one error taxonomy of lmserve. Every failure a client can see is an {@link ApiError}: it carries
+ * the HTTP status, the OpenAI error `type`, a stable `code` and a message that says what to change.
+ * `server/errorBody.ts` turns it into the JSON body (OpenAI's `{error: {...}}` plus NIM's top-level
+ * fields) or into a final SSE event.
+ */
+
+/** One entry of FastAPI's 422 `detail` list, as vLLM/NIM return it. */
+export type ValidationIssue = { loc: (string | number)[]; msg: string; type: string };
+
+/** Options shared by every {@link ApiError} constructor call. */
+export type ApiErrorOptions = {
+  /** The request field the error is about (OpenAI's `param`), e.g. `"max_tokens"` or `"messages[2].content"`. */
+  param?: string | null;
+  /** Seconds a client should wait before retrying (sent as `Retry-After`); for 429 and 503. */
+  retryAfterSeconds?: number;
+  /** FastAPI-style validation details; only for 422. */
+  detail?: ValidationIssue[];
+  /** Extra response headers. */
+  headers?: Record<string, string>;
+  cause?: unknown;
+};
+
+/**
+ * An error with everything needed to answer the client.
+ * `type` follows OpenAI's names (`invalid_request_error`, `authentication_error`, `not_found_error`,
+ * `rate_limit_error`, `server_error`, `service_unavailable`); `code` is a stable snake_case identifier.
+ */
+export class ApiError extends Error {
+  readonly status: number;
+  readonly type: string;
+  readonly code: string;
+  readonly param: string | null;
+  readonly retryAfterSeconds: number | undefined;
+  readonly detail: ValidationIssue[] | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, type: string, code: string, message: string, options: ApiErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "ApiError";
+    this.status = status;
+    this.type = type;
+    this.code = code;
+    this.param = options.param ?? null;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.detail = options.detail;
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** 400: a value is out of range, fields conflict, or the request cannot be served as asked. */
+export function badRequest(message: string, param: string | null = null, code = "invalid_value"): ApiError {
+  return new ApiError(400, "invalid_request_error", code, message, { param });
+}
+
+/** 400: the body is not valid JSON. */
+export function malformedJson(message: string): ApiError {
+  return new ApiError(
+    400,
+    "invalid_request_error",
+    "malformed_json",
+    `The request body is not valid JSON: ${message}`,
+  );
+}
+
+/** 422: the body violates the request schema (wrong type, missing required field). */
+export function validationFailed(detail: ValidationIssue[]): ApiError {
+  const first = detail[0];
+  const where = first ? formatFieldPath(first.loc) : "";
+  const message = first
+    ? `${where ? `${where}: ` : ""}${first.msg}`
+    : "The request does not match the schema.";
+  return new ApiError(422, "invalid_request_error", "validation_error", message, {
+    param: where || null,
+    detail,
+  });
+}
+
+/** 404: no served model has this name. */
+export function modelNotFound(model: string, available: readonly string[]): ApiError {
+  return new ApiError(
+    404,
+    "not_found_error",
+    "model_not_found",
+    `The model \`${model}\` does not exist. Available models: ${available.join(", ")}.`,
+    { param: "model" },
+  );
+}
+
+/** 404: no route at this path and method. */
+export function routeNotFound(method: string, url: string): ApiError {
+  return new ApiError(404, "not_found_error", "route_not_found", `No route for ${method} ${url}.`);
+}
+
+/** 415: the request's Content-Type is not JSON. */
+export function unsupportedMediaType(contentType: string | undefined): ApiError {
+  return new ApiError(
+    415,
+    "invalid_request_error",
+    "unsupported_media_type",
+    `Unsupported Content-Type ${contentType ? `'${contentType}'` : "(none)"}: send 'application/json'.`,
+  );
+}
+
+/** 503: the server cannot take the request now (queue full, model loading, shutting down). */
+export function overloaded(message: string, retryAfterSeconds = 1): ApiError {
+  return new ApiError(503, "service_unavailable", "overloaded", message, { retryAfterSeconds });
+}
+
+/** 500: an unexpected failure; the message never carries a stack trace. */
+export function internalError(message = "The server failed to process the request."): ApiError {
+  return new ApiError(500, "server_error", "internal_error", message);
+}
+
+/** Turns any thrown value into an {@link ApiError}; unknown errors become a 500 that hides internals. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  return internalError();
+}
+
+/**
+ * Renders a field path `messages[2].content` style, as OpenAI's `param`; a FastAPI `loc`'s leading
+ * "body" is dropped.
+ */
+export function formatFieldPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) {
+    if (part === "body" && out === "") continue;
+    if (typeof part === "number") out += `[${part}]`;
+    else out += out ? `.${String(part)}` : String(part);
+  }
+  return out;
+}

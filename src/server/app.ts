@@ -1,0 +1,104 @@
+import { randomUUID } from "node:crypto";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
+import { ApiError, malformedJson, routeNotFound, toApiError, unsupportedMediaType } from "../errors.ts";
+import type { SeedSource } from "../serving/generationParams.ts";
+import type { ModelRegistry } from "../serving/ModelRegistry.ts";
+import { errorBody, errorHeaders } from "./errorBody.ts";
+
+import { registerCompletionRoutes } from "./routes/completions.ts";
+import { registerHealthRoutes } from "./routes/health.ts";
+import { registerModelRoutes } from "./routes/models.ts";
+
+/** What the HTTP layer needs from the rest of the server. */
+export type AppContext = {
+  registry: ModelRegistry;
+  seeds: SeedSource;
+  /** True once every model is loaded (readiness). */
+  isReady(): boolean;
+};
+
+/** Options of {@link buildApp}. */
+export type AppOptions = {
+  logger: FastifyBaseLogger | false;
+  /** Largest accepted request body, in bytes. Defaults to 8 MiB. */
+  bodyLimit?: number;
+};
+
+/**
+ * Builds the Fastify application: JSON parsing, request ids, error mapping and every route.
+ * Errors of any layer become the documented error body with the right status.
+ */
+export function buildApp(context: AppContext, options: AppOptions): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: options.logger === false ? undefined : options.logger,
+    logger: options.logger === false ? false : undefined,
+    bodyLimit: options.bodyLimit ?? 8 * 1024 * 1024,
+    genReqId: (request: import("node:http").IncomingMessage) => {
+      const given = request.headers["x-request-id"];
+      return typeof given === "string" && given.length > 0 && given.length <= 200 ? given : randomUUID();
+    },
+  } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
+
+  // JSON only: any other Content-Type on a request with a body is a 415.
+  app.removeContentTypeParser("text/plain");
+
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
+    reply.header("inference-id", request.id);
+  });
+
+  app.setErrorHandler((error, request, reply) =>
+    sendError(request, reply, fromFrameworkError(error, request)),
+  );
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, routeNotFound(request.method, request.url)),
+  );
+
+  registerHealthRoutes(app, context);
+  registerModelRoutes(app, context);
+  registerCompletionRoutes(app, context);
+
+  return app;
+}
+
+/** Sends an error as the JSON error body (headers already sent: the connection is just closed). */
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
+  if (error.status >= 500) request.log.error({ err: error.cause ?? error }, "request failed");
+  return reply.code(error.status).headers(errorHeaders(error)).send(errorBody(error));
+}
+
+/** Maps Fastify's own errors (body parsing, limits) and anything unexpected to an {@link ApiError}. */
+function fromFrameworkError(error: unknown, request: FastifyRequest): ApiError {
+  if (error instanceof ApiError) return error;
+  const { code, statusCode, message } = error as { code?: string; statusCode?: number; message?: string };
+  switch (code) {
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return unsupportedMediaType(request.headers["content-type"]);
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return malformedJson("the body is empty");
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return malformedJson(message ?? "invalid JSON");
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ApiError(413, "invalid_request_error", "body_too_large", "The request body is too large.");
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new ApiError(400, "invalid_request_error", "invalid_content_length", "Invalid Content-Length.");
+  }
+  if (error instanceof SyntaxError || (statusCode === 400 && /JSON/i.test(message ?? ""))) {
+    return malformedJson(message ?? "invalid JSON");
+  }
+  if (statusCode !== undefined && statusCode >= 400 && statusCode < 500) {
+    return new ApiError(
+      statusCode,
+      "invalid_request_error",
+      code?.toLowerCase() ?? "bad_request",
+      message ?? "Bad request.",
+    );
+  }
+  const apiError = toApiError(error);
+  return new ApiError(apiError.status, apiError.type, apiError.code, apiError.message, { cause: error });
+}

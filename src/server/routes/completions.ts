@@ -1,0 +1,20 @@
+import type { FastifyInstance } from "fastify";
+import { CompletionRequestSchema } from "../../protocol/completions.ts";
+import { completeCompletion, planCompletion, streamCompletion } from "../../serving/completions.ts";
+import type { AppContext } from "../app.ts";
+import { clientSignal, openStream } from "../streamReply.ts";
+import { parseBody } from "../validation.ts";
+
+/** POST /v1/completions, streamed (SSE) or not. */
+export function registerCompletionRoutes(app: FastifyInstance, context: AppContext): void {
+  app.post("/v1/completions", async (request, reply) => {
+    const body = parseBody(CompletionRequestSchema, request.body);
+    const plan = planCompletion(context.registry, body, context.seeds);
+    const signal = clientSignal(request, reply);
+    if (!body.stream) {
+      const response = await completeCompletion(plan, signal);
+      return response ?? reply;
+    }
+    return openStream(request, reply, (sink) => streamCompletion(plan, sink, signal));
+  });
+}

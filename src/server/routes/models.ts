@@ -1,0 +1,14 @@
+import type { FastifyInstance } from "fastify";
+import type { ModelList } from "../../protocol/models.ts";
+import type { AppContext } from "../app.ts";
+
+/** GET /v1/models and GET /v1/models/{id} (OpenAI's shapes, plus vLLM's `max_model_len`). */
+export function registerModelRoutes(app: FastifyInstance, context: AppContext): void {
+  app.get(
+    "/v1/models",
+    async (): Promise<ModelList> => ({ object: "list", data: context.registry.modelObjects() }),
+  );
+  app.get<{ Params: { "*": string } }>("/v1/models/*", async (request) =>
+    context.registry.modelObject(request.params["*"]),
+  );
+}

@@ -1,0 +1,33 @@
+import type { Scheduler } from "../engine/Scheduler.ts";
+import type { GenerationDelta, GenerationRequest, GenerationResult } from "../engine/types.ts";
+
+/** Receives the output of the choices of one API request; `choice` is the choice's `index`. */
+export type ChoicesObserver = (choice: number, delta: GenerationDelta) => void;
+
+/**
+ * Submits one generation per choice and resolves with their results in choice order. Aborting
+ * `signal` (client gone) aborts every choice; if one choice fails the others are aborted and the
+ * failure is thrown.
+ * @throws ApiError 503 synchronously when the scheduler's queue cannot take them all.
+ */
+export function runChoices(
+  scheduler: Scheduler,
+  requests: readonly GenerationRequest[],
+  observer: ChoicesObserver,
+  signal: AbortSignal,
+): Promise<GenerationResult[]> {
+  scheduler.assertCapacity(requests.length);
+  const controller = new AbortController();
+  const forward = () => controller.abort(signal.reason);
+  if (signal.aborted) forward();
+  else signal.addEventListener("abort", forward, { once: true });
+  const runs = requests.map((request, choice) =>
+    scheduler
+      .submit(request, { onDelta: (delta) => observer(choice, delta) }, controller.signal)
+      .catch((error: unknown) => {
+        controller.abort(error);
+        throw error;
+      }),
+  );
+  return Promise.all(runs).finally(() => signal.removeEventListener("abort", forward));
+}

@@ -1,0 +1,67 @@
+import type { FinishReason, GenerationResult } from "../engine/types.ts";
+import { type ApiError, toApiError } from "../errors.ts";
+import type { Usage } from "../protocol/common.ts";
+
+/** Where stream chunks go (the HTTP layer's SSE stream implements it). */
+export type ChunkSink = {
+  /** Sends one chunk. */
+  send(payload: unknown): void;
+  /** Sends a final error event and ends the stream. */
+  fail(error: ApiError): void;
+  /** Ends the stream (`data: [DONE]`). */
+  end(): void;
+};
+
+/**
+ * Waits for a stream's generations, lets `onResults` send the closing chunks, then ends the sink.
+ * A failure becomes the final error event; a stream whose client went away is just ended.
+ */
+export async function finishStream(
+  sink: ChunkSink,
+  run: Promise<GenerationResult[]>,
+  onResults: (results: GenerationResult[]) => void,
+): Promise<void> {
+  try {
+    const results = await run;
+    if (!results.some((result) => result.finishReason === "abort")) onResults(results);
+    sink.end();
+  } catch (error) {
+    sink.fail(toApiError(error));
+  }
+}
+
+/** The API's `finish_reason` of a finished (not aborted) generation. */
+export function finishReasonOf(result: GenerationResult): Exclude<FinishReason, "abort"> {
+  return result.finishReason === "length" ? "length" : "stop";
+}
+
+/**
+ * Whether a stream ends with a usage chunk: `stream_options` given and its `include_usage` not false
+ * (the NIM spec's default is true once `stream_options` is present; OpenAI sends none without it).
+ */
+export function includeUsage(options: { include_usage?: boolean | null } | null | undefined): boolean {
+  return options !== undefined && options !== null && options.include_usage !== false;
+}
+
+/**
+ * Usage of a request summed over its choices. A prompt shared by `n` choices counts once, as OpenAI
+ * and vLLM count it; `cached_tokens` likewise counts each prompt once.
+ */
+export function sumUsage(results: readonly GenerationResult[], choicesPerPrompt = 1): Usage {
+  let promptTokens = 0;
+  let cachedTokens = 0;
+  let completionTokens = 0;
+  results.forEach((result, index) => {
+    if (index % choicesPerPrompt === 0) {
+      promptTokens += result.promptTokens;
+      cachedTokens += result.cachedTokens;
+    }
+    completionTokens += result.completionTokens;
+  });
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
+    prompt_tokens_details: { cached_tokens: cachedTokens },
+  };
+}
