@@ -10,6 +10,7 @@ import type { SeedSource } from "../serving/generationParams.ts";
 import type { ModelRegistry } from "../serving/ModelRegistry.ts";
 import { errorBody, errorHeaders } from "./errorBody.ts";
 
+import { registerChatRoutes } from "./routes/chat.ts";
 import { registerCompletionRoutes } from "./routes/completions.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerModelRoutes } from "./routes/models.ts";
@@ -62,6 +63,7 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
   registerHealthRoutes(app, context);
   registerModelRoutes(app, context);
   registerCompletionRoutes(app, context);
+  registerChatRoutes(app, context);
 
   return app;
 }

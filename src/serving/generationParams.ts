@@ -24,6 +24,9 @@ const UNSUPPORTED_FIELDS: readonly (keyof CompletionRequest | keyof ChatCompleti
   "min_tokens",
   "stop_token_ids",
   "tools",
+  "echo",
+  "ignore_eos",
+  "return_tokens_as_token_ids",
 ];
 
 /**
@@ -38,6 +41,7 @@ export function refuseUnsupportedFields(body: CommonRequest): void {
     if (value === undefined || value === null) continue;
     if (field === "best_of" && value === 1) continue;
     if (field === "min_tokens" && value === 0) continue;
+    if (value === false) continue;
     if (Array.isArray(value) && value.length === 0 && field !== "guided_choice") continue;
     throw badRequest(`The field '${field}' is not supported by this server yet.`, field, "unsupported_field");
   }
@@ -54,6 +58,10 @@ export function refuseUnsupportedFields(body: CommonRequest): void {
         "unsupported_field",
       );
     }
+  }
+  if (body.nvext?.ignore_eos || body.stream_options?.continuous_usage_stats) {
+    const field = body.nvext?.ignore_eos ? "nvext.ignore_eos" : "stream_options.continuous_usage_stats";
+    throw badRequest(`The field '${field}' is not supported by this server yet.`, field, "unsupported_field");
   }
   if (body.logprobs !== undefined && body.logprobs !== null && body.logprobs !== false) {
     throw badRequest(

@@ -1,0 +1,207 @@
+/**
+ * OpenAI chat messages: the zod schema a request's `messages` entries must match, and the normaliser
+ * that turns validated messages into the objects chat templates read (as vLLM's
+ * `parse_chat_messages` prepares its `conversation`).
+ */
+import { z } from "zod";
+import { badRequest } from "../errors.ts";
+
+const textPart = z.object({ type: z.literal("text"), text: z.string() });
+const refusalPart = z.object({ type: z.literal("refusal"), refusal: z.string() });
+/** Media parts are accepted by the schema so the normaliser can answer with a precise 400. */
+const mediaPart = <T extends string>(type: T) => z.looseObject({ type: z.literal(type) });
+
+/**
+ * One content part: `text`, `refusal`, or a media part (`image_url`, `input_audio`, `video_url`,
+ * `file`), as OpenAI's ChatCompletionContentPart (plus vLLM's `video_url`).
+ */
+export const contentPartSchema = z.discriminatedUnion("type", [
+  textPart,
+  refusalPart,
+  mediaPart("image_url"),
+  mediaPart("input_audio"),
+  mediaPart("video_url"),
+  mediaPart("file"),
+]);
+
+/** A validated content part. */
+export type ContentPart = z.infer<typeof contentPartSchema>;
+
+const content = z.union([z.string(), z.array(contentPartSchema)]);
+const name = z.string().optional();
+
+/** An assistant message's `tool_calls[]` entry: `{id, type: "function", function: {name, arguments}}`. */
+export const messageToolCallSchema = z.object({
+  id: z.string(),
+  type: z.literal("function").default("function"),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+});
+
+/**
+ * One entry of a chat request's `messages` (OpenAI's ChatCompletionMessageParam), discriminated by
+ * `role`: `system` / `developer` / `user` (content required), `assistant` (content may be null or absent
+ * beside `tool_calls`; optional `reasoning_content` / `reasoning` as vLLM accepts for interleaved
+ * thinking; legacy `function_call`), `tool` (`tool_call_id` required) and the legacy `function` (`name`
+ * required). Unknown keys are dropped.
+ */
+export const chatMessageSchema = z.discriminatedUnion("role", [
+  z.object({ role: z.literal("system"), content, name }),
+  z.object({ role: z.literal("developer"), content, name }),
+  z.object({ role: z.literal("user"), content, name }),
+  z.object({
+    role: z.literal("assistant"),
+    content: content.nullish(),
+    name,
+    tool_calls: z.array(messageToolCallSchema).nullish(),
+    function_call: z.object({ name: z.string(), arguments: z.string() }).nullish(),
+    refusal: z.string().nullish(),
+    reasoning_content: z.string().nullish(),
+    reasoning: z.string().nullish(),
+  }),
+  z.object({ role: z.literal("tool"), content, tool_call_id: z.string(), name }),
+  z.object({ role: z.literal("function"), content: z.string().nullable(), name: z.string() }),
+]);
+
+/** A validated request message. */
+export type ChatMessage = z.infer<typeof chatMessageSchema>;
+
+/** A request's `messages`: a non-empty array of {@link chatMessageSchema}. */
+export const chatMessagesSchema = z.array(chatMessageSchema).min(1);
+
+/**
+ * A tool call as templates read it: like OpenAI's, but `function.arguments` is the parsed JSON object
+ * when the string held one (Llama 3.x, Qwen and most tool templates apply `| tojson` to it, as
+ * transformers expects; vLLM does the same parse), else the original string.
+ */
+export type TemplateToolCall = {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: Record<string, unknown> | string };
+};
+
+/**
+ * A message as chat templates read it: `content` always a string; `developer` became `system` and the
+ * legacy `function` role became `tool`; keys are present only when they have a value.
+ */
+export type TemplateMessage = {
+  role: "system" | "user" | "assistant" | "tool";
+  content: string;
+  name?: string;
+  tool_calls?: TemplateToolCall[];
+  tool_call_id?: string;
+  /** The assistant's earlier reasoning (set together with `reasoning`, as vLLM does, for templates reading either). */
+  reasoning_content?: string;
+  reasoning?: string;
+};
+
+const MEDIA_WORDS: Record<string, string> = {
+  image_url: "images",
+  input_audio: "audio",
+  video_url: "video",
+  file: "files",
+};
+
+/**
+ * The text of a message's content: a string as is, parts' texts joined with `"\n"` (as vLLM joins text
+ * parts), `null`/absent as `""`. Throws 400 naming `messages[i].content[j]` for a media part (this server
+ * serves text-only models) and for a `refusal` part outside an assistant message.
+ */
+function contentText(value: string | ContentPart[] | null | undefined, index: number, role: string): string {
+  if (value === null || value === undefined) return "";
+  if (typeof value === "string") return value;
+  const texts: string[] = [];
+  value.forEach((part, j) => {
+    const param = `messages[${index}].content[${j}]`;
+    if (part.type === "text") texts.push(part.text);
+    else if (part.type === "refusal" && role === "assistant") texts.push(part.refusal);
+    else if (part.type === "refusal") {
+      throw badRequest(`A refusal part is only allowed in an assistant message (${param}).`, param);
+    } else {
+      const what = MEDIA_WORDS[part.type] ?? part.type;
+      throw badRequest(`The model does not accept ${what}: ${param} is a '${part.type}' part.`, param);
+    }
+  });
+  return texts.join("\n");
+}
+
+/** Parses a tool call's `arguments` JSON string to an object where it holds one. */
+function templateArguments(text: string): Record<string, unknown> | string {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      return value as Record<string, unknown>;
+    }
+  } catch {
+    // Not JSON: the template gets the string as the client sent it.
+  }
+  return text;
+}
+
+/**
+ * Turns validated request messages into template-ready {@link TemplateMessage}s, following vLLM's
+ * `_parse_chat_message_content` + `_postprocess_messages`: `developer` → `system`; content strings kept,
+ * text parts joined with `"\n"`, null content → `""`; `name`, `tool_call_id` and assistant `tool_calls`
+ * carried over with `arguments` parsed to an object where valid JSON; assistant `reasoning_content` /
+ * `reasoning` passed as both keys. Legacy forms: the `function` role becomes a `tool` message keeping
+ * `name`; an assistant `function_call` becomes a one-element `tool_calls` with id `call_<message index>`.
+ * Throws 400 (`param: "messages"`) for an empty list and the errors of content parts (see above).
+ */
+export function normalizeMessages(messages: readonly ChatMessage[]): TemplateMessage[] {
+  if (messages.length === 0) throw badRequest("`messages` must contain at least one message.", "messages");
+  return messages.map(normalizeMessage);
+}
+
+/** One message of {@link normalizeMessages}; `index` is its position, for error params and legacy ids. */
+function normalizeMessage(message: ChatMessage, index: number): TemplateMessage {
+  switch (message.role) {
+    case "system":
+    case "developer":
+    case "user": {
+      const role = message.role === "user" ? "user" : "system";
+      const out: TemplateMessage = { role, content: contentText(message.content, index, message.role) };
+      if (message.name !== undefined) out.name = message.name;
+      return out;
+    }
+    case "assistant": {
+      const out: TemplateMessage = {
+        role: "assistant",
+        content: contentText(message.content, index, "assistant"),
+      };
+      if (message.name !== undefined) out.name = message.name;
+      const calls = message.tool_calls ?? [];
+      const legacy = message.function_call;
+      if (calls.length > 0) {
+        out.tool_calls = calls.map((call) => ({
+          id: call.id,
+          type: "function",
+          function: { name: call.function.name, arguments: templateArguments(call.function.arguments) },
+        }));
+      } else if (legacy) {
+        out.tool_calls = [
+          {
+            id: `call_${index}`,
+            type: "function",
+            function: { name: legacy.name, arguments: templateArguments(legacy.arguments) },
+          },
+        ];
+      }
+      const reasoning = message.reasoning_content ?? message.reasoning;
+      if (reasoning !== null && reasoning !== undefined) {
+        out.reasoning_content = reasoning;
+        out.reasoning = reasoning;
+      }
+      return out;
+    }
+    case "tool": {
+      const out: TemplateMessage = {
+        role: "tool",
+        content: contentText(message.content, index, "tool"),
+        tool_call_id: message.tool_call_id,
+      };
+      if (message.name !== undefined) out.name = message.name;
+      return out;
+    }
+    case "function":
+      return { role: "tool", content: message.content ?? "", name: message.name };
+  }
+}

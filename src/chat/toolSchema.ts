@@ -1,0 +1,101 @@
+/**
+ * OpenAI `tools` / `tool_choice` request shapes, and the JSON Schema that forces a tool call when
+ * `tool_choice` is `"required"` or names a function.
+ */
+import { z } from "zod";
+import { badRequest } from "../errors.ts";
+
+/**
+ * One entry of the request's `tools`: `{type: "function", function: {name, description?, parameters?,
+ * strict?}}` (OpenAI's ChatCompletionTool; `type` defaults to `"function"` as in vLLM's
+ * ChatCompletionToolsParam). Templates receive the entries as validated.
+ */
+export const chatToolSchema = z.object({
+  type: z.literal("function").default("function"),
+  function: z.object({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().nullish(),
+  }),
+});
+
+/** A validated tool definition. */
+export type ChatTool = z.infer<typeof chatToolSchema>;
+
+/**
+ * The request's `tool_choice`: `"none"`, `"auto"`, `"required"`, or `{type: "function", function: {name}}`
+ * (OpenAI's ChatCompletionToolChoiceOption).
+ */
+export const toolChoiceSchema = z.union([
+  z.enum(["none", "auto", "required"]),
+  z.object({ type: z.literal("function").default("function"), function: z.object({ name: z.string() }) }),
+]);
+
+/** A validated `tool_choice`. */
+export type ToolChoice = z.infer<typeof toolChoiceSchema>;
+
+/** A JSON Schema document (as plain data). */
+export type JsonSchema = Record<string, unknown>;
+
+function hasKeys(value: Record<string, unknown> | undefined): value is Record<string, unknown> {
+  return value !== undefined && Object.keys(value).length > 0;
+}
+
+/** The schema of one call of `tool`: `{"name": <const>, "arguments": <its parameters>}`, name first. */
+function callSchema(tool: ChatTool): JsonSchema {
+  return {
+    type: "object",
+    properties: {
+      name: { type: "string", const: tool.function.name },
+      arguments: hasKeys(tool.function.parameters)
+        ? tool.function.parameters
+        : { type: "object", properties: {} },
+    },
+    required: ["name", "arguments"],
+    additionalProperties: false,
+  };
+}
+
+/**
+ * The JSON Schema a grammar must force so the output is the tool call(s) `toolChoice` demands, or
+ * `undefined` when nothing is forced (`"auto"`, `"none"`, or no `tool_choice`).
+ *
+ * Forced output shape (what the `generic` tool parser then reads back):
+ * - one call (`parallel` false): `{"name": "<tool name>", "arguments": {...}}` — an object whose `name` is
+ *   the tool's name as a constant and whose `arguments` follow that tool's `parameters` schema (any object
+ *   when it has none or `{}`); properties in that order, no others;
+ * - `parallel` true: a JSON array of one or more such objects (`minItems: 1`);
+ * - `"required"`: each object may be any of the tools (`anyOf` over them); a named choice: only that tool.
+ *
+ * This follows vLLM's `_get_json_schema_from_tool` for `"required"` (array of `{name, parameters}`
+ * objects, here with `arguments` as OpenAI names the field), extended to single calls and named choices.
+ * Throws 400 (`param: "tool_choice"`) when a named function is not among `tools`, and 400
+ * (`param: "tools"`) when `"required"` or a named choice comes without tools.
+ */
+export function toolChoiceToJsonSchema(
+  tools: readonly ChatTool[] | undefined,
+  toolChoice: ToolChoice | undefined,
+  parallel: boolean,
+): JsonSchema | undefined {
+  if (toolChoice === undefined || toolChoice === "none" || toolChoice === "auto") return undefined;
+  if (!tools || tools.length === 0) {
+    throw badRequest("`tool_choice` requires at least one tool in `tools`.", "tools");
+  }
+  let item: JsonSchema;
+  if (toolChoice === "required") {
+    const options = tools.map(callSchema);
+    item = options.length === 1 ? (options[0] as JsonSchema) : { anyOf: options };
+  } else {
+    const wanted = toolChoice.function.name;
+    const tool = tools.find((candidate) => candidate.function.name === wanted);
+    if (!tool) {
+      throw badRequest(
+        `tool_choice names the function '${wanted}', which is not among the tools: ${tools.map((t) => t.function.name).join(", ")}.`,
+        "tool_choice",
+      );
+    }
+    item = callSchema(tool);
+  }
+  return parallel ? { type: "array", items: item, minItems: 1 } : item;
+}

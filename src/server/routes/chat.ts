@@ -1,0 +1,20 @@
+import type { FastifyInstance } from "fastify";
+import { ChatCompletionRequestSchema } from "../../protocol/chat.ts";
+import { completeChat, planChat, streamChat } from "../../serving/chat.ts";
+import type { AppContext } from "../app.ts";
+import { clientSignal, openStream } from "../streamReply.ts";
+import { parseBody } from "../validation.ts";
+
+/** POST /v1/chat/completions, streamed (SSE) or not. */
+export function registerChatRoutes(app: FastifyInstance, context: AppContext): void {
+  app.post("/v1/chat/completions", async (request, reply) => {
+    const body = parseBody(ChatCompletionRequestSchema, request.body);
+    const plan = planChat(context.registry, body, context.seeds);
+    const signal = clientSignal(request, reply);
+    if (!body.stream) {
+      const response = await completeChat(plan, signal);
+      return response ?? reply;
+    }
+    return openStream(request, reply, (sink) => streamChat(plan, sink, signal));
+  });
+}

@@ -1,0 +1,104 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { resolve } from "node:path";
+import { createInterface } from "node:readline";
+import OpenAI from "openai";
+import { defaultModelPath, projectRoot } from "../../src/paths.ts";
+
+/** A real `lmserve serve` process on a free loopback port, for end-to-end tests. */
+export type TestServer = {
+  /** `http://127.0.0.1:PORT` */
+  url: string;
+  /** An official OpenAI client pointed at the server. */
+  client: OpenAI;
+  /** Every JSON log line the server has printed so far. */
+  logs: Record<string, unknown>[];
+  process: ChildProcess;
+  /** POSTs JSON (or a raw string body) and returns the fetch Response. */
+  post(path: string, body: unknown, headers?: Record<string, string>): Promise<Response>;
+  /** Stops the server (SIGTERM) and waits for it to exit; returns its exit code. */
+  stop(): Promise<number | null>;
+};
+
+/** The test model, stories260K, served as `stories260K`. */
+export const TEST_MODEL = "stories260K";
+
+/**
+ * Starts `node bin/lmserve.js serve` on port 0 with the given extra arguments (default model:
+ * ../shared/models/stories260K.gguf) and resolves once it listens.
+ * @throws when the process exits before listening, or does not listen within `timeoutMs`.
+ */
+export async function startTestServer(args: string[] = [], timeoutMs = 60_000): Promise<TestServer> {
+  const hasModel = args.length > 0 && !args[0]?.startsWith("-");
+  const child = spawn(
+    process.execPath,
+    [
+      resolve(projectRoot, "bin/lmserve.js"),
+      "serve",
+      ...(hasModel ? [] : [defaultModelPath]),
+      ...args,
+      "--port",
+      "0",
+    ],
+    { cwd: projectRoot, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  const logs: Record<string, unknown>[] = [];
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const url = await new Promise<string>((resolvePromise, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`server did not start in ${timeoutMs} ms: ${stderr}`)),
+      timeoutMs,
+    );
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening: ${stderr}`));
+    });
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+      try {
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        logs.push(entry);
+        if (entry.msg === "listening" && typeof entry.url === "string") {
+          clearTimeout(timer);
+          resolvePromise(entry.url);
+        }
+      } catch {
+        // not a log line
+      }
+    });
+  });
+  child.removeAllListeners("exit");
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: "test-key", maxRetries: 0 });
+  return {
+    url,
+    client,
+    logs,
+    process: child,
+    post: (path, body, headers = {}) =>
+      fetch(`${url}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: typeof body === "string" ? body : JSON.stringify(body),
+      }),
+    stop: async () => {
+      if (child.exitCode !== null) return child.exitCode;
+      child.kill("SIGTERM");
+      const [code] = (await once(child, "exit")) as [number | null];
+      return code;
+    },
+  };
+}
+
+/** Reads an SSE response into its `data:` payloads (JSON-parsed, `[DONE]` kept as the string). */
+export async function readSse(response: Response): Promise<unknown[]> {
+  const text = await response.text();
+  return text
+    .split("\n\n")
+    .filter((block) => block.startsWith("data: "))
+    .map((block) => {
+      const data = block.slice("data: ".length);
+      return data === "[DONE]" ? data : JSON.parse(data);
+    });
+}
