@@ -1,0 +1,183 @@
+/**
+ * CLI: writes a random-weight GGUF of a given transformer shape, with the tokenizer and chat
+ * template copied from a llama.cpp vocabulary GGUF. Default: Qwen2.5-0.5B's shape as Q8_0 (~530 MB)
+ * into `bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf` (git-ignored).
+ *
+ * Usage:
+ *   npx tsx bench/make-model.ts [--out FILE] [--vocab FILE] [--arch qwen2|llama] [--hidden 896]
+ *     [--layers 24] [--heads 14] [--kv-heads 2] [--ffn 4864] [--type q8_0|f32|f16] [--context 32768]
+ *     [--seed N] [--untied] [--quiet] [--help]
+ *
+ * Relative paths are resolved against the current directory; the defaults against the project root
+ * (`--vocab` defaults to `../shared/models/ggml-vocab-qwen2.gguf`, or `ggml-vocab-llama-bpe.gguf`
+ * for `--arch llama`). Exit code 0 on success, 1 on a bad argument or a failure (message on stderr).
+ */
+import { mkdirSync } from "node:fs";
+import { dirname, relative, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { projectRoot, sharedModelsDir } from "../src/paths.ts";
+import {
+  ARCH_DEFAULTS,
+  type ModelArch,
+  type ModelShape,
+  QWEN25_05B_SHAPE,
+  type SyntheticModelResult,
+  type WeightType,
+  writeSyntheticModel,
+} from "./gguf/syntheticModel.ts";
+
+/** Folder (git-ignored) where generated models go by default. */
+export const benchModelsDir: string = resolve(projectRoot, "bench/models");
+
+/** Parsed command line of {@link main}. */
+export interface MakeModelArgs {
+  /** Model shape. */
+  shape: ModelShape;
+  /** Weight matrix storage type. */
+  weightType: WeightType;
+  /** Absolute output path. */
+  outPath: string;
+  /** Absolute vocabulary GGUF path. */
+  vocabPath: string;
+  /** PRNG seed. */
+  seed: number;
+  /** Whether the output head reuses the token embedding. */
+  tied: boolean;
+  /** Suppress progress output. */
+  quiet: boolean;
+  /** Print usage and exit without writing anything. */
+  help: boolean;
+}
+
+/** Usage text printed by `--help`. */
+export const USAGE = `Usage: npx tsx bench/make-model.ts [options]
+  --out FILE        output GGUF (default bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf for the default shape)
+  --vocab FILE      GGUF to copy tokenizer.* from (default ../shared/models/ggml-vocab-qwen2.gguf,
+                    or ggml-vocab-llama-bpe.gguf with --arch llama)
+  --arch A          qwen2 (default) or llama
+  --hidden N        hidden size (896)          --layers N     blocks (24)
+  --heads N         attention heads (14)       --kv-heads N   key/value heads (2)
+  --ffn N           feed-forward size (4864)   --context N    trained context length (32768)
+  --type T          q8_0 (default), f16 or f32 --seed N       PRNG seed (1234)
+  --untied          write a separate output.weight instead of reusing token_embd.weight
+  --quiet           no progress on stderr
+`;
+
+/** Default file name: the spec's name for the default shape, otherwise one describing the shape. */
+export function defaultFileName(shape: ModelShape, weightType: WeightType, tied: boolean): string {
+  const isDefault = (Object.keys(QWEN25_05B_SHAPE) as (keyof ModelShape)[]).every(
+    (k) => k === "context" || shape[k] === QWEN25_05B_SHAPE[k],
+  );
+  if (isDefault && tied) return `qwen2.5-0.5b-synthetic-${weightType}.gguf`;
+  const s = shape;
+  return `synthetic-${s.arch}-h${s.hidden}-l${s.layers}-a${s.heads}-kv${s.kvHeads}-ff${s.ffn}${tied ? "" : "-untied"}-${weightType}.gguf`;
+}
+
+/**
+ * Parses `argv` (without node and script) into {@link MakeModelArgs}.
+ *
+ * @throws {Error} for unknown options, non-integer sizes, an unknown `--arch` or `--type`.
+ */
+export function parseMakeModelArgs(argv: string[]): MakeModelArgs {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      out: { type: "string" },
+      vocab: { type: "string" },
+      arch: { type: "string", default: QWEN25_05B_SHAPE.arch },
+      hidden: { type: "string", default: String(QWEN25_05B_SHAPE.hidden) },
+      layers: { type: "string", default: String(QWEN25_05B_SHAPE.layers) },
+      heads: { type: "string", default: String(QWEN25_05B_SHAPE.heads) },
+      "kv-heads": { type: "string", default: String(QWEN25_05B_SHAPE.kvHeads) },
+      ffn: { type: "string", default: String(QWEN25_05B_SHAPE.ffn) },
+      context: { type: "string", default: String(QWEN25_05B_SHAPE.context) },
+      type: { type: "string", default: "q8_0" },
+      seed: { type: "string", default: "1234" },
+      untied: { type: "boolean", default: false },
+      quiet: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  const int = (name: string, text: string): number => {
+    if (!/^-?\d+$/.test(text)) throw new Error(`--${name} must be an integer, got "${text}"`);
+    return Number.parseInt(text, 10);
+  };
+  const arch = values.arch;
+  if (arch !== "qwen2" && arch !== "llama") throw new Error(`--arch must be qwen2 or llama, got "${arch}"`);
+  const weightType = values.type.toLowerCase();
+  if (weightType !== "q8_0" && weightType !== "f16" && weightType !== "f32") {
+    throw new Error(`--type must be q8_0, f16 or f32, got "${values.type}"`);
+  }
+  const shape: ModelShape = {
+    arch: arch satisfies ModelArch,
+    hidden: int("hidden", values.hidden),
+    layers: int("layers", values.layers),
+    heads: int("heads", values.heads),
+    kvHeads: int("kv-heads", values["kv-heads"]),
+    ffn: int("ffn", values.ffn),
+    context: int("context", values.context),
+  };
+  const tied = !values.untied;
+  return {
+    shape,
+    weightType,
+    outPath: values.out
+      ? resolve(values.out)
+      : resolve(benchModelsDir, defaultFileName(shape, weightType, tied)),
+    vocabPath: values.vocab ? resolve(values.vocab) : resolve(sharedModelsDir, ARCH_DEFAULTS[arch].vocab),
+    seed: int("seed", values.seed),
+    tied,
+    quiet: values.quiet,
+    help: values.help,
+  };
+}
+
+/**
+ * Runs the CLI: parses arguments, writes the model, prints progress to stderr and a summary line
+ * (path, size in MB, tensors, parameters, seconds) to stdout. With `--help`, prints {@link USAGE}.
+ *
+ * @returns The written model's summary, or undefined for `--help`.
+ * @throws {Error} as {@link parseMakeModelArgs} and `writeSyntheticModel`.
+ */
+export async function main(argv: string[]): Promise<SyntheticModelResult | undefined> {
+  const args = parseMakeModelArgs(argv);
+  if (args.help) {
+    process.stdout.write(USAGE);
+    return undefined;
+  }
+  mkdirSync(dirname(args.outPath), { recursive: true });
+  const started = performance.now();
+  let lastReport = 0;
+  const result = await writeSyntheticModel({
+    shape: args.shape,
+    vocabPath: args.vocabPath,
+    outPath: args.outPath,
+    weightType: args.weightType,
+    seed: args.seed,
+    tiedEmbeddings: args.tied,
+    onProgress: (done, total, name) => {
+      const now = performance.now();
+      if (args.quiet || (now - lastReport < 1000 && done < total)) return;
+      lastReport = now;
+      process.stderr.write(`[${done}/${total}] ${name} (${((now - started) / 1000).toFixed(1)} s)\n`);
+    },
+  });
+  const seconds = (performance.now() - started) / 1000;
+  const rel = relative(process.cwd(), result.path);
+  const shown = rel.startsWith("..") ? result.path : rel;
+  process.stdout.write(
+    `${shown}: ${(result.bytes / 1e6).toFixed(1)} MB, ${result.tensorCount} tensors, ` +
+      `${(result.parameterCount / 1e6).toFixed(1)}M parameters, vocab ${result.vocabSize}, ${seconds.toFixed(1)} s\n`,
+  );
+  return result;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main(process.argv.slice(2)).catch((error: unknown) => {
+    process.stderr.write(`make-model: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}
