@@ -1,0 +1,70 @@
+/**
+ * The chain the engine runs on generated text: a reasoning parser first (its `content` goes on), then a
+ * tool-call parser, merged into one {@link ParserDelta} per feed.
+ */
+import type { ParserDelta, StreamParser } from "./parserDelta.ts";
+import { mergeDeltas } from "./parserDelta.ts";
+import { createReasoningParser, type ReasoningParser } from "./reasoningParsers/index.ts";
+import { createToolParser, type ToolParser, type ToolParserOptions } from "./toolParsers/index.ts";
+
+/**
+ * Reasoning parser, then tool parser; either may be absent (text then passes through as content).
+ * Tool markup inside reasoning stays reasoning (llama.cpp and vLLM do the same).
+ */
+export class ChatOutputParser implements StreamParser {
+  readonly reasoning: ReasoningParser | undefined;
+  readonly tools: ToolParser | undefined;
+
+  constructor(parts: { reasoning?: ReasoningParser; tools?: ToolParser }) {
+    this.reasoning = parts.reasoning;
+    this.tools = parts.tools;
+  }
+
+  /** Takes the next piece of generated text; returns what is decided so far. */
+  feed(delta: string): ParserDelta {
+    const first = this.reasoning ? this.reasoning.feed(delta) : { content: delta };
+    return this.pass(first, false);
+  }
+
+  /** Generation stopped: flushes (or falls back) whatever was held back. */
+  end(): ParserDelta {
+    return this.pass(this.reasoning ? this.reasoning.end() : {}, true);
+  }
+
+  /** True while the output is inside reasoning (false without a reasoning parser). */
+  /** True while the output is inside the thinking block. */
+  inReasoning(): boolean {
+    return this.reasoning?.inReasoning() ?? false;
+  }
+
+  private pass(first: ParserDelta, final: boolean): ParserDelta {
+    const reasoning: ParserDelta = first.reasoning ? { reasoning: first.reasoning } : {};
+    if (!this.tools) return mergeDeltas(reasoning, first.content ? { content: first.content } : {});
+    const fed = this.tools.feed(first.content ?? "");
+    return mergeDeltas(reasoning, fed, final ? this.tools.end() : {});
+  }
+}
+
+/** What {@link createChatOutputParser} takes: parser names as configured or detected, and their options. */
+export type ChatOutputParserOptions = ToolParserOptions & {
+  /** A reasoning parser name (`deepseek_r1`, `qwen3`), or none. */
+  reasoningParser?: string;
+  /** A tool parser name (`hermes`, `llama3_json`, `mistral`, `generic`), or none (e.g. `tool_choice: "none"`). */
+  toolParser?: string;
+  /** Whether the prompt opened `<think>` (`promptOpensThinking(prompt)`); default per reasoning parser. */
+  startsInThinking?: boolean;
+};
+
+/** Builds the chain for one choice. Throws an `Error` for an unknown parser name. */
+export function createChatOutputParser(options: ChatOutputParserOptions): ChatOutputParser {
+  const { reasoningParser, toolParser, startsInThinking, ...toolOptions } = options;
+  const parts: { reasoning?: ReasoningParser; tools?: ToolParser } = {};
+  if (reasoningParser) {
+    parts.reasoning = createReasoningParser(
+      reasoningParser,
+      startsInThinking === undefined ? {} : { startsInThinking },
+    );
+  }
+  if (toolParser) parts.tools = createToolParser(toolParser, toolOptions);
+  return new ChatOutputParser(parts);
+}

@@ -1,0 +1,177 @@
+/**
+ * Mistral tool calls: `[TOOL_CALLS][{"name": …, "arguments": …}, …]` (tokenizer v3, Mistral 7B v0.3 /
+ * Nemo / Small, as vLLM's `mistral` tool parser reads them) and the newer `[TOOL_CALLS]name[ARGS]{…}`
+ * form (tokenizer v11+, Mistral Small 3.2 / Devstral / Magistral), which may repeat per call.
+ */
+import type { ParserDelta } from "../parserDelta.ts";
+import { partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
+import {
+  callFromJson,
+  callsFromJsonText,
+  DeltaBuilder,
+  type ParsedCall,
+  type ToolParser,
+  type ToolParserOptions,
+} from "./common.ts";
+
+const TAG = "[TOOL_CALLS]";
+const ARGS = "[ARGS]";
+const NAME_CHARS = /^[A-Za-z0-9_.-]*$/;
+const MAX_NAME_LENGTH = 256;
+
+/** The call `name[ARGS]{…}` stands for, when `argsText` is a complete JSON object. */
+function callFromJsonArguments(name: string, argsText: string): ParsedCall | undefined {
+  if (!argsText.startsWith("{")) return undefined;
+  try {
+    return callFromJson({ name, arguments: JSON.parse(argsText) });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Incremental Mistral parser. Text before `[TOOL_CALLS]` streams as content (a possible start of the tag
+ * is held back). After the tag comes either a JSON array/object of `{"name", "arguments"}` calls, or a
+ * bare function name, `[ARGS]` and a JSON object. A call is emitted when its JSON closes. Whitespace after
+ * a call is dropped; a further `[TOOL_CALLS]` starts more calls; other text streams as content. Anything
+ * that does not read as a call falls back to content verbatim (the tag included) and scanning resumes
+ * after the part already judged.
+ */
+export class MistralToolParser implements ToolParser {
+  private buf = "";
+  private state: "text" | "tagged" | "json" | "name" | "args" | "after" = "text";
+  /** Raw text consumed for the current candidate, re-emitted as content on fallback. */
+  private prefix = "";
+  private name = "";
+  private readonly out: DeltaBuilder;
+
+  constructor(options: ToolParserOptions = {}) {
+    this.out = new DeltaBuilder(options);
+  }
+
+  /** Takes the next piece of generated text; returns what is decided so far. */
+  feed(delta: string): ParserDelta {
+    this.buf += delta;
+    this.run(false);
+    return this.out.take();
+  }
+
+  /** Generation stopped: flushes (or falls back) whatever was held back. */
+  end(): ParserDelta {
+    this.run(true);
+    return this.out.take(true);
+  }
+
+  private fallback(): void {
+    this.out.content(this.prefix);
+    this.prefix = "";
+    this.state = "text";
+  }
+
+  /** Handles the `json` and `args` states: waits for the JSON value to close, then judges it. */
+  private readJson(final: boolean): boolean {
+    const endAt = scanJsonValueEnd(this.buf, 0);
+    if (endAt < 0 && !final) return false;
+    const text = endAt < 0 ? "" : this.buf.slice(0, endAt);
+    let calls: ParsedCall[] | undefined;
+    if (this.state === "json") {
+      calls = callsFromJsonText(text, true);
+    } else {
+      const call = callFromJsonArguments(this.name, text);
+      calls = call ? [call] : undefined;
+    }
+    if (calls) {
+      this.out.calls(calls);
+      this.buf = this.buf.slice(endAt);
+      this.prefix = "";
+      this.state = "after";
+    } else {
+      this.prefix += this.buf.slice(0, 1);
+      this.buf = this.buf.slice(1);
+      this.fallback();
+    }
+    return true;
+  }
+
+  private run(final: boolean): void {
+    for (;;) {
+      switch (this.state) {
+        case "text": {
+          const at = this.buf.indexOf(TAG);
+          if (at < 0) {
+            const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, [TAG]));
+            this.out.content(this.buf.slice(0, cut));
+            this.buf = this.buf.slice(cut);
+            return;
+          }
+          this.out.content(this.buf.slice(0, at));
+          this.buf = this.buf.slice(at + TAG.length);
+          this.prefix = TAG;
+          this.state = "tagged";
+          break;
+        }
+        case "tagged": {
+          const i = skipSpace(this.buf);
+          if (i === this.buf.length) {
+            if (!final) return;
+            this.fallback();
+            break;
+          }
+          this.prefix += this.buf.slice(0, i);
+          this.buf = this.buf.slice(i);
+          this.state = this.buf[0] === "[" || this.buf[0] === "{" ? "json" : "name";
+          break;
+        }
+        case "name": {
+          const at = this.buf.indexOf(ARGS);
+          const name =
+            at >= 0
+              ? this.buf.slice(0, at)
+              : this.buf.slice(0, this.buf.length - partialTagSuffix(this.buf, [ARGS]));
+          if (!NAME_CHARS.test(name) || name.length > MAX_NAME_LENGTH || (at >= 0 && name === "")) {
+            this.fallback();
+            break;
+          }
+          if (at < 0) {
+            if (!final) return;
+            this.fallback();
+            break;
+          }
+          this.name = name;
+          this.prefix += name + ARGS;
+          this.buf = this.buf.slice(at + ARGS.length);
+          this.state = "args";
+          break;
+        }
+        case "args": {
+          const i = skipSpace(this.buf);
+          if (i === this.buf.length && !final) return;
+          this.prefix += this.buf.slice(0, i);
+          this.buf = this.buf.slice(i);
+          if (this.buf[0] !== "{") {
+            this.fallback();
+            break;
+          }
+          if (!this.readJson(final)) return;
+          break;
+        }
+        case "json":
+          if (!this.readJson(final)) return;
+          break;
+        case "after":
+          this.buf = this.buf.slice(skipSpace(this.buf));
+          if (this.buf === "") return;
+          if (this.buf.startsWith(TAG)) {
+            this.buf = this.buf.slice(TAG.length);
+            this.prefix = TAG;
+            this.state = "tagged";
+          } else if (!final && TAG.startsWith(this.buf)) {
+            return;
+          } else {
+            this.state = "text";
+          }
+          break;
+      }
+    }
+  }
+}
