@@ -9,6 +9,7 @@ import {
   readGgufFileInfo,
   type Token,
 } from "node-llama-cpp";
+import { TokenVocabulary } from "./TokenVocabulary.ts";
 
 /** Options of {@link ModelHost.load}. */
 export type ModelHostOptions = {
@@ -58,6 +59,8 @@ export class ModelHost {
   readonly chatTemplate: string | null;
   /** Unix seconds at which the model finished loading (OpenAI's `created` of the model object). */
   readonly created: number;
+  /** Token bytes and text, for logprobs. */
+  readonly vocabulary: TokenVocabulary;
 
   private constructor(
     names: readonly string[],
@@ -72,6 +75,16 @@ export class ModelHost {
     this.context = context;
     this.chatTemplate = chatTemplate;
     this.created = Math.floor(Date.now() / 1000);
+    const tokenizer = model.fileInfo.metadata.tokenizer.ggml as {
+      tokens: string[];
+      token_type?: number[];
+      model?: string;
+    };
+    this.vocabulary = new TokenVocabulary(
+      tokenizer.tokens,
+      tokenizer.token_type ?? [],
+      tokenizer.model ?? "llama",
+    );
   }
 
   /**
@@ -144,7 +157,22 @@ export class ModelHost {
 
   /** Number of tokens in the vocabulary (valid token ids are 0..vocabularySize-1). */
   get vocabularySize(): number {
-    return this.model.fileInfo.metadata.tokenizer.ggml.tokens.length;
+    return this.vocabulary.size;
+  }
+
+  /** The end-of-generation token ids (EOS, EOT), for `ignore_eos` and `min_tokens`. */
+  get endOfGenerationTokens(): number[] {
+    const { eos, eot } = this.model.tokens;
+    return [eos, eot].filter((token): token is Token => token !== null);
+  }
+
+  /**
+   * Fill-in-the-middle tokens `[prefix, suffix, middle]`, or null when the model has none
+   * (then `suffix` cannot be served).
+   */
+  get infillTokens(): [number, number, number] | null {
+    const { prefix, suffix, middle } = this.model.tokens.infill;
+    return prefix !== null && suffix !== null && middle !== null ? [prefix, suffix, middle] : null;
   }
 
   /** The BOS token's text, or "" when the model has none. */

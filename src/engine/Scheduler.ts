@@ -222,6 +222,7 @@ function abortedBeforeStart(request: GenerationRequest, reason: unknown): Genera
     promptTokens: request.promptTokens.length,
     completionTokens: 0,
     cachedTokens: 0,
+    cumulativeLogprob: Number.NaN,
     abortReason: reason,
   };
 }

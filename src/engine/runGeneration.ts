@@ -1,9 +1,15 @@
-import type { Token } from "node-llama-cpp";
 import { IncrementalDetokenizer } from "./IncrementalDetokenizer.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import { commonPrefixLength, type Slot } from "./Scheduler.ts";
 import { StopMatcher } from "./StopMatcher.ts";
-import type { FinishReason, GenerationObserver, GenerationRequest, GenerationResult } from "./types.ts";
+import { exactTokens, nativeTokens, needsJsSampling, type SampledToken } from "./tokenSources.ts";
+import type {
+  FinishReason,
+  GenerationObserver,
+  GenerationRequest,
+  GenerationResult,
+  TokenLogprob,
+} from "./types.ts";
 
 /** Options of {@link runGeneration}. */
 export type RunGenerationOptions = {
@@ -13,12 +19,16 @@ export type RunGenerationOptions = {
   prefixCaching: boolean;
   /** Called once when the first completion token has been sampled (prefill done). */
   onFirstToken?: () => void;
+  /** Called after every sampled token (metrics). */
+  onToken?: () => void;
 };
 
 /**
  * The token loop of one generation on one slot: evaluates the uncached part of the prompt, then samples
- * token after token until EOS, a stop string, `maxTokens`, the end of the context or an abort.
- * Text reaches the observer UTF-8 safe and with stop strings held back (see {@link StopMatcher}).
+ * token after token until EOS, a stop token id, a stop string, `maxTokens`, the end of the context or
+ * an abort. Text reaches the observer UTF-8 safe and with stop strings held back (see
+ * {@link StopMatcher}); before `minTokens` tokens, EOS and stop token ids are banned and stop strings
+ * are not matched (as vLLM's `min_tokens`).
  * @throws whatever node-llama-cpp throws on an evaluation failure (the caller resets the slot).
  */
 export async function runGeneration(
@@ -30,7 +40,9 @@ export async function runGeneration(
 ): Promise<GenerationResult> {
   const { sequence } = slot;
   const prompt = request.promptTokens;
-  let cachedTokens = options.prefixCaching ? commonPrefixLength(sequence.contextTokens, prompt) : 0;
+  // Prompt logprobs need every prompt position's distribution: evaluate the whole prompt.
+  const reuse = options.prefixCaching && request.promptLogprobs === null;
+  let cachedTokens = reuse ? commonPrefixLength(sequence.contextTokens, prompt) : 0;
   // At least one prompt token must be evaluated to get the next token's distribution.
   if (cachedTokens >= prompt.length) cachedTokens = prompt.length - 1;
   if (cachedTokens === 0) await sequence.clearHistory();
@@ -43,53 +55,76 @@ export async function runGeneration(
     prompt.slice(-4),
   );
   const stopMatcher = new StopMatcher(request.stop, request.includeStopStrInOutput);
-  const { sampling } = request;
+  const stopTokenIds = new Set(request.stopTokenIds);
+  const generated: number[] = [];
   const contextSize = host.contextSize;
-  let completionTokens = 0;
   let pendingTokenIds: number[] = [];
+  let pendingLogprobs: TokenLogprob[] = [];
+  let cumulativeLogprob = request.logprobs === null ? Number.NaN : 0;
+  let promptLogprobs: (TokenLogprob | null)[] | undefined;
   let finishReason: FinishReason | null = null;
   let stopReason: string | number | null = null;
 
   const emit = (text: string) => {
     if (text.length === 0 && pendingTokenIds.length === 0) return;
-    observer.onDelta({ text, tokenIds: pendingTokenIds });
+    observer.onDelta({
+      text,
+      tokenIds: pendingTokenIds,
+      ...(request.logprobs !== null ? { logprobs: pendingLogprobs } : {}),
+    });
     pendingTokenIds = [];
+    pendingLogprobs = [];
   };
+
+  const promptRest = prompt.slice(cachedTokens);
+  const tokens: AsyncGenerator<SampledToken> = needsJsSampling(request)
+    ? exactTokens(host, sequence, promptRest, request, { generated }, (logprobs) => {
+        promptLogprobs = logprobs;
+      })
+    : nativeTokens(host, sequence, promptRest, request, { generated });
 
   if (options.signal?.aborted) finishReason = "abort";
   else {
-    const tokens = sequence.evaluate(prompt.slice(cachedTokens) as Token[], {
-      temperature: sampling.temperature,
-      topK: sampling.topK,
-      topP: sampling.topP,
-      minP: sampling.minP,
-      seed: sampling.seed,
-      yieldEogToken: true,
-    });
-    for await (const token of tokens) {
-      if (completionTokens === 0) options.onFirstToken?.();
-      completionTokens++;
-      pendingTokenIds.push(token);
-      if (host.isEndOfGeneration(token)) {
-        finishReason = "stop";
-        break;
+    try {
+      for await (const { token, logprob } of tokens) {
+        if (generated.length === 0) options.onFirstToken?.();
+        options.onToken?.();
+        generated.push(token);
+        pendingTokenIds.push(token);
+        if (logprob) {
+          pendingLogprobs.push(logprob);
+          cumulativeLogprob += logprob.logprob;
+        }
+        const counted = generated.length >= request.minTokens;
+        if (host.isEndOfGeneration(token) && !request.ignoreEos && counted) {
+          finishReason = "stop";
+          break;
+        }
+        if (stopTokenIds.has(token) && counted) {
+          finishReason = "stop";
+          stopReason = token;
+          break;
+        }
+        const text = detokenizer.push(token);
+        const match = counted ? stopMatcher.push(text) : { text, stop: null };
+        if (match.stop !== null) {
+          emit(match.text);
+          finishReason = "stop";
+          stopReason = match.stop;
+          break;
+        }
+        if (match.text.length > 0) emit(match.text);
+        if (options.signal?.aborted) {
+          finishReason = "abort";
+          break;
+        }
+        if (generated.length >= request.maxTokens || prompt.length + generated.length >= contextSize) {
+          finishReason = "length";
+          break;
+        }
       }
-      const match = stopMatcher.push(detokenizer.push(token));
-      if (match.stop !== null) {
-        emit(match.text);
-        finishReason = "stop";
-        stopReason = match.stop;
-        break;
-      }
-      if (match.text.length > 0) emit(match.text);
-      if (options.signal?.aborted) {
-        finishReason = "abort";
-        break;
-      }
-      if (completionTokens >= request.maxTokens || prompt.length + completionTokens >= contextSize) {
-        finishReason = "length";
-        break;
-      }
+    } finally {
+      await tokens.return(undefined);
     }
   }
   finishReason ??= "stop";
@@ -108,8 +143,10 @@ export async function runGeneration(
     finishReason,
     stopReason,
     promptTokens: prompt.length,
-    completionTokens,
+    completionTokens: generated.length,
     cachedTokens,
+    cumulativeLogprob,
+    ...(promptLogprobs ? { promptLogprobs } : {}),
     ...(finishReason === "abort" ? { abortReason: options.signal?.reason } : {}),
   };
 }

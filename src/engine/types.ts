@@ -15,6 +15,26 @@ export type SamplingParams = {
   minP: number;
   /** Seed of this sequence's sampler (a 32-bit unsigned integer). */
   seed: number;
+  /** Subtracted per occurrence of a token in the completion so far (OpenAI), -2..2; 0 = off. */
+  frequencyPenalty: number;
+  /** Subtracted once from every token present in the completion so far (OpenAI), -2..2; 0 = off. */
+  presencePenalty: number;
+  /** Divides positive / multiplies negative logits of tokens in prompt or completion (HF/vLLM); 1 = off. */
+  repetitionPenalty: number;
+  /** Added to the logits of these token ids (OpenAI `logit_bias`, -100..100). */
+  logitBias: ReadonlyMap<number, number>;
+};
+
+/** Per-token log probabilities of one generated (or prompt) token, before any sampling transform. */
+export type TokenLogprob = {
+  /** The token id. */
+  id: number;
+  /** Natural log of its probability under the raw distribution (temperature 1, no truncation, no penalty). */
+  logprob: number;
+  /** 1-based rank of the token in the raw distribution. */
+  rank: number;
+  /** The `k` most likely tokens of that step, most likely first (`k` = the request's top-logprobs count). */
+  top: { id: number; logprob: number }[];
 };
 
 /** One generation: a prompt's tokens in, a completion out. */
@@ -30,6 +50,24 @@ export type GenerationRequest = {
   includeStopStrInOutput: boolean;
   /** Scheduling priority, vLLM semantics: lower runs first; ties are FIFO. */
   priority: number;
+  /** EOS and stop strings / stop token ids have no effect before this many tokens (vLLM `min_tokens`). */
+  minTokens: number;
+  /** Keep generating past EOS (vLLM / NIM `ignore_eos`): EOS tokens are never sampled. */
+  ignoreEos: boolean;
+  /** Token ids that end the generation like EOS; the id becomes `stop_reason` (vLLM `stop_token_ids`). */
+  stopTokenIds: readonly number[];
+  /**
+   * Top log probabilities to report per generated token: null = none, 0 = only the sampled token's.
+   * Requesting them samples from the raw distribution in JS (see `engine/sampling/`).
+   */
+  logprobs: number | null;
+  /** Top log probabilities to report per prompt token (vLLM `prompt_logprobs`); null = none. */
+  promptLogprobs: number | null;
+  /**
+   * Run this generation with no other sequence in its decode batches, so that its numbers (and, with
+   * a seed, its sampled text) do not depend on the load. Costs throughput; see docs/ARCHITECTURE.md.
+   */
+  batchInvariant: boolean;
 };
 
 /** Why a generation ended, as the API's `finish_reason` (`abort` never reaches a 200 response). */
@@ -41,6 +79,8 @@ export type GenerationDelta = {
   text: string;
   /** The ids of the tokens generated since the previous delta. */
   tokenIds: readonly number[];
+  /** Their log probabilities, when the request asked for them. */
+  logprobs?: readonly TokenLogprob[];
 };
 
 /** The outcome of a generation. */
@@ -54,6 +94,10 @@ export type GenerationResult = {
   cachedTokens: number;
   /** Why an aborted generation was aborted (the abort signal's reason), else undefined. */
   abortReason?: unknown;
+  /** Sum of the generated tokens' logprobs (for `best_of`); NaN when logprobs were not computed. */
+  cumulativeLogprob: number;
+  /** Per prompt token log probabilities (first entry null), when `promptLogprobs` was asked. */
+  promptLogprobs?: (TokenLogprob | null)[];
 };
 
 /** Receives a generation's output as it is produced; called synchronously from the token loop. */

@@ -69,6 +69,8 @@ export type ChatCompletionResponse = {
   model: string;
   choices: ChatChoice[];
   usage: Usage;
+  /** vLLM: per prompt token logprobs, first entry null (see serving/logprobs.ts). */
+  prompt_logprobs?: (Record<string, { logprob: number; rank: number; decoded_token: string }> | null)[];
 };
 
 /** A choice of a chat stream chunk. */

@@ -11,7 +11,8 @@ import {
 } from "../chat/renderChatTemplate.ts";
 import type { ModelHost } from "../engine/ModelHost.ts";
 import type { Scheduler } from "../engine/Scheduler.ts";
-import type { GenerationRequest, GenerationResult } from "../engine/types.ts";
+import type { GenerationRequest, GenerationResult, TokenLogprob } from "../engine/types.ts";
+import { badRequest } from "../errors.ts";
 import type {
   ChatChoice,
   ChatChunkChoice,
@@ -26,6 +27,7 @@ import {
   resolveMaxTokens,
   type SeedSource,
 } from "./generationParams.ts";
+import { chatLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 import { runChoices } from "./runChoices.ts";
 import { type ChunkSink, finishReasonOf, finishStream, includeUsage, sumUsage } from "./streaming.ts";
@@ -38,6 +40,7 @@ export type ChatPlan = {
   readonly scheduler: Scheduler;
   readonly body: ChatCompletionRequest;
   readonly requests: GenerationRequest[];
+  readonly naming: TokenNaming;
 };
 
 /**
@@ -55,8 +58,15 @@ export function planChat(registry: ModelRegistry, body: ChatCompletionRequest, s
     promptTokens.length,
     host.contextSize,
   );
+  if (body.top_logprobs !== undefined && body.top_logprobs !== null && !body.logprobs) {
+    throw badRequest("top_logprobs requires logprobs to be true.", "top_logprobs");
+  }
+  const counts = {
+    logprobs: body.logprobs ? (body.top_logprobs ?? 0) : null,
+    promptLogprobs: body.prompt_logprobs ?? null,
+  };
   const requests = Array.from({ length: body.n ?? 1 }, (_, choice) =>
-    generationRequest(body, promptTokens, maxTokens, choice, seeds),
+    generationRequest(body, host, promptTokens, maxTokens, choice, seeds, counts),
   );
   return {
     id: body.request_id ?? `chatcmpl-${randomUUID().replaceAll("-", "")}`,
@@ -65,6 +75,7 @@ export function planChat(registry: ModelRegistry, body: ChatCompletionRequest, s
     scheduler,
     body,
     requests,
+    naming: { vocabulary: host.vocabulary, asIds: body.return_tokens_as_token_ids ?? false },
   };
 }
 
@@ -98,11 +109,13 @@ export async function completeChat(
   signal: AbortSignal,
 ): Promise<ChatCompletionResponse | null> {
   const texts = plan.requests.map(() => "");
+  const logprobs: TokenLogprob[][] = plan.requests.map(() => []);
   const results = await runChoices(
     plan.scheduler,
     plan.requests,
     (choice, delta) => {
       texts[choice] += delta.text;
+      if (delta.logprobs) logprobs[choice]?.push(...delta.logprobs);
     },
     signal,
   );
@@ -122,6 +135,9 @@ export async function completeChat(
       }),
     ),
     usage: sumUsage(results, plan.requests.length),
+    ...(plan.body.prompt_logprobs !== undefined && plan.body.prompt_logprobs !== null && results[0]?.promptLogprobs
+      ? { prompt_logprobs: promptLogprobs(results[0].promptLogprobs, plan.naming) }
+      : {}),
   };
 }
 

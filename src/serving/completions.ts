@@ -1,22 +1,29 @@
 /**
  * POST /v1/completions: turns a validated request into engine work and engine output into OpenAI
- * `text_completion` responses and stream chunks.
+ * `text_completion` responses and stream chunks (with vLLM's `echo`, `best_of`, `prompt_logprobs`,
+ * `stream_options.continuous_usage_stats` and `return_tokens_as_token_ids`).
  */
 import { randomUUID } from "node:crypto";
+import type { ModelHost } from "../engine/ModelHost.ts";
 import type { Scheduler } from "../engine/Scheduler.ts";
-import type { GenerationRequest, GenerationResult } from "../engine/types.ts";
+import type { GenerationRequest, GenerationResult, TokenLogprob } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { Usage } from "../protocol/common.ts";
 import type { CompletionChoice, CompletionRequest, CompletionResponse } from "../protocol/completions.ts";
 import {
   generationRequest,
+  type LogprobCounts,
   refuseUnsupportedFields,
   resolveMaxTokens,
   type SeedSource,
 } from "./generationParams.ts";
+import { completionLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 import { runChoices } from "./runChoices.ts";
 import { type ChunkSink, finishReasonOf, finishStream, includeUsage, sumUsage } from "./streaming.ts";
+
+/** One prompt of the request: its tokens and the text `echo` gives back. */
+type PlannedPrompt = { tokens: number[]; text: string };
 
 /** A completions request resolved against its model: ready to run, streamed or not. */
 export type CompletionPlan = {
@@ -25,14 +32,21 @@ export type CompletionPlan = {
   readonly model: string;
   readonly scheduler: Scheduler;
   readonly body: CompletionRequest;
-  /** One engine request per choice, in choice order (prompt-major, then `n`). */
+  readonly prompts: PlannedPrompt[];
+  /** Generations per prompt: `best_of` (or `n`); the `n` best are returned. */
+  readonly perPrompt: number;
+  /** Choices returned per prompt. */
+  readonly n: number;
+  /** One engine request per generation, prompt-major. */
   readonly requests: GenerationRequest[];
+  readonly naming: TokenNaming;
 };
 
 /**
  * Validates a completions request against its model and tokenizes its prompts.
- * @throws ApiError 404 for an unknown model; 400 for conflicting fields, token ids outside the
- *   vocabulary, or a prompt plus `max_tokens` longer than the context.
+ * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`echo` with `stream`,
+ *   `best_of` < `n`, `best_of` with `stream`), `suffix` on a model without fill-in-the-middle tokens,
+ *   token ids outside the vocabulary, or a prompt plus `max_tokens` longer than the context.
  */
 export function planCompletion(
   registry: ModelRegistry,
@@ -41,33 +55,31 @@ export function planCompletion(
 ): CompletionPlan {
   const scheduler = registry.get(body.model);
   if (body.echo && body.stream) throw badRequest("'echo' and 'stream' cannot both be true.", "echo");
+  const n = body.n ?? 1;
+  const perPrompt = body.best_of ?? n;
+  if (perPrompt < n) throw badRequest(`best_of (${perPrompt}) must be at least n (${n}).`, "best_of");
+  if (perPrompt > n && body.stream) throw badRequest("best_of greater than n cannot be streamed.", "best_of");
   refuseUnsupportedFields(body);
   const host = scheduler.host;
-  const addSpecialTokens = body.add_special_tokens ?? true;
-  const prompts = normalisePrompts(body.prompt).map((prompt, index) => {
-    if (typeof prompt === "string") return host.tokenize(prompt, addSpecialTokens);
-    const vocabulary = host.vocabularySize;
-    const bad = prompt.find((token) => token >= vocabulary);
-    if (bad !== undefined) {
-      throw badRequest(
-        `Token id ${bad} is outside the vocabulary (0..${vocabulary - 1}).`,
-        `prompt[${index}]`,
-      );
-    }
-    return prompt;
-  });
-  const n = body.n ?? 1;
+  const prompts = normalisePrompts(body.prompt).map((prompt, index) => planPrompt(host, body, prompt, index));
+  // best_of ranks by cumulative logprob, so the logprobs of every token are needed.
+  const logprobs = body.logprobs ?? (perPrompt > n ? 0 : null);
+  const counts: LogprobCounts = {
+    logprobs,
+    promptLogprobs:
+      body.echo && logprobs !== null
+        ? Math.max(logprobs, body.prompt_logprobs ?? 0)
+        : (body.prompt_logprobs ?? null),
+  };
   const requests: GenerationRequest[] = [];
-  for (const promptTokens of prompts) {
-    if (promptTokens.length === 0)
-      throw badRequest("The prompt is empty: give at least one token.", "prompt");
+  for (const prompt of prompts) {
     const maxTokens = resolveMaxTokens(
       body.max_tokens === undefined ? 16 : body.max_tokens,
-      promptTokens.length,
+      prompt.tokens.length,
       host.contextSize,
     );
-    for (let choice = 0; choice < n; choice++) {
-      requests.push(generationRequest(body, promptTokens, maxTokens, requests.length, seeds));
+    for (let choice = 0; choice < perPrompt; choice++) {
+      requests.push(generationRequest(body, host, prompt.tokens, maxTokens, requests.length, seeds, counts));
     }
   }
   return {
@@ -76,9 +88,53 @@ export function planCompletion(
     model: body.model,
     scheduler,
     body,
+    prompts,
+    perPrompt,
+    n,
     requests,
+    naming: { vocabulary: host.vocabulary, asIds: body.return_tokens_as_token_ids ?? false },
   };
 }
+
+/** Tokenizes one prompt; with `suffix`, builds the fill-in-the-middle prompt. */
+function planPrompt(
+  host: ModelHost,
+  body: CompletionRequest,
+  prompt: string | number[],
+  index: number,
+): PlannedPrompt {
+  const addSpecialTokens = body.add_special_tokens ?? true;
+  let tokens: number[];
+  if (typeof prompt === "string") tokens = host.tokenize(prompt, addSpecialTokens);
+  else {
+    const bad = prompt.find((token) => token >= host.vocabularySize);
+    if (bad !== undefined) {
+      throw badRequest(
+        `Token id ${bad} is outside the vocabulary (0..${host.vocabularySize - 1}).`,
+        `prompt[${index}]`,
+      );
+    }
+    tokens = prompt;
+  }
+  if (body.suffix !== undefined && body.suffix !== null) {
+    const infill = host.infillTokens;
+    if (!infill) {
+      throw badRequest(
+        `The model ${body.model} has no fill-in-the-middle tokens, so it cannot complete with a suffix.`,
+        "suffix",
+      );
+    }
+    const [prefixToken, suffixToken, middleToken] = infill;
+    const body_ = typeof prompt === "string" ? host.tokenize(prompt, false) : prompt;
+    const bos = addSpecialTokens && tokens[0] !== body_[0] ? tokens.slice(0, 1) : [];
+    tokens = [...bos, prefixToken, ...body_, suffixToken, ...host.tokenize(body.suffix, false), middleToken];
+  }
+  if (tokens.length === 0) throw badRequest("The prompt is empty: give at least one token.", "prompt");
+  return { tokens, text: typeof prompt === "string" ? prompt : host.detokenize(prompt) };
+}
+
+/** What a generation produced: its text and per-token logprobs as they arrived. */
+type Collected = { text: string; tokenIds: number[]; logprobs: TokenLogprob[] };
 
 /**
  * Runs a planned completion to the end and builds the response.
@@ -88,67 +144,143 @@ export async function completeCompletion(
   plan: CompletionPlan,
   signal: AbortSignal,
 ): Promise<CompletionResponse | null> {
-  const texts = plan.requests.map(() => "");
+  const collected: Collected[] = plan.requests.map(() => ({ text: "", tokenIds: [], logprobs: [] }));
   const results = await runChoices(
     plan.scheduler,
     plan.requests,
     (choice, delta) => {
-      texts[choice] += delta.text;
+      const target = collected[choice] as Collected;
+      target.text += delta.text;
+      target.tokenIds.push(...delta.tokenIds);
+      if (delta.logprobs) target.logprobs.push(...delta.logprobs);
     },
     signal,
   );
   if (results.some((result) => result.finishReason === "abort")) return null;
+  const choices: CompletionChoice[] = [];
+  const returned: GenerationResult[] = [];
+  plan.prompts.forEach((prompt, promptIndex) => {
+    const start = promptIndex * plan.perPrompt;
+    const candidates = results
+      .slice(start, start + plan.perPrompt)
+      .map((result, offset) => ({ result, offset }));
+    // best_of: keep the n generations with the highest cumulative logprob, in that order.
+    if (plan.perPrompt > plan.n)
+      candidates.sort((a, b) => b.result.cumulativeLogprob - a.result.cumulativeLogprob);
+    for (const { result, offset } of candidates.slice(0, plan.n)) {
+      returned.push(result);
+      choices.push(finalChoice(plan, choices.length, prompt, collected[start + offset] as Collected, result));
+    }
+  });
   return {
     id: plan.id,
     object: "text_completion",
     created: plan.created,
     model: plan.model,
-    choices: results.map((result, index) => choiceOf(index, texts[index] ?? "", result)),
-    usage: sumUsage(results, plan.body.n ?? 1),
+    choices,
+    usage: sumUsage(returned, plan.n),
   };
 }
 
+function finalChoice(
+  plan: CompletionPlan,
+  index: number,
+  prompt: PlannedPrompt,
+  output: Collected,
+  result: GenerationResult,
+): CompletionChoice & { prompt_logprobs?: unknown } {
+  const echo = plan.body.echo ?? false;
+  const choice: CompletionChoice & { prompt_logprobs?: unknown } = {
+    index,
+    text: (echo ? prompt.text : "") + output.text,
+    logprobs: null,
+    finish_reason: finishReasonOf(result),
+    stop_reason: result.stopReason,
+  };
+  if (plan.body.logprobs !== undefined && plan.body.logprobs !== null) {
+    const promptEntries = echo
+      ? prompt.tokens.map((id, position) => ({ id, logprob: result.promptLogprobs?.[position] ?? null }))
+      : [];
+    // Every generated token, EOS and a stop string's tokens included, as vLLM reports them.
+    const generated = output.logprobs.map((logprob) => ({ id: logprob.id, logprob }));
+    choice.logprobs = completionLogprobs([...promptEntries, ...generated], plan.naming, 0);
+  }
+  if (
+    plan.body.prompt_logprobs !== undefined &&
+    plan.body.prompt_logprobs !== null &&
+    result.promptLogprobs
+  ) {
+    choice.prompt_logprobs = promptLogprobs(result.promptLogprobs, plan.naming);
+  }
+  return choice;
+}
+
 /**
- * Runs a planned completion as a stream of `text_completion` chunks: text deltas per choice, one
- * final chunk per choice with its `finish_reason`, then (with `stream_options.include_usage`) a usage
- * chunk with `choices: []`. Ends the sink; a failure mid-stream becomes the final error event.
+ * Runs a planned completion as a stream of `text_completion` chunks: text deltas per choice (with
+ * the logprobs of their own tokens), one final chunk per choice with its `finish_reason`, then (with
+ * `stream_options.include_usage`) a usage chunk with `choices: []`. With
+ * `stream_options.continuous_usage_stats` every chunk carries the usage so far (vLLM). Ends the sink;
+ * a failure mid-stream becomes the final error event.
  * @throws ApiError 503 synchronously (before anything is written) when the queue is full.
  */
 export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: AbortSignal): Promise<void> {
+  const continuous = plan.body.stream_options?.continuous_usage_stats ?? false;
+  const promptTokens = plan.prompts.reduce((sum, prompt) => sum + prompt.tokens.length, 0);
+  let completionTokens = 0;
+  const offsets = plan.requests.map(() => 0);
   const chunk = (choices: CompletionChoice[], usage?: Usage): CompletionResponse => ({
     id: plan.id,
     object: "text_completion",
     created: plan.created,
     model: plan.model,
     choices,
-    ...(usage ? { usage } : {}),
+    ...(usage ? { usage } : continuous ? { usage: runningUsage(promptTokens, completionTokens) } : {}),
   });
   const run = runChoices(
     plan.scheduler,
     plan.requests,
     (choice, delta) => {
-      if (delta.text.length === 0) return;
+      completionTokens += delta.tokenIds.length;
+      if (delta.text.length === 0 && !delta.logprobs?.length) return;
+      const logprobs = delta.logprobs
+        ? completionLogprobs(
+            delta.logprobs.map((logprob) => ({ id: logprob.id, logprob })),
+            plan.naming,
+            offsets[choice] as number,
+          )
+        : null;
+      // Offsets advance by token text, as in the non-streamed object, whatever text was held back.
+      for (const id of delta.tokenIds)
+        offsets[choice] = (offsets[choice] as number) + plan.naming.vocabulary.text(id).length;
       sink.send(
-        chunk([{ index: choice, text: delta.text, logprobs: null, finish_reason: null, stop_reason: null }]),
+        chunk([{ index: choice, text: delta.text, logprobs, finish_reason: null, stop_reason: null }]),
       );
     },
     signal,
   );
   return finishStream(sink, run, (results) => {
     results.forEach((result, index) => {
-      sink.send(chunk([choiceOf(index, "", result)]));
+      sink.send(
+        chunk([
+          {
+            index,
+            text: "",
+            logprobs: null,
+            finish_reason: finishReasonOf(result),
+            stop_reason: result.stopReason,
+          },
+        ]),
+      );
     });
-    if (includeUsage(plan.body.stream_options)) sink.send(chunk([], sumUsage(results, plan.body.n ?? 1)));
+    if (includeUsage(plan.body.stream_options)) sink.send(chunk([], sumUsage(results, plan.n)));
   });
 }
 
-function choiceOf(index: number, text: string, result: GenerationResult): CompletionChoice {
+function runningUsage(promptTokens: number, completionTokens: number): Usage {
   return {
-    index,
-    text,
-    logprobs: null,
-    finish_reason: finishReasonOf(result),
-    stop_reason: result.stopReason,
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
   };
 }
 

@@ -3,6 +3,7 @@
  * with the semantic checks that the schema cannot express.
  */
 import { randomInt } from "node:crypto";
+import type { ModelHost } from "../engine/ModelHost.ts";
 import type { GenerationRequest, SamplingParams } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
@@ -13,20 +14,11 @@ export type CommonRequest = CompletionRequest | ChatCompletionRequest;
 
 /** Request fields accepted by the schema but not honoured yet: a 400 rather than a silent no-op. */
 const UNSUPPORTED_FIELDS: readonly (keyof CompletionRequest | keyof ChatCompletionRequest)[] = [
-  "logit_bias",
-  "prompt_logprobs",
   "guided_json",
   "guided_regex",
   "guided_choice",
   "guided_grammar",
-  "best_of",
-  "suffix",
-  "min_tokens",
-  "stop_token_ids",
   "tools",
-  "echo",
-  "ignore_eos",
-  "return_tokens_as_token_ids",
 ];
 
 /**
@@ -36,39 +28,16 @@ const UNSUPPORTED_FIELDS: readonly (keyof CompletionRequest | keyof ChatCompleti
  */
 export function refuseUnsupportedFields(body: CommonRequest): void {
   const record = body as Record<string, unknown>;
+  const nvext = (body.nvext ?? {}) as Record<string, unknown>;
   for (const field of UNSUPPORTED_FIELDS) {
-    const value = record[field];
-    if (value === undefined || value === null) continue;
-    if (field === "best_of" && value === 1) continue;
-    if (field === "min_tokens" && value === 0) continue;
-    if (value === false) continue;
-    if (Array.isArray(value) && value.length === 0 && field !== "guided_choice") continue;
-    throw badRequest(`The field '${field}' is not supported by this server yet.`, field, "unsupported_field");
-  }
-  const penalties: [string, number | null | undefined, number][] = [
-    ["frequency_penalty", body.frequency_penalty, 0],
-    ["presence_penalty", body.presence_penalty, 0],
-    ["repetition_penalty", body.repetition_penalty ?? body.nvext?.repetition_penalty, 1],
-  ];
-  for (const [field, value, neutral] of penalties) {
-    if (value !== undefined && value !== null && value !== neutral) {
-      throw badRequest(
-        `The field '${field}' is not supported by this server yet.`,
-        field,
-        "unsupported_field",
-      );
+    for (const [value, name] of [
+      [record[field], field],
+      [nvext[field], `nvext.${field}`],
+    ] as const) {
+      if (value === undefined || value === null) continue;
+      if (Array.isArray(value) && value.length === 0 && field === "tools") continue;
+      throw badRequest(`The field '${name}' is not supported by this server yet.`, name, "unsupported_field");
     }
-  }
-  if (body.nvext?.ignore_eos || body.stream_options?.continuous_usage_stats) {
-    const field = body.nvext?.ignore_eos ? "nvext.ignore_eos" : "stream_options.continuous_usage_stats";
-    throw badRequest(`The field '${field}' is not supported by this server yet.`, field, "unsupported_field");
-  }
-  if (body.logprobs !== undefined && body.logprobs !== null && body.logprobs !== false) {
-    throw badRequest(
-      "The field 'logprobs' is not supported by this server yet.",
-      "logprobs",
-      "unsupported_field",
-    );
   }
   if (body.response_format && body.response_format.type !== "text") {
     throw badRequest(
@@ -102,10 +71,17 @@ export class SeedSource {
 
 /**
  * The sampling parameters of one choice. With an explicit `seed`, choice `i` samples with `seed + i`
- * so that `n > 1` gives different choices that are each reproducible.
- * @throws ApiError 400 for `top_k` other than -1, 0 or >= 1.
+ * so that `n > 1` gives different choices that are each reproducible. `nvext` spellings apply where
+ * the top-level field is absent.
+ * @throws ApiError 400 for `top_k` other than -1, 0 or >= 1, and for `logit_bias` keys that are not
+ *   token ids of the model's vocabulary.
  */
-export function samplingParams(body: CommonRequest, choice: number, seeds: SeedSource): SamplingParams {
+export function samplingParams(
+  body: CommonRequest,
+  host: ModelHost,
+  choice: number,
+  seeds: SeedSource,
+): SamplingParams {
   const topK = body.top_k ?? body.nvext?.top_k ?? -1;
   if (topK < -1) throw badRequest(`top_k must be -1 (disabled) or at least 1, got ${topK}.`, "top_k");
   const seed = body.seed === undefined || body.seed === null ? seeds.next() : (body.seed + choice) >>> 0;
@@ -115,7 +91,33 @@ export function samplingParams(body: CommonRequest, choice: number, seeds: SeedS
     topK: Math.max(topK, 0),
     minP: body.min_p ?? body.nvext?.min_p ?? 0,
     seed,
+    frequencyPenalty: body.frequency_penalty ?? 0,
+    presencePenalty: body.presence_penalty ?? 0,
+    repetitionPenalty: body.repetition_penalty ?? body.nvext?.repetition_penalty ?? 1,
+    logitBias: logitBias(body.logit_bias, host.vocabularySize),
   };
+}
+
+/**
+ * `logit_bias` as a map of token id to bias.
+ * @throws ApiError 400 naming the key when it is not an integer token id below the vocabulary size.
+ */
+function logitBias(
+  bias: Record<string, number> | null | undefined,
+  vocabularySize: number,
+): Map<number, number> {
+  const map = new Map<number, number>();
+  for (const [key, value] of Object.entries(bias ?? {})) {
+    const id = Number(key);
+    if (!/^\d+$/.test(key) || !Number.isSafeInteger(id) || id >= vocabularySize) {
+      throw badRequest(
+        `logit_bias key '${key}' is not a token id of this model (0..${vocabularySize - 1}).`,
+        `logit_bias.${key}`,
+      );
+    }
+    map.set(id, value);
+  }
+  return map;
 }
 
 /** The stop strings of a request as a list. */
@@ -152,20 +154,39 @@ export function resolveMaxTokens(
   return maxTokens;
 }
 
-/** Builds the engine request of one choice. */
+/** How many logprobs a choice reports: per generated token and per prompt token (null = none). */
+export type LogprobCounts = { logprobs: number | null; promptLogprobs: number | null };
+
+/**
+ * Builds the engine request of one choice.
+ * @throws ApiError 400 for a stop token id outside the vocabulary (and see {@link samplingParams}).
+ */
 export function generationRequest(
   body: CommonRequest,
+  host: ModelHost,
   promptTokens: number[],
   maxTokens: number,
   choice: number,
   seeds: SeedSource,
+  counts: LogprobCounts,
 ): GenerationRequest {
+  const stopTokenIds = body.stop_token_ids ?? [];
+  const outside = stopTokenIds.find((id) => id >= host.vocabularySize);
+  if (outside !== undefined) {
+    throw badRequest(`stop_token_ids: ${outside} is not a token id of this model.`, "stop_token_ids");
+  }
   return {
     promptTokens,
     maxTokens,
-    sampling: samplingParams(body, choice, seeds),
+    sampling: samplingParams(body, host, choice, seeds),
     stop: stopStrings(body.stop),
     includeStopStrInOutput: body.include_stop_str_in_output ?? false,
     priority: body.priority ?? 0,
+    minTokens: Math.min(body.min_tokens ?? body.nvext?.min_tokens ?? 0, maxTokens),
+    ignoreEos: body.ignore_eos ?? body.nvext?.ignore_eos ?? false,
+    stopTokenIds,
+    logprobs: counts.logprobs,
+    promptLogprobs: counts.promptLogprobs,
+    batchInvariant: false,
   };
 }
