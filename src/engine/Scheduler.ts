@@ -60,6 +60,8 @@ export class Scheduler {
   private readonly maxWaiting: number;
   private readonly prefixCaching: boolean;
   private nextOrder = 0;
+  /** True while a batch-invariant job runs alone. */
+  private exclusiveRunning = false;
 
   constructor(host: ModelHost, options: SchedulerOptions = {}) {
     this.host = host;
@@ -158,12 +160,21 @@ export class Scheduler {
     else this.waiting.splice(position, 0, job);
   }
 
-  /** Starts waiting jobs on idle slots, highest priority first. */
+  /**
+   * Starts waiting jobs on idle slots, highest priority first. A batch-invariant job starts only once
+   * every slot is idle and nothing else starts while it runs, so its decode batches hold its tokens
+   * alone (llama.cpp's batched kernels give slightly different numbers for a row depending on what
+   * else is in the batch).
+   */
   private pump(): void {
     while (this.waiting.length > 0) {
+      if (this.exclusiveRunning) return;
       const idle = this.slots.filter((slot) => slot.state === SlotState.Idle);
       if (idle.length === 0) return;
+      const head = this.waiting[0] as Job;
+      if (head.request.batchInvariant && idle.length < this.slots.length) return;
       const job = this.waiting.shift() as Job;
+      if (job.request.batchInvariant) this.exclusiveRunning = true;
       job.detach();
       const slot = this.pickSlot(idle, job.request.promptTokens);
       slot.state = SlotState.Prefill;
@@ -190,7 +201,8 @@ export class Scheduler {
     try {
       const result = await runGeneration(this.host, slot, job.request, job.observer, {
         signal: job.signal,
-        prefixCaching: this.prefixCaching,
+        // A batch-invariant job evaluates its whole prompt, so its prefill batch is always the same.
+        prefixCaching: this.prefixCaching && !job.request.batchInvariant,
         onFirstToken: () => {
           slot.state = SlotState.Decode;
         },
@@ -202,6 +214,7 @@ export class Scheduler {
       job.reject(error);
     } finally {
       slot.state = SlotState.Idle;
+      if (job.request.batchInvariant) this.exclusiveRunning = false;
       this.pump();
     }
   }

@@ -73,6 +73,11 @@ export class TokenVocabulary {
     return bytes;
   }
 
+  /** The text the token adds to generated text: "" for control tokens (BOS, EOS), else {@link text}. */
+  renderedText(id: number): string {
+    return this.types[id] === 3 ? "" : this.text(id);
+  }
+
   /** The token's text (U+FFFD where it holds only part of a UTF-8 character). */
   text(id: number): string {
     return decoder.decode(this.bytes(id));

@@ -79,12 +79,27 @@ export function planChat(registry: ModelRegistry, body: ChatCompletionRequest, s
   };
 }
 
+/** The fields of a chat request that shape its prompt (a `/tokenize` messages request has the same). */
+export type ChatPromptFields = Pick<
+  ChatCompletionRequest,
+  | "messages"
+  | "tools"
+  | "documents"
+  | "add_generation_prompt"
+  | "continue_final_message"
+  | "chat_template"
+  | "chat_template_kwargs"
+  | "add_special_tokens"
+>;
+
 /**
  * The prompt text and whether to add special tokens: the request's `chat_template`, else the model's
  * (flag or GGUF), else ChatML as llama-server falls back to. `add_special_tokens` defaults to false as
- * in vLLM, and BOS is never doubled when the template already wrote it.
+ * in vLLM, and BOS is never doubled when the template already wrote it. Also used by `/tokenize`
+ * (`serving/tokenization.ts`) for a `messages` request.
+ * @throws ApiError 400 for unsupported content or a template that fails to render.
  */
-function renderPrompt(host: ModelHost, body: ChatCompletionRequest): [string, boolean] {
+export function renderPrompt(host: ModelHost, body: ChatPromptFields): [string, boolean] {
   const template = body.chat_template ?? host.chatTemplate ?? CHATML_FALLBACK_TEMPLATE;
   const prompt = renderChatTemplate(template, {
     messages: normalizeMessages(body.messages),
@@ -129,13 +144,15 @@ export async function completeChat(
       (result, index): ChatChoice => ({
         index,
         message: { role: "assistant", content: texts[index] ?? "" },
-        logprobs: null,
+        logprobs: plan.body.logprobs ? { content: chatLogprobs(logprobs[index] ?? [], plan.naming) } : null,
         finish_reason: finishReasonOf(result),
         stop_reason: result.stopReason,
       }),
     ),
     usage: sumUsage(results, plan.requests.length),
-    ...(plan.body.prompt_logprobs !== undefined && plan.body.prompt_logprobs !== null && results[0]?.promptLogprobs
+    ...(plan.body.prompt_logprobs !== undefined &&
+    plan.body.prompt_logprobs !== null &&
+    results[0]?.promptLogprobs
       ? { prompt_logprobs: promptLogprobs(results[0].promptLogprobs, plan.naming) }
       : {}),
   };
@@ -154,16 +171,24 @@ export function streamChat(plan: ChatPlan, sink: ChunkSink, signal: AbortSignal)
     created: plan.created,
     model: plan.model,
     choices,
-    ...(usage ? { usage } : {}),
+    ...(usage ? { usage } : continuous ? { usage: runningUsage() } : {}),
+  });
+  const continuous = plan.body.stream_options?.continuous_usage_stats ?? false;
+  const promptTokens = plan.requests[0]?.promptTokens.length ?? 0;
+  let completionTokens = 0;
+  const runningUsage = (): Usage => ({
+    prompt_tokens: promptTokens,
+    completion_tokens: completionTokens,
+    total_tokens: promptTokens + completionTokens,
   });
   const run = runChoices(
     plan.scheduler,
     plan.requests,
     (choice, delta) => {
-      if (delta.text.length === 0) return;
-      sink.send(
-        chunk([{ index: choice, delta: { content: delta.text }, logprobs: null, finish_reason: null }]),
-      );
+      completionTokens += delta.tokenIds.length;
+      if (delta.text.length === 0 && !delta.logprobs?.length) return;
+      const logprobs = delta.logprobs ? { content: chatLogprobs(delta.logprobs, plan.naming) } : null;
+      sink.send(chunk([{ index: choice, delta: { content: delta.text }, logprobs, finish_reason: null }]));
     },
     signal,
   );

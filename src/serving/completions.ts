@@ -198,11 +198,22 @@ function finalChoice(
     stop_reason: result.stopReason,
   };
   if (plan.body.logprobs !== undefined && plan.body.logprobs !== null) {
+    // Prompt token offsets come from detokenizing the prompt's prefixes: exact where a tokenizer
+    // drops or adds a leading space at the start of a text.
+    const host = plan.scheduler.host;
     const promptEntries = echo
-      ? prompt.tokens.map((id, position) => ({ id, logprob: result.promptLogprobs?.[position] ?? null }))
+      ? prompt.tokens.map((id, position) => ({
+          id,
+          logprob: result.promptLogprobs?.[position] ?? null,
+          offset: Math.min(host.detokenize(prompt.tokens.slice(0, position)).length, prompt.text.length),
+        }))
       : [];
     // Every generated token, EOS and a stop string's tokens included, as vLLM reports them.
-    const generated = output.logprobs.map((logprob) => ({ id: logprob.id, logprob }));
+    const generated = output.logprobs.map((logprob, index) => ({
+      id: logprob.id,
+      logprob,
+      ...(index === 0 ? { offset: echo ? prompt.text.length : 0 } : {}),
+    }));
     choice.logprobs = completionLogprobs([...promptEntries, ...generated], plan.naming, 0);
   }
   if (
@@ -251,7 +262,7 @@ export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: 
         : null;
       // Offsets advance by token text, as in the non-streamed object, whatever text was held back.
       for (const id of delta.tokenIds)
-        offsets[choice] = (offsets[choice] as number) + plan.naming.vocabulary.text(id).length;
+        offsets[choice] = (offsets[choice] as number) + plan.naming.vocabulary.renderedText(id).length;
       sink.send(
         chunk([{ index: choice, text: delta.text, logprobs, finish_reason: null, stop_reason: null }]),
       );

@@ -48,13 +48,23 @@ export function refuseUnsupportedFields(body: CommonRequest): void {
   }
 }
 
-/** Source of seeds for requests that give none: random, or reproducible from the server's `--seed`. */
+/**
+ * The server's seed policy: where requests without a `seed` get theirs (random, or reproducible from
+ * the server's `--seed`), and whether requests with a `seed` run batch-invariant (alone in their decode
+ * batches, so the same seed gives the same text under any load).
+ */
 export class SeedSource {
   private state: number | undefined;
+  /** Seeded requests run batch-invariant (`--batch-invariant-seeds`, default on). */
+  readonly seededBatchInvariant: boolean;
 
-  /** @param seed the server's `--seed`; undefined draws each request's seed at random. */
-  constructor(seed: number | undefined) {
+  /**
+   * @param seed the server's `--seed`; undefined draws each request's seed at random.
+   * @param seededBatchInvariant run requests that give a `seed` batch-invariant. Defaults to true.
+   */
+  constructor(seed: number | undefined, seededBatchInvariant = true) {
     this.state = seed === undefined ? undefined : seed >>> 0;
+    this.seededBatchInvariant = seededBatchInvariant;
   }
 
   /** The next seed, a 32-bit unsigned integer. */
@@ -187,6 +197,6 @@ export function generationRequest(
     stopTokenIds,
     logprobs: counts.logprobs,
     promptLogprobs: counts.promptLogprobs,
-    batchInvariant: false,
+    batchInvariant: seeds.seededBatchInvariant && body.seed !== undefined && body.seed !== null,
   };
 }

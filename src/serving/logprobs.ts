@@ -16,22 +16,24 @@ function tokenName(naming: TokenNaming, id: number): string {
 
 /**
  * Builds (a part of) a completions `logprobs` object. `text_offset` counts characters of the choice's
- * text from `startOffset` on; a null entry (the first echoed prompt token, which has no distribution)
+ * text from `startOffset` on (an entry's own `offset` overrides it; control tokens such as BOS take no
+ * room in the text); a null entry (the first echoed prompt token, which has no distribution)
  * gives `null` logprobs. The sampled token is always in its `top_logprobs` entry (OpenAI: up to k+1).
  * @param entries per token: its id and its logprobs, or null.
  */
 export function completionLogprobs(
-  entries: readonly { id: number; logprob: TokenLogprob | null }[],
+  entries: readonly { id: number; logprob: TokenLogprob | null; offset?: number }[],
   naming: TokenNaming,
   startOffset: number,
 ): CompletionLogprobs {
   const result: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
   let offset = startOffset;
-  for (const { id, logprob } of entries) {
+  for (const { id, logprob, offset: given } of entries) {
     const name = tokenName(naming, id);
+    const start = given ?? offset;
     result.tokens.push(name);
-    result.text_offset.push(offset);
-    offset += naming.vocabulary.text(id).length;
+    result.text_offset.push(start);
+    offset = start + naming.vocabulary.renderedText(id).length;
     if (!logprob) {
       result.token_logprobs.push(null);
       result.top_logprobs.push(null);
