@@ -9,6 +9,7 @@ import {
   readGgufFileInfo,
   type Token,
 } from "node-llama-cpp";
+import { BatchGate } from "./BatchGate.ts";
 import { TokenVocabulary } from "./TokenVocabulary.ts";
 
 /** Options of {@link ModelHost.load}. */
@@ -25,6 +26,8 @@ export type ModelHostOptions = {
   threads: number;
   /** Chat template overriding the GGUF's `tokenizer.chat_template`. */
   chatTemplate?: string;
+  /** Longest wait for every running sequence to join a decode batch, in ms (see BatchGate). Defaults to 4. */
+  batchWaitMs?: number;
   /** Called with the load progress, 0..1. */
   onProgress?: (fraction: number) => void;
 };
@@ -61,6 +64,8 @@ export class ModelHost {
   readonly created: number;
   /** Token bytes and text, for logprobs. */
   readonly vocabulary: TokenVocabulary;
+  /** When the context dispatches decode batches: once every running sequence has queued (see BatchGate). */
+  readonly batchGate: BatchGate;
 
   private constructor(
     names: readonly string[],
@@ -68,7 +73,9 @@ export class ModelHost {
     model: LlamaModel,
     context: LlamaContext,
     chatTemplate: string | null,
+    batchGate: BatchGate,
   ) {
+    this.batchGate = batchGate;
     this.names = names;
     this.modelPath = modelPath;
     this.model = model;
@@ -124,6 +131,7 @@ export class ModelHost {
       throw new ModelLoadError(`Failed to load model ${modelPath}: ${firstLine(error)}`, { cause: error });
     }
     const contextSize = options.maxModelLen ?? Math.min(model.trainContextSize, 8192);
+    const batchGate = new BatchGate(options.batchWaitMs);
     let context: LlamaContext;
     try {
       context = await model.createContext({
@@ -131,7 +139,9 @@ export class ModelHost {
         contextSize,
         threads: options.threads,
         batchSize: Math.min(512, contextSize),
+        batching: { dispatchSchedule: batchGate.schedule },
       });
+      batchGate.attach(context);
     } catch (error) {
       await model.dispose();
       throw new ModelLoadError(`Failed to create a context of ${contextSize} tokens: ${firstLine(error)}`, {
@@ -142,7 +152,7 @@ export class ModelHost {
       options.servedModelNames && options.servedModelNames.length > 0
         ? options.servedModelNames
         : [basename(modelPath).replace(/\.gguf$/i, "")];
-    return new ModelHost(names, modelPath, model, context, options.chatTemplate ?? template);
+    return new ModelHost(names, modelPath, model, context, options.chatTemplate ?? template, batchGate);
   }
 
   /** The model id (the first served name). */

@@ -1,8 +1,8 @@
 import type { LlamaContextSequence } from "node-llama-cpp";
-import { overloaded } from "../errors.ts";
+import { ApiError, overloaded } from "../errors.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import { runGeneration } from "./runGeneration.ts";
-import type { GenerationObserver, GenerationRequest, GenerationResult } from "./types.ts";
+import type { GenerationObserver, GenerationRequest, GenerationResult, SchedulerEvents } from "./types.ts";
 
 /**
  * The states of a slot (one sequence of the context):
@@ -33,6 +33,13 @@ export type SchedulerOptions = {
   maxWaiting?: number;
   /** Reuse the KV cache of idle slots for a shared prompt prefix. Defaults to true. */
   prefixCaching?: boolean;
+  /** Receives per-request timings and outcomes (metrics). */
+  events?: SchedulerEvents;
+  /**
+   * Seconds a request may take from submission to its end (`--request-timeout`); past it the request
+   * is aborted with a 504 {@link ApiError} as the abort reason. Defaults to no limit.
+   */
+  requestTimeoutSeconds?: number;
 };
 
 type Job = {
@@ -40,9 +47,13 @@ type Job = {
   readonly observer: GenerationObserver;
   readonly signal: AbortSignal | undefined;
   readonly order: number;
+  /** `performance.now()` at submission, in milliseconds. */
+  readonly submittedAt: number;
   resolve(result: GenerationResult): void;
   reject(error: unknown): void;
   detach(): void;
+  /** Releases the request's timer; called once it has ended. */
+  dispose(): void;
 };
 
 /**
@@ -59,6 +70,8 @@ export class Scheduler {
   private readonly waiting: Job[] = [];
   private readonly maxWaiting: number;
   private readonly prefixCaching: boolean;
+  private readonly events: SchedulerEvents | undefined;
+  private readonly requestTimeoutSeconds: number | undefined;
   private nextOrder = 0;
   /** True while a batch-invariant job runs alone. */
   private exclusiveRunning = false;
@@ -67,7 +80,10 @@ export class Scheduler {
     this.host = host;
     this.maxWaiting = options.maxWaiting ?? Number.POSITIVE_INFINITY;
     this.prefixCaching = options.prefixCaching ?? true;
+    this.events = options.events;
+    this.requestTimeoutSeconds = options.requestTimeoutSeconds;
     this.slots = [];
+    host.batchGate.expectedSequences = () => this.runningCount;
     for (let id = 0; host.context.sequencesLeft > 0; id++) {
       this.slots.push({ id, sequence: host.context.getSequence(), state: SlotState.Idle });
     }
@@ -86,6 +102,17 @@ export class Scheduler {
   /** Requests waiting for a slot. */
   get waitingCount(): number {
     return this.waiting.length;
+  }
+
+  /**
+   * Fraction (0..1) of the context's KV cells held by running requests (vLLM's `kv_cache_usage_perc`;
+   * idle slots' cached prefixes are reusable, not in use).
+   */
+  kvCacheUsage(): number {
+    const used = this.slots
+      .filter((slot) => slot.state !== SlotState.Idle)
+      .reduce((sum, slot) => sum + slot.sequence.nextTokenIndex, 0);
+    return used / (this.host.contextSize * this.slots.length);
   }
 
   /** A snapshot of each slot's state, for metrics and tests. */
@@ -116,31 +143,39 @@ export class Scheduler {
   submit(
     request: GenerationRequest,
     observer: GenerationObserver,
-    signal?: AbortSignal,
+    callerSignal?: AbortSignal,
   ): Promise<GenerationResult> {
     try {
       this.assertCapacity(1);
     } catch (error) {
       return Promise.reject(error);
     }
+    const { signal, dispose } = this.withTimeout(callerSignal);
     return new Promise<GenerationResult>((resolve, reject) => {
       const onAbort = () => {
         const index = this.waiting.indexOf(job);
         if (index === -1) return;
         this.waiting.splice(index, 1);
         job.detach();
-        resolve(abortedBeforeStart(request, signal?.reason));
+        job.dispose();
+        const result = abortedBeforeStart(request, signal?.reason);
+        const waited = (performance.now() - job.submittedAt) / 1000;
+        this.events?.onFinished?.(result, { queueSeconds: waited, ttftSeconds: null, e2eSeconds: waited });
+        resolve(result);
       };
       const job: Job = {
         request,
         observer,
         signal,
         order: this.nextOrder++,
+        submittedAt: performance.now(),
         resolve,
         reject,
         detach: () => signal?.removeEventListener("abort", onAbort),
+        dispose,
       };
       if (signal?.aborted) {
+        dispose();
         resolve(abortedBeforeStart(request, signal.reason));
         return;
       }
@@ -148,6 +183,27 @@ export class Scheduler {
       this.enqueue(job);
       this.pump();
     });
+  }
+
+  /**
+   * The caller's signal, also aborted (with a 504 ApiError) when the request timeout passes; `dispose`
+   * stops the timer once the request has ended.
+   */
+  private withTimeout(signal: AbortSignal | undefined): { signal: AbortSignal | undefined; dispose(): void } {
+    const seconds = this.requestTimeoutSeconds;
+    if (seconds === undefined) return { signal, dispose: () => undefined };
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(requestTimedOut(seconds)), seconds * 1000);
+    const forward = () => controller.abort(signal?.reason);
+    if (signal?.aborted) forward();
+    else signal?.addEventListener("abort", forward, { once: true });
+    return {
+      signal: controller.signal,
+      dispose: () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", forward);
+      },
+    };
   }
 
   private enqueue(job: Job): void {
@@ -198,6 +254,9 @@ export class Scheduler {
   }
 
   private async run(slot: Slot, job: Job): Promise<void> {
+    const startedAt = performance.now();
+    let firstTokenAt: number | null = null;
+    let lastTokenAt = startedAt;
     try {
       const result = await runGeneration(this.host, slot, job.request, job.observer, {
         signal: job.signal,
@@ -206,6 +265,17 @@ export class Scheduler {
         onFirstToken: () => {
           slot.state = SlotState.Decode;
         },
+        onToken: () => {
+          const now = performance.now();
+          if (firstTokenAt === null) firstTokenAt = now;
+          else this.events?.onInterTokenLatency?.((now - lastTokenAt) / 1000);
+          lastTokenAt = now;
+        },
+      });
+      this.events?.onFinished?.(result, {
+        queueSeconds: (startedAt - job.submittedAt) / 1000,
+        ttftSeconds: firstTokenAt === null ? null : (firstTokenAt - job.submittedAt) / 1000,
+        e2eSeconds: (performance.now() - job.submittedAt) / 1000,
       });
       job.resolve(result);
     } catch (error) {
@@ -213,6 +283,7 @@ export class Scheduler {
       await slot.sequence.clearHistory().catch(() => undefined);
       job.reject(error);
     } finally {
+      job.dispose();
       slot.state = SlotState.Idle;
       if (job.request.batchInvariant) this.exclusiveRunning = false;
       this.pump();
@@ -238,4 +309,14 @@ function abortedBeforeStart(request: GenerationRequest, reason: unknown): Genera
     cumulativeLogprob: Number.NaN,
     abortReason: reason,
   };
+}
+
+/** 504: the request ran longer than `--request-timeout`. */
+function requestTimedOut(seconds: number): ApiError {
+  return new ApiError(
+    504,
+    "server_error",
+    "request_timeout",
+    `The request did not finish within the server's request timeout of ${seconds} s.`,
+  );
 }

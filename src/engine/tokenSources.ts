@@ -1,4 +1,9 @@
-import { type LlamaContextSequence, type Token, TokenBias } from "node-llama-cpp";
+import {
+  type LlamaContextSequence,
+  LlamaGrammarEvaluationState,
+  type Token,
+  TokenBias,
+} from "node-llama-cpp";
 import type { ModelHost } from "./ModelHost.ts";
 import { Mulberry32 } from "./sampling/Mulberry32.ts";
 import { type Distribution, sampleToken } from "./sampling/sampleToken.ts";
@@ -18,9 +23,11 @@ export type GenerationState = {
  * log-softmax, which llama.cpp's sampler does not return under temperature or truncation) or a
  * combination of penalties llama.cpp's one penalty sampler cannot express (vLLM applies
  * `repetition_penalty` to prompt and completion tokens, the OpenAI penalties to completion tokens only).
+ * A guided-decoding grammar is only enforced by the native sampler, so it always samples natively.
  */
 export function needsJsSampling(request: GenerationRequest): boolean {
   const { sampling } = request;
+  if (request.grammar) return false;
   return (
     request.logprobs !== null ||
     request.promptLogprobs !== null ||
@@ -37,8 +44,8 @@ export function bannedTokens(host: ModelHost, request: GenerationRequest, genera
 
 /**
  * Samples with llama.cpp's native sampler through `sequence.evaluate` (the fast path): temperature,
- * top-k/p, min-p and seed natively; `logit_bias`, EOS bans and penalties through node-llama-cpp's
- * `tokenBias` and `repeatPenalty`. Yields tokens until the caller stops iterating.
+ * top-k/p, min-p, seed and the guided-decoding grammar natively; `logit_bias`, EOS bans and penalties
+ * through node-llama-cpp's `tokenBias` and `repeatPenalty`. Yields tokens until the caller stops.
  */
 export async function* nativeTokens(
   host: ModelHost,
@@ -76,7 +83,7 @@ export async function* nativeTokens(
             maxPunishTokens: host.contextSize,
           }
         : undefined;
-  const tokens = sequence.evaluate(promptRest as Token[], {
+  const options = {
     temperature: sampling.temperature,
     topK: sampling.topK,
     topP: sampling.topP,
@@ -91,8 +98,28 @@ export async function* nativeTokens(
         }
       : {}),
     ...(repeatPenalty ? { repeatPenalty } : {}),
-  });
-  for await (const token of tokens) yield { token };
+    ...(request.grammar
+      ? {
+          grammarEvaluationState: new LlamaGrammarEvaluationState({
+            model: host.model,
+            grammar: request.grammar,
+          }),
+        }
+      : {}),
+  };
+  if (request.logprobs === null) {
+    for await (const token of sequence.evaluate(promptRest as Token[], options)) yield { token };
+    return;
+  }
+  // With a grammar and logprobs: the distribution llama.cpp sampled from (constrained, after temperature).
+  const k = request.logprobs;
+  for await (const { token, probabilities } of sequence.evaluateWithMetadata(
+    promptRest as Token[],
+    { probabilities: true },
+    options,
+  )) {
+    yield { token, logprob: tokenLogprob(probabilities, token, k) };
+  }
 }
 
 /**
@@ -158,7 +185,7 @@ export function tokenLogprob(distribution: Distribution, token: number, k: numbe
   let position = 0;
   for (const [id, probability] of distribution) {
     position++;
-    if (top.length < k) top.push({ id, logprob: safeLog(probability) });
+    if (top.length < k && probability > 0) top.push({ id, logprob: safeLog(probability) });
     if (id === token) {
       rank = position;
       if (top.length >= k) break;

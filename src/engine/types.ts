@@ -1,3 +1,5 @@
+import type { LlamaGrammar } from "node-llama-cpp";
+
 /**
  * The engine's request and result types. The serving layer builds a {@link GenerationRequest} from a
  * validated API request; the engine knows nothing of HTTP or JSON.
@@ -64,6 +66,11 @@ export type GenerationRequest = {
   /** Top log probabilities to report per prompt token (vLLM `prompt_logprobs`); null = none. */
   promptLogprobs: number | null;
   /**
+   * The guided-decoding grammar the output must follow (llama.cpp's GBNF sampler), or null. With a
+   * grammar, sampling is native and logprobs are those of the constrained distribution.
+   */
+  grammar: LlamaGrammar | null;
+  /**
    * Run this generation with no other sequence in its decode batches, so that its numbers (and, with
    * a seed, its sampled text) do not depend on the load. Costs throughput; see docs/ARCHITECTURE.md.
    */
@@ -103,4 +110,18 @@ export type GenerationResult = {
 /** Receives a generation's output as it is produced; called synchronously from the token loop. */
 export type GenerationObserver = {
   onDelta(delta: GenerationDelta): void;
+};
+
+/**
+ * What the scheduler reports as requests move through it (for metrics); every callback is optional
+ * and called synchronously. Times are in seconds.
+ */
+export type SchedulerEvents = {
+  /** A generation has finished (or was aborted): its result, and its time from submission to first token and to the end. */
+  onFinished?(
+    result: GenerationResult,
+    timing: { queueSeconds: number; ttftSeconds: number | null; e2eSeconds: number },
+  ): void;
+  /** A completion token was sampled, `secondsSincePrevious` after the previous one of the same generation. */
+  onInterTokenLatency?(secondsSincePrevious: number): void;
 };

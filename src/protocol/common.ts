@@ -94,6 +94,17 @@ export const SamplingFieldsSchema = {
   guided_grammar: z.string().nullish(),
   guided_decoding_backend: z.string().nullish(),
   guided_whitespace_pattern: z.string().nullish(),
+  // --- vLLM >= 0.12 guided decoding (replaces guided_*) ---
+  structured_outputs: z
+    .object({
+      json: GuidedJsonSchema,
+      regex: z.string().nullish(),
+      choice: z.array(z.string()).nullish(),
+      grammar: z.string().nullish(),
+      json_object: z.boolean().nullish(),
+      whitespace_pattern: z.string().nullish(),
+    })
+    .nullish(),
   // --- NIM ---
   nvext: NvextSchema,
 };

@@ -27,6 +27,7 @@ import {
   resolveMaxTokens,
   type SeedSource,
 } from "./generationParams.ts";
+import { grammarForRequest } from "./guidedDecoding.ts";
 import { chatLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 import { runChoices } from "./runChoices.ts";
@@ -48,7 +49,11 @@ export type ChatPlan = {
  * @throws ApiError 404 for an unknown model; 400 for unsupported content (images), a template that
  *   fails to render, or a prompt plus `max_tokens` longer than the context.
  */
-export function planChat(registry: ModelRegistry, body: ChatCompletionRequest, seeds: SeedSource): ChatPlan {
+export async function planChat(
+  registry: ModelRegistry,
+  body: ChatCompletionRequest,
+  seeds: SeedSource,
+): Promise<ChatPlan> {
   const scheduler = registry.get(body.model);
   refuseUnsupportedFields(body);
   const host = scheduler.host;
@@ -65,8 +70,9 @@ export function planChat(registry: ModelRegistry, body: ChatCompletionRequest, s
     logprobs: body.logprobs ? (body.top_logprobs ?? 0) : null,
     promptLogprobs: body.prompt_logprobs ?? null,
   };
+  const grammar = await grammarForRequest(body);
   const requests = Array.from({ length: body.n ?? 1 }, (_, choice) =>
-    generationRequest(body, host, promptTokens, maxTokens, choice, seeds, counts),
+    generationRequest(body, host, promptTokens, maxTokens, choice, seeds, counts, grammar),
   );
   return {
     id: body.request_id ?? `chatcmpl-${randomUUID().replaceAll("-", "")}`,

@@ -17,6 +17,7 @@ import {
   resolveMaxTokens,
   type SeedSource,
 } from "./generationParams.ts";
+import { grammarForRequest } from "./guidedDecoding.ts";
 import { completionLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 import { runChoices } from "./runChoices.ts";
@@ -46,13 +47,14 @@ export type CompletionPlan = {
  * Validates a completions request against its model and tokenizes its prompts.
  * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`echo` with `stream`,
  *   `best_of` < `n`, `best_of` with `stream`), `suffix` on a model without fill-in-the-middle tokens,
- *   token ids outside the vocabulary, or a prompt plus `max_tokens` longer than the context.
+ *   token ids outside the vocabulary, a prompt plus `max_tokens` longer than the context, or a
+ *   guided-decoding constraint that cannot be enforced (see `guidedDecoding.ts`).
  */
-export function planCompletion(
+export async function planCompletion(
   registry: ModelRegistry,
   body: CompletionRequest,
   seeds: SeedSource,
-): CompletionPlan {
+): Promise<CompletionPlan> {
   const scheduler = registry.get(body.model);
   if (body.echo && body.stream) throw badRequest("'echo' and 'stream' cannot both be true.", "echo");
   const n = body.n ?? 1;
@@ -71,6 +73,7 @@ export function planCompletion(
         ? Math.max(logprobs, body.prompt_logprobs ?? 0)
         : (body.prompt_logprobs ?? null),
   };
+  const grammar = await grammarForRequest(body);
   const requests: GenerationRequest[] = [];
   for (const prompt of prompts) {
     const maxTokens = resolveMaxTokens(
@@ -79,7 +82,7 @@ export function planCompletion(
       host.contextSize,
     );
     for (let choice = 0; choice < perPrompt; choice++) {
-      requests.push(generationRequest(body, host, prompt.tokens, maxTokens, requests.length, seeds, counts));
+      requests.push(generationRequest(body, host, prompt.tokens, maxTokens, requests.length, seeds, counts, grammar));
     }
   }
   return {

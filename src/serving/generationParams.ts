@@ -3,6 +3,7 @@
  * with the semantic checks that the schema cannot express.
  */
 import { randomInt } from "node:crypto";
+import type { LlamaGrammar } from "node-llama-cpp";
 import type { ModelHost } from "../engine/ModelHost.ts";
 import type { GenerationRequest, SamplingParams } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
@@ -13,13 +14,7 @@ import type { CompletionRequest } from "../protocol/completions.ts";
 export type CommonRequest = CompletionRequest | ChatCompletionRequest;
 
 /** Request fields accepted by the schema but not honoured yet: a 400 rather than a silent no-op. */
-const UNSUPPORTED_FIELDS: readonly (keyof CompletionRequest | keyof ChatCompletionRequest)[] = [
-  "guided_json",
-  "guided_regex",
-  "guided_choice",
-  "guided_grammar",
-  "tools",
-];
+const UNSUPPORTED_FIELDS: readonly (keyof CompletionRequest | keyof ChatCompletionRequest)[] = ["tools"];
 
 /**
  * Refuses fields this server accepts in its schema but does not yet honour, so that no request is
@@ -38,13 +33,6 @@ export function refuseUnsupportedFields(body: CommonRequest): void {
       if (Array.isArray(value) && value.length === 0 && field === "tools") continue;
       throw badRequest(`The field '${name}' is not supported by this server yet.`, name, "unsupported_field");
     }
-  }
-  if (body.response_format && body.response_format.type !== "text") {
-    throw badRequest(
-      `response_format type '${body.response_format.type}' is not supported by this server yet.`,
-      "response_format",
-      "unsupported_field",
-    );
   }
 }
 
@@ -168,8 +156,9 @@ export function resolveMaxTokens(
 export type LogprobCounts = { logprobs: number | null; promptLogprobs: number | null };
 
 /**
- * Builds the engine request of one choice.
- * @throws ApiError 400 for a stop token id outside the vocabulary (and see {@link samplingParams}).
+ * Builds the engine request of one choice, with the request's guided-decoding grammar (or null).
+ * @throws ApiError 400 for a stop token id outside the vocabulary, for `ignore_eos` or `min_tokens`
+ *   with a grammar (and see {@link samplingParams}).
  */
 export function generationRequest(
   body: CommonRequest,
@@ -179,11 +168,21 @@ export function generationRequest(
   choice: number,
   seeds: SeedSource,
   counts: LogprobCounts,
+  grammar: LlamaGrammar | null,
 ): GenerationRequest {
   const stopTokenIds = body.stop_token_ids ?? [];
   const outside = stopTokenIds.find((id) => id >= host.vocabularySize);
   if (outside !== undefined) {
     throw badRequest(`stop_token_ids: ${outside} is not a token id of this model.`, "stop_token_ids");
+  }
+  const minTokens = Math.min(body.min_tokens ?? body.nvext?.min_tokens ?? 0, maxTokens);
+  const ignoreEos = body.ignore_eos ?? body.nvext?.ignore_eos ?? false;
+  if (grammar && (ignoreEos || minTokens > 0)) {
+    // The grammar ends the output with EOS once it is complete; banning EOS would leave no token.
+    throw badRequest(
+      `${ignoreEos ? "ignore_eos" : "min_tokens"} cannot be combined with a guided decoding constraint.`,
+      ignoreEos ? "ignore_eos" : "min_tokens",
+    );
   }
   return {
     promptTokens,
@@ -192,11 +191,12 @@ export function generationRequest(
     stop: stopStrings(body.stop),
     includeStopStrInOutput: body.include_stop_str_in_output ?? false,
     priority: body.priority ?? 0,
-    minTokens: Math.min(body.min_tokens ?? body.nvext?.min_tokens ?? 0, maxTokens),
-    ignoreEos: body.ignore_eos ?? body.nvext?.ignore_eos ?? false,
+    minTokens,
+    ignoreEos,
     stopTokenIds,
     logprobs: counts.logprobs,
     promptLogprobs: counts.promptLogprobs,
+    grammar,
     batchInvariant: seeds.seededBatchInvariant && body.seed !== undefined && body.seed !== null,
   };
 }

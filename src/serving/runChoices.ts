@@ -1,5 +1,6 @@
 import type { Scheduler } from "../engine/Scheduler.ts";
 import type { GenerationDelta, GenerationRequest, GenerationResult } from "../engine/types.ts";
+import { ApiError } from "../errors.ts";
 
 /** Receives the output of the choices of one API request; `choice` is the choice's `index`. */
 export type ChoicesObserver = (choice: number, delta: GenerationDelta) => void;
@@ -7,7 +8,8 @@ export type ChoicesObserver = (choice: number, delta: GenerationDelta) => void;
 /**
  * Submits one generation per choice and resolves with their results in choice order. Aborting
  * `signal` (client gone) aborts every choice; if one choice fails the others are aborted and the
- * failure is thrown.
+ * failure is thrown. A choice the server aborted with an {@link ApiError} as the reason (request
+ * timeout, shutdown deadline) rejects with that error.
  * @throws ApiError 503 synchronously when the scheduler's queue cannot take them all.
  */
 export function runChoices(
@@ -29,5 +31,12 @@ export function runChoices(
         throw error;
       }),
   );
-  return Promise.all(runs).finally(() => signal.removeEventListener("abort", forward));
+  return Promise.all(runs)
+    .then((results) => {
+      // A generation the server aborted (request timeout, shutdown) fails the request with that error.
+      const failed = results.find((result) => result.abortReason instanceof ApiError);
+      if (failed) throw failed.abortReason;
+      return results;
+    })
+    .finally(() => signal.removeEventListener("abort", forward));
 }

@@ -1,5 +1,5 @@
 import type { FinishReason, GenerationResult } from "../engine/types.ts";
-import { type ApiError, toApiError } from "../errors.ts";
+import { ApiError, toApiError } from "../errors.ts";
 import type { Usage } from "../protocol/common.ts";
 
 /** Where stream chunks go (the HTTP layer's SSE stream implements it). */
@@ -14,7 +14,9 @@ export type ChunkSink = {
 
 /**
  * Waits for a stream's generations, lets `onResults` send the closing chunks, then ends the sink.
- * A failure becomes the final error event; a stream whose client went away is just ended.
+ * A failure becomes the final error event; a stream whose client went away is just ended. A stream
+ * the server aborted with an {@link ApiError} as the abort reason (graceful shutdown's deadline:
+ * `server/InFlightRequests.ts`) ends with that error as its final event, then `[DONE]`.
  */
 export async function finishStream(
   sink: ChunkSink,
@@ -23,8 +25,10 @@ export async function finishStream(
 ): Promise<void> {
   try {
     const results = await run;
-    if (!results.some((result) => result.finishReason === "abort")) onResults(results);
-    sink.end();
+    const aborted = results.find((result) => result.finishReason === "abort");
+    if (aborted === undefined) onResults(results);
+    if (aborted?.abortReason instanceof ApiError) sink.fail(aborted.abortReason);
+    else sink.end();
   } catch (error) {
     sink.fail(toApiError(error));
   }

@@ -1,0 +1,155 @@
+/**
+ * Prometheus metrics at GET /metrics with vLLM's names and a `model_name` label, the ones the Gateway
+ * API Inference Extension's endpoint picker reads (`vllm:num_requests_waiting`,
+ * `vllm:num_requests_running`, `vllm:kv_cache_usage_perc`) plus vLLM's token counters and latency
+ * histograms. Counters carry the `_total` suffix as vLLM's prometheus_client exports them.
+ */
+import type { FastifyInstance } from "fastify";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Scheduler } from "../engine/Scheduler.ts";
+import type { SchedulerEvents } from "../engine/types.ts";
+
+// Bucket bounds as vLLM's (seconds).
+const TTFT_BUCKETS = [
+  0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80,
+];
+const ITL_BUCKETS = [
+  0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80,
+];
+const E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960];
+
+/** The server's Prometheus registry and vLLM-named metrics for every served model. */
+export class ServerMetrics {
+  readonly registry = new Registry();
+  private readonly schedulers: Scheduler[] = [];
+  private readonly promptTokens: Counter<"model_name">;
+  private readonly generationTokens: Counter<"model_name">;
+  private readonly requestSuccess: Counter<"model_name" | "finished_reason">;
+  private readonly prefixQueries: Counter<"model_name">;
+  private readonly prefixHits: Counter<"model_name">;
+  private readonly ttft: Histogram<"model_name">;
+  private readonly itl: Histogram<"model_name">;
+  private readonly e2e: Histogram<"model_name">;
+  private readonly queueTime: Histogram<"model_name">;
+
+  constructor() {
+    const registers = [this.registry];
+    const perModel = (read: (scheduler: Scheduler) => number) =>
+      function collect(this: Gauge<"model_name">) {
+        this.reset();
+        for (const scheduler of schedulers) this.set({ model_name: scheduler.host.id }, read(scheduler));
+      };
+    const schedulers = this.schedulers;
+    new Gauge({
+      name: "vllm:num_requests_running",
+      help: "Number of requests in model execution batches.",
+      labelNames: ["model_name"],
+      registers,
+      collect: perModel((scheduler) => scheduler.runningCount),
+    });
+    new Gauge({
+      name: "vllm:num_requests_waiting",
+      help: "Number of requests waiting to be processed.",
+      labelNames: ["model_name"],
+      registers,
+      collect: perModel((scheduler) => scheduler.waitingCount),
+    });
+    new Gauge({
+      name: "vllm:kv_cache_usage_perc",
+      help: "KV-cache usage. 1 means 100 percent usage.",
+      labelNames: ["model_name"],
+      registers,
+      collect: perModel((scheduler) => scheduler.kvCacheUsage()),
+    });
+    this.promptTokens = new Counter({
+      name: "vllm:prompt_tokens_total",
+      help: "Number of prefill tokens processed.",
+      labelNames: ["model_name"],
+      registers,
+    });
+    this.generationTokens = new Counter({
+      name: "vllm:generation_tokens_total",
+      help: "Number of generation tokens processed.",
+      labelNames: ["model_name"],
+      registers,
+    });
+    this.requestSuccess = new Counter({
+      name: "vllm:request_success_total",
+      help: "Count of finished requests, by finish reason (abort: cancelled by the client or the server).",
+      labelNames: ["model_name", "finished_reason"],
+      registers,
+    });
+    this.prefixQueries = new Counter({
+      name: "vllm:prefix_cache_queries_total",
+      help: "Prefix cache queries, in terms of number of queried tokens.",
+      labelNames: ["model_name"],
+      registers,
+    });
+    this.prefixHits = new Counter({
+      name: "vllm:prefix_cache_hits_total",
+      help: "Prefix cache hits, in terms of number of cached tokens.",
+      labelNames: ["model_name"],
+      registers,
+    });
+    this.ttft = new Histogram({
+      name: "vllm:time_to_first_token_seconds",
+      help: "Histogram of time to first token in seconds.",
+      labelNames: ["model_name"],
+      buckets: TTFT_BUCKETS,
+      registers,
+    });
+    this.itl = new Histogram({
+      name: "vllm:inter_token_latency_seconds",
+      help: "Histogram of inter-token latency in seconds.",
+      labelNames: ["model_name"],
+      buckets: ITL_BUCKETS,
+      registers,
+    });
+    this.e2e = new Histogram({
+      name: "vllm:e2e_request_latency_seconds",
+      help: "Histogram of end to end request latency in seconds.",
+      labelNames: ["model_name"],
+      buckets: E2E_BUCKETS,
+      registers,
+    });
+    this.queueTime = new Histogram({
+      name: "vllm:request_queue_time_seconds",
+      help: "Histogram of time spent waiting for a slot, in seconds.",
+      labelNames: ["model_name"],
+      buckets: E2E_BUCKETS,
+      registers,
+    });
+  }
+
+  /** Reports the running/waiting/KV gauges of this scheduler's model. */
+  track(scheduler: Scheduler): void {
+    this.schedulers.push(scheduler);
+  }
+
+  /** The scheduler callbacks that record the metrics of model `modelName`. */
+  eventsFor(modelName: string): SchedulerEvents {
+    const labels = { model_name: modelName };
+    return {
+      onInterTokenLatency: (seconds) => this.itl.observe(labels, seconds),
+      onFinished: (result, timing) => {
+        this.requestSuccess.inc({ ...labels, finished_reason: result.finishReason });
+        this.generationTokens.inc(labels, result.completionTokens);
+        this.queueTime.observe(labels, timing.queueSeconds);
+        if (timing.ttftSeconds === null) return;
+        this.promptTokens.inc(labels, result.promptTokens);
+        this.prefixQueries.inc(labels, result.promptTokens);
+        this.prefixHits.inc(labels, result.cachedTokens);
+        this.ttft.observe(labels, timing.ttftSeconds);
+        this.e2e.observe(labels, timing.e2eSeconds);
+      },
+    };
+  }
+}
+
+/** GET /metrics: the Prometheus text exposition of {@link ServerMetrics}. */
+export function registerMetricsRoute(app: FastifyInstance, metrics: ServerMetrics): void {
+  app.get("/metrics", async (_request, reply) => {
+    reply.header("content-type", metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+}

@@ -1,0 +1,116 @@
+/**
+ * Guided decoding at the serving layer: finds the request's one constraint among every spelling
+ * clients send (vLLM's `guided_*` at top level and in NIM's `nvext`, vLLM >= 0.12's
+ * `structured_outputs`, OpenAI's `response_format`), compiles it (`structured/`) and turns it into a
+ * native llama.cpp grammar, cached by its GBNF text.
+ */
+import type { LlamaGrammar } from "node-llama-cpp";
+import { getSharedLlama } from "../engine/ModelHost.ts";
+import { badRequest } from "../errors.ts";
+import { type ConstraintKind, compileConstraint, validateGbnf } from "../structured/index.ts";
+import { LruCache } from "../structured/lru.ts";
+import type { CommonRequest } from "./generationParams.ts";
+
+/** One constraint of a request: what to compile, and the field it came from (for 400s). */
+export type GuidedConstraint = {
+  kind: ConstraintKind;
+  spec: unknown;
+  /** The request field it came from, e.g. `nvext.guided_json` or `response_format`. */
+  param: string;
+};
+
+/** Backend names `guided_decoding_backend` accepts: ours is llama.cpp's GBNF sampler. */
+const BACKENDS = new Set(["auto", "gbnf", "llama.cpp", "llamacpp"]);
+
+const grammars = new LruCache<string, Promise<LlamaGrammar>>(128);
+
+/**
+ * The request's guided-decoding constraint, or null when it has none.
+ * @throws ApiError 400 when more than one constraint is given (never silently pick one), for an
+ *   unknown `guided_decoding_backend`, or for `response_format: json_schema` without a schema.
+ */
+export function resolveGuidedConstraint(body: CommonRequest): GuidedConstraint | null {
+  const found: GuidedConstraint[] = [];
+  const add = (kind: ConstraintKind, spec: unknown, param: string) => {
+    if (spec !== undefined && spec !== null && spec !== false) found.push({ kind, spec, param });
+  };
+  const nvext = body.nvext ?? {};
+  for (const [prefix, source] of [
+    ["", body],
+    ["nvext.", nvext],
+  ] as const) {
+    add("json_schema", source.guided_json, `${prefix}guided_json`);
+    add("regex", source.guided_regex, `${prefix}guided_regex`);
+    add("choice", source.guided_choice, `${prefix}guided_choice`);
+    add("grammar", source.guided_grammar, `${prefix}guided_grammar`);
+    const backend = source.guided_decoding_backend;
+    if (backend !== undefined && backend !== null && !BACKENDS.has(backend)) {
+      throw badRequest(
+        `Unknown guided_decoding_backend '${backend}': this server's backend is llama.cpp's GBNF sampler (accepted names: ${[...BACKENDS].join(", ")}).`,
+        `${prefix}guided_decoding_backend`,
+      );
+    }
+  }
+  const structured = body.structured_outputs;
+  if (structured) {
+    add("json_schema", structured.json, "structured_outputs.json");
+    add("regex", structured.regex, "structured_outputs.regex");
+    add("choice", structured.choice, "structured_outputs.choice");
+    add("grammar", structured.grammar, "structured_outputs.grammar");
+    add("json_object", structured.json_object ? {} : null, "structured_outputs.json_object");
+  }
+  const format = body.response_format;
+  if (format?.type === "json_object") add("json_object", {}, "response_format");
+  if (format?.type === "json_schema") {
+    const schema = format.json_schema?.schema;
+    if (!schema)
+      throw badRequest(
+        "response_format json_schema needs json_schema.schema.",
+        "response_format.json_schema",
+      );
+    add("json_schema", schema, "response_format.json_schema.schema");
+  }
+  if (found.length > 1) {
+    throw badRequest(
+      `Only one guided decoding constraint may be given, got ${found.length}: ${found.map((c) => c.param).join(", ")}.`,
+      found[1]?.param ?? null,
+    );
+  }
+  return found[0] ?? null;
+}
+
+/** The whitespace pattern of JSON constraints (`guided_whitespace_pattern` in any spelling). */
+export function whitespacePattern(body: CommonRequest): string | undefined {
+  return (
+    body.guided_whitespace_pattern ??
+    body.nvext?.guided_whitespace_pattern ??
+    body.structured_outputs?.whitespace_pattern ??
+    undefined
+  );
+}
+
+/**
+ * Compiles the request's constraint into a native grammar (cached by GBNF text), or null without one.
+ * @throws ApiError 400 naming the unsupported keyword, regex construct or grammar parse error.
+ */
+export async function grammarForRequest(body: CommonRequest): Promise<LlamaGrammar | null> {
+  const constraint = resolveGuidedConstraint(body);
+  if (!constraint) return null;
+  const pattern = whitespacePattern(body);
+  const compiled = compileConstraint(constraint.kind, constraint.spec, {
+    param: constraint.param,
+    ...(pattern !== undefined ? { whitespacePattern: pattern } : {}),
+  });
+  return grammarForGbnf(compiled.gbnf, constraint.param);
+}
+
+/** A native grammar for GBNF text, cached; a failed build is not cached. */
+export function grammarForGbnf(gbnf: string, param: string): Promise<LlamaGrammar> {
+  let grammar = grammars.get(gbnf);
+  if (!grammar) {
+    grammar = getSharedLlama().then((llama) => validateGbnf(llama, gbnf, param));
+    grammars.set(gbnf, grammar);
+    grammar.catch(() => grammars.delete(gbnf));
+  }
+  return grammar;
+}
