@@ -1,0 +1,39 @@
+/**
+ * `guided_choice` → GBNF: the output is exactly one of the given strings (vLLM's `guided_choice`, which
+ * outlines/xgrammar compile as an alternation of escaped literals).
+ */
+import { badRequest } from "../errors.ts";
+import { gbnfLiteral } from "./gbnf.ts";
+
+/** Most choices accepted in one request. */
+export const MAX_CHOICES = 10_000;
+
+/**
+ * A grammar `root ::= "a" | "b" | ...` matching exactly one of `choices` (duplicates dropped, order kept;
+ * quotes, backslashes, newlines and non-ASCII characters escaped by {@link gbnfLiteral}). An empty string is a
+ * valid choice (matches the empty output). Throws `ApiError` 400 (`param`, default `"guided_choice"`) when
+ * `choices` is not a non-empty array of strings or has more than {@link MAX_CHOICES} entries.
+ * Example: `["yes", "no"]` → `root ::= "yes" | "no"`.
+ */
+export function choiceToGbnf(choices: unknown, param = "guided_choice"): string {
+  if (!Array.isArray(choices)) throw badRequest("guided_choice must be an array of strings.", param);
+  if (choices.length === 0) throw badRequest("guided_choice must contain at least one choice.", param);
+  if (choices.length > MAX_CHOICES) {
+    throw badRequest(
+      `guided_choice has ${choices.length} choices; at most ${MAX_CHOICES} are allowed.`,
+      param,
+    );
+  }
+  const unique: string[] = [];
+  const seen = new Set<string>();
+  for (const [index, choice] of choices.entries()) {
+    if (typeof choice !== "string") {
+      throw badRequest(`guided_choice[${index}] must be a string, got ${JSON.stringify(choice)}.`, param);
+    }
+    if (!seen.has(choice)) {
+      seen.add(choice);
+      unique.push(choice);
+    }
+  }
+  return `root ::= ${unique.map(gbnfLiteral).join(" | ")}\n`;
+}

@@ -1,0 +1,112 @@
+/**
+ * The guided-decoding compiler's entry point: turns a request's constraint (vLLM's `guided_json`,
+ * `guided_regex`, `guided_choice`, `guided_grammar`, OpenAI's `response_format`) into GBNF text that the
+ * engine loads with `llama.createGrammar({grammar})`. Results are cached in an LRU keyed by kind, canonical
+ * spec and whitespace pattern.
+ */
+import { badRequest } from "../errors.ts";
+import { canonicalSchemaJson } from "./canonicalJson.ts";
+import { choiceToGbnf } from "./choiceToGbnf.ts";
+import { jsonObjectToGbnf, jsonSchemaToGbnf } from "./jsonSchemaToGbnf.ts";
+import { LruCache } from "./lru.ts";
+import { regexToGbnf } from "./regexToGbnf.ts";
+import { checkGbnfText } from "./validateGbnf.ts";
+
+/** The kinds of constraint. */
+export type ConstraintKind = "json_schema" | "json_object" | "regex" | "choice" | "grammar";
+
+/** A compiled constraint: GBNF text whose root rule matches exactly the allowed outputs. */
+export type CompiledConstraint = Readonly<{ kind: ConstraintKind; gbnf: string }>;
+
+/** Options of {@link compileConstraint}. */
+export type CompileOptions = {
+  /**
+   * vLLM's `guided_whitespace_pattern`: a regex for the whitespace between JSON tokens (json_schema and
+   * json_object only). Default: bounded optional whitespace (see `jsonPrimitives.ts`).
+   */
+  whitespacePattern?: string;
+  /** The request field named in 400 errors; defaults per kind (`guided_json`, `response_format`, ...). */
+  param?: string;
+};
+
+/** Entries kept in the compile cache. */
+export const COMPILE_CACHE_SIZE = 256;
+
+const DEFAULT_PARAM: Record<ConstraintKind, string> = {
+  json_schema: "guided_json",
+  json_object: "response_format",
+  regex: "guided_regex",
+  choice: "guided_choice",
+  grammar: "guided_grammar",
+};
+
+const cache = new LruCache<string, CompiledConstraint>(COMPILE_CACHE_SIZE);
+
+/**
+ * Compiles a guided-decoding constraint to GBNF.
+ * - `json_schema`: `spec` is a JSON Schema object (or its JSON text); see `jsonSchemaToGbnf`.
+ * - `json_object`: `spec` is ignored; any JSON object.
+ * - `regex`: `spec` is a pattern string, full-match semantics; see `regexToGbnf`.
+ * - `choice`: `spec` is a non-empty array of strings; see `choiceToGbnf`.
+ * - `grammar`: `spec` is GBNF text, checked by our port of llama.cpp's parser and passed through unchanged
+ *   (use `validateGbnf` with a `Llama` for the native check).
+ * Returns a frozen `{kind, gbnf}`, cached by (kind, canonical spec, whitespace pattern).
+ * Throws `ApiError` 400 naming the problem (unsupported keyword and JSON pointer, regex construct, grammar
+ * parse error) with `param` set.
+ */
+export function compileConstraint(
+  kind: ConstraintKind,
+  spec: unknown,
+  options: CompileOptions = {},
+): CompiledConstraint {
+  const param = options.param ?? DEFAULT_PARAM[kind];
+  if (!(kind in DEFAULT_PARAM)) throw badRequest(`Unknown guided decoding kind '${String(kind)}'.`, param);
+  if (options.whitespacePattern !== undefined && typeof options.whitespacePattern !== "string") {
+    throw badRequest("guided_whitespace_pattern must be a string.", "guided_whitespace_pattern");
+  }
+  let value = spec;
+  if (kind === "json_schema" && typeof spec === "string") {
+    try {
+      value = JSON.parse(spec);
+    } catch (error) {
+      throw badRequest(`The JSON schema is not valid JSON: ${(error as Error).message}`, param);
+    }
+  }
+  const ws = kind === "json_schema" || kind === "json_object" ? (options.whitespacePattern ?? "") : "";
+  const specText =
+    kind === "json_schema" ? canonicalSchemaJson(value) : kind === "json_object" ? "" : JSON.stringify(value);
+  const key = `${kind}\u0000${ws}\u0000${specText}`;
+  const cached = cache.get(key);
+  if (cached !== undefined) return cached;
+  const gbnf = build(kind, value, param, options.whitespacePattern);
+  const result: CompiledConstraint = Object.freeze({ kind, gbnf });
+  cache.set(key, result);
+  return result;
+}
+
+function build(
+  kind: ConstraintKind,
+  spec: unknown,
+  param: string,
+  whitespacePattern: string | undefined,
+): string {
+  switch (kind) {
+    case "json_schema":
+      return jsonSchemaToGbnf(spec, { param, whitespacePattern });
+    case "json_object":
+      return jsonObjectToGbnf({ param, whitespacePattern });
+    case "regex":
+      return regexToGbnf(spec as string, param);
+    case "choice":
+      return choiceToGbnf(spec, param);
+    case "grammar":
+      if (typeof spec !== "string") throw badRequest("The grammar must be a GBNF string.", param);
+      checkGbnfText(spec, param);
+      return spec;
+  }
+}
+
+/** Empties the compile cache (tests and benchmarks). */
+export function clearCompileCache(): void {
+  cache.clear();
+}

@@ -1,0 +1,227 @@
+/**
+ * Helpers to write GBNF text (llama.cpp's grammar format, `grammars/README.md` of llama.cpp as vendored by
+ * node-llama-cpp 3.21.1): escaping literals and character classes, and a {@link GbnfBuilder} that collects
+ * named rules and writes bounded repetitions that stay inside llama.cpp's parser limits.
+ */
+import { type CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
+
+/**
+ * llama.cpp's parser (`llama-grammar.cpp`, `MAX_REPETITION_THRESHOLD = 2000`) silently turns `x{m,n}` with
+ * `n > 2000` into `x{m,}` and rejects `x{m}` with `m > 2000`; repetitions above this bound are split into
+ * chunks of this many items.
+ */
+export const REPETITION_CHUNK = 1000;
+
+/** Largest repetition count we write at all (a million items); larger counts are refused by the callers. */
+export const MAX_REPETITION = REPETITION_CHUNK * REPETITION_CHUNK;
+
+/** Escapes one code point for use inside a GBNF literal or class (`\"`, `\\`, `\n`, `\xHH`, `\uHHHH`, `\UHHHHHHHH`). */
+function escapeCodePoint(cp: number, specials: string): string {
+  const ch = String.fromCodePoint(cp);
+  if (cp === 0x0a) return "\\n";
+  if (cp === 0x0d) return "\\r";
+  if (cp === 0x09) return "\\t";
+  if (cp < 0x20 || cp === 0x7f) return `\\x${cp.toString(16).toUpperCase().padStart(2, "0")}`;
+  if (cp > 0x7e) {
+    return cp > 0xffff
+      ? `\\U${cp.toString(16).toUpperCase().padStart(8, "0")}`
+      : `\\u${cp.toString(16).toUpperCase().padStart(4, "0")}`;
+  }
+  if (specials.includes(ch)) return ch === "^" ? "\\x5E" : `\\${ch}`;
+  return ch;
+}
+
+/**
+ * A GBNF string literal matching exactly `text` (code point by code point), e.g. `he said "hi"` →
+ * `"he said \"hi\""`. Non-ASCII and control characters are written as `\xHH`/`\uHHHH`/`\UHHHHHHHH` escapes,
+ * which llama.cpp's `parse_char` decodes to the same code points.
+ */
+export function gbnfLiteral(text: string): string {
+  let out = '"';
+  for (const ch of text) out += escapeCodePoint(ch.codePointAt(0)!, '"\\');
+  return `${out}"`;
+}
+
+/**
+ * A GBNF character class matching one code point of `set`, e.g. `{a..z, _}` → `[_a-z]`. Writes the negated
+ * form `[^...]` when it is shorter. Throws RangeError for an empty set (GBNF has no empty class).
+ */
+export function gbnfCharClass(set: CodePointSet): string {
+  if (set.isEmpty) throw new RangeError("Cannot write an empty character class");
+  const complement = set.complement();
+  const write = (ranges: readonly (readonly [number, number])[]): string =>
+    ranges
+      .map(([low, high]) => {
+        const a = escapeCodePoint(low, "]-\\[^");
+        if (low === high) return a;
+        const b = escapeCodePoint(high, "]-\\[^");
+        return high === low + 1 ? `${a}${b}` : `${a}-${b}`;
+      })
+      .join("");
+  if (complement.isEmpty) return `[\\x00-\\U${MAX_CODE_POINT.toString(16).toUpperCase().padStart(8, "0")}]`;
+  const positive = `[${write(set.ranges)}]`;
+  const negative = `[^${write(complement.ranges)}]`;
+  return negative.length < positive.length ? negative : positive;
+}
+
+/** True when `expr` is one GBNF symbol that a postfix operator applies to as a whole (name, literal, class, group). */
+export function isAtomicExpression(expr: string): boolean {
+  if (/^[a-zA-Z0-9-]+$/.test(expr)) return true;
+  if (/^"(?:[^"\\]|\\.)*"$/.test(expr)) return true;
+  if (/^\[(?:[^\]\\]|\\.)*\]$/.test(expr)) return true;
+  if (expr.startsWith("(") && expr.endsWith(")")) {
+    let depth = 0;
+    let inLiteral = false;
+    let inClass = false;
+    for (let i = 0; i < expr.length; i++) {
+      const ch = expr[i];
+      if (ch === "\\") {
+        i++;
+        continue;
+      }
+      if (inLiteral) {
+        if (ch === '"') inLiteral = false;
+      } else if (inClass) {
+        if (ch === "]") inClass = false;
+      } else if (ch === '"') inLiteral = true;
+      else if (ch === "[") inClass = true;
+      else if (ch === "(") depth++;
+      else if (ch === ")") {
+        depth--;
+        if (depth === 0 && i !== expr.length - 1) return false;
+      }
+    }
+    return depth === 0;
+  }
+  return false;
+}
+
+/** Wraps `expr` in parentheses unless it already is a single symbol. */
+export function group(expr: string): string {
+  return isAtomicExpression(expr) ? expr : `(${expr})`;
+}
+
+/**
+ * Collects GBNF rules under unique names and renders the grammar with `root` first.
+ * Names are sanitised to llama.cpp's rule-name alphabet `[a-zA-Z0-9-]`; a taken name gets a numeric suffix.
+ */
+export class GbnfBuilder {
+  private readonly rules = new Map<string, string | null>();
+  private readonly byBody = new Map<string, string>();
+
+  /**
+   * Reserves a fresh rule name derived from `hint` (defined later with {@link define}). Names of fixed rules
+   * (`root`, `ws`, `json-*`, `integral-part`) are never handed out: such hints get an `x-` prefix.
+   */
+  reserve(hint: string): string {
+    let base = hint.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "r";
+    if (base.length > 48) base = base.slice(0, 48).replace(/-+$/, "");
+    if (/^(root|ws|integral-part|json-.*|fmt-.*)$/.test(base)) base = `x-${base}`;
+    let name = base;
+    for (let i = 1; this.rules.has(name); i++) name = `${base}-${i}`;
+    this.rules.set(name, null);
+    return name;
+  }
+
+  /** Reserves exactly `name` (e.g. `root`); throws Error if it is taken. */
+  reserveExact(name: string): string {
+    if (this.rules.has(name)) throw new Error(`Rule ${name} is already defined`);
+    this.rules.set(name, null);
+    return name;
+  }
+
+  /** Sets the body of a reserved rule. */
+  define(name: string, body: string): string {
+    this.rules.set(name, body);
+    if (!this.byBody.has(body)) this.byBody.set(body, name);
+    return name;
+  }
+
+  /** A rule with this body: an existing rule with the identical body, or a new one named after `hint`. */
+  rule(hint: string, body: string): string {
+    const existing = this.byBody.get(body);
+    if (existing !== undefined) return existing;
+    return this.define(this.reserve(hint), body);
+  }
+
+  /**
+   * A rule with a fixed name (e.g. `ws`, `json-char`), defined by `body` (or the result of calling it) the
+   * first time it is asked for; later calls just return the name.
+   */
+  fixed(name: string, body: string | (() => string)): string {
+    if (!this.rules.has(name)) {
+      this.rules.set(name, null);
+      this.define(name, typeof body === "string" ? body : body());
+    }
+    return name;
+  }
+
+  /** True when a rule of this name was reserved or defined. */
+  has(name: string): boolean {
+    return this.rules.has(name);
+  }
+
+  /**
+   * `item` repeated between `min` and `max` times (`max = null`: unbounded), as a GBNF expression. Counts up
+   * to {@link REPETITION_CHUNK} use `{m,n}` directly; larger counts are split into chunk rules so llama.cpp's
+   * 2000-repetition limit neither rejects nor silently widens them (like llama.cpp's `build_repetition`,
+   * with chunking added). Non-atomic items are hoisted into a rule first. Throws RangeError above
+   * {@link MAX_REPETITION}.
+   */
+  repeat(item: string, min: number, max: number | null, hint = "rep"): string {
+    if (max !== null && max < min) throw new RangeError(`Bad repetition {${min},${max}}`);
+    if (min > MAX_REPETITION || (max !== null && max > MAX_REPETITION)) {
+      throw new RangeError(`Repetition counts above ${MAX_REPETITION} are not supported`);
+    }
+    if (max === 0) return '""';
+    const body = item.startsWith("(") && isAtomicExpression(item) ? item.slice(1, -1) : item;
+    const atom = isAtomicExpression(item) && !item.startsWith("(") ? item : this.rule(hint, body);
+    if (min <= REPETITION_CHUNK && (max === null || max <= REPETITION_CHUNK))
+      return simpleRepeat(atom, min, max);
+    const chunk = this.rule(`${hint}-chunk`, `${atom}{${REPETITION_CHUNK}}`);
+    const parts: string[] = [];
+    if (min > REPETITION_CHUNK) {
+      parts.push(simpleRepeat(chunk, Math.floor(min / REPETITION_CHUNK), Math.floor(min / REPETITION_CHUNK)));
+      if (min % REPETITION_CHUNK > 0)
+        parts.push(simpleRepeat(atom, min % REPETITION_CHUNK, min % REPETITION_CHUNK));
+    } else if (min > 0) parts.push(simpleRepeat(atom, min, min));
+    if (max === null) parts.push(`${atom}*`);
+    else {
+      const rest = max - min;
+      if (rest > 0 && rest <= REPETITION_CHUNK) parts.push(simpleRepeat(atom, 0, rest));
+      else if (rest > REPETITION_CHUNK) {
+        const q = Math.floor(rest / REPETITION_CHUNK);
+        const r = rest % REPETITION_CHUNK;
+        const below = `${simpleRepeat(chunk, 0, q - 1)} ${simpleRepeat(atom, 0, REPETITION_CHUNK - 1)}`;
+        const top = `${simpleRepeat(chunk, q, q)}${r > 0 ? ` ${simpleRepeat(atom, 0, r)}` : ""}`;
+        parts.push(this.rule(`${hint}-tail`, `${below.replace(/^"" /, "")} | ${top}`));
+      }
+    }
+    return parts.join(" ");
+  }
+
+  /** The grammar text: `root` first, then the other rules in definition order, one per line. */
+  render(): string {
+    const lines: string[] = [];
+    const root = this.rules.get("root");
+    if (root === undefined || root === null) throw new Error("The grammar has no root rule");
+    lines.push(`root ::= ${root}`);
+    for (const [name, body] of this.rules) {
+      if (name === "root") continue;
+      if (body === null) throw new Error(`Rule ${name} was reserved but never defined`);
+      lines.push(`${name} ::= ${body}`);
+    }
+    return `${lines.join("\n")}\n`;
+  }
+}
+
+/** `atom{min,max}` in the shortest GBNF spelling (`?`, `*`, `+`, `{m}`, `{m,}`, `{m,n}`). */
+function simpleRepeat(atom: string, min: number, max: number | null): string {
+  if (max === 0) return '""';
+  if (min === 0 && max === 1) return `${atom}?`;
+  if (min === 0 && max === null) return `${atom}*`;
+  if (min === 1 && max === null) return `${atom}+`;
+  if (min === 1 && max === 1) return atom;
+  if (max === min) return `${atom}{${min}}`;
+  return `${atom}{${min},${max === null ? "" : max}}`;
+}

@@ -1,0 +1,354 @@
+/**
+ * A TypeScript port of llama.cpp's GBNF parser (`llama_grammar_parser::parse` in `src/llama-grammar.cpp`, the
+ * version node-llama-cpp 3.21.1 builds) plus the checks `llama_grammar_init_impl` runs after parsing (root
+ * present, no undefined rule, no left recursion). The native parser prints its message to stderr and
+ * node-llama-cpp only throws "Failed to parse grammar", so this port exists to give clients the real reason.
+ * It reproduces the parser's messages ("expecting ')' at ...", "Undefined rule identifier 'x'", ...).
+ */
+
+/** llama.cpp's `MAX_REPETITION_THRESHOLD`. */
+const MAX_REPETITION_THRESHOLD = 2000;
+
+/** A GBNF text that llama.cpp would reject; `message` is llama.cpp's, `offset` the UTF-16 index where it failed. */
+export class GbnfSyntaxError extends Error {
+  readonly offset: number;
+  constructor(message: string, offset: number) {
+    super(message);
+    this.name = "GbnfSyntaxError";
+    this.offset = offset;
+  }
+}
+
+/** One parsed grammar element: a terminal (literal char, class, token, `.`) or a reference to rule `id`. */
+type Element = { ref: number } | { terminal: true };
+/** A rule: its alternatives, each a sequence of elements. */
+type Rule = Element[][];
+
+/** What {@link checkGbnf} learned about a valid grammar. */
+export type GbnfInfo = {
+  /** Number of rules after llama.cpp's rewriting of groups and repetitions. */
+  ruleCount: number;
+  /** Names of the rules written in the text. */
+  ruleNames: string[];
+};
+
+const isDigit = (c: string | undefined): boolean => c !== undefined && c >= "0" && c <= "9";
+const isWordChar = (c: string | undefined): boolean =>
+  c !== undefined && ((c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c === "-" || isDigit(c));
+
+/**
+ * Parses and checks a GBNF grammar the way llama.cpp 's parser does, with no vocabulary (as node-llama-cpp's
+ * `AddonGrammar` does: token references are accepted only as `<[123]>`). Returns rule counts; throws
+ * {@link GbnfSyntaxError} with llama.cpp's message on any error.
+ */
+export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
+  const src = text;
+  const symbolIds = new Map<string, number>();
+  const rules: (Rule | undefined)[] = [];
+  const written: string[] = [];
+
+  const at = (pos: number): string => {
+    const rest = src.slice(pos);
+    if (rest.trim() === "") return "end of input";
+    return rest.length > 60 ? `${rest.slice(0, 60)}...` : rest;
+  };
+  const fail = (message: string, pos: number): never => {
+    throw new GbnfSyntaxError(message, pos);
+  };
+  const symbolId = (name: string): number => {
+    const existing = symbolIds.get(name);
+    if (existing !== undefined) return existing;
+    const id = symbolIds.size;
+    symbolIds.set(name, id);
+    return id;
+  };
+  const generateSymbolId = (base: string): number => {
+    const id = symbolIds.size;
+    symbolIds.set(`${base}_${id}`, id);
+    return id;
+  };
+  const addRule = (id: number, rule: Rule): void => {
+    rules[id] = rule;
+  };
+
+  const parseSpace = (pos: number, newlineOk: boolean): number => {
+    let p = pos;
+    for (;;) {
+      const c = src[p];
+      if (c === " " || c === "\t") p++;
+      else if (c === "#") {
+        while (p < src.length && src[p] !== "\r" && src[p] !== "\n") p++;
+      } else if (newlineOk && (c === "\r" || c === "\n")) p++;
+      else return p;
+    }
+  };
+  const parseName = (pos: number): number => {
+    let p = pos;
+    while (isWordChar(src[p])) p++;
+    if (p === pos) fail(`expecting name at ${at(pos)}`, pos);
+    return p;
+  };
+  const parseInteger = (pos: number): number => {
+    let p = pos;
+    while (isDigit(src[p])) p++;
+    if (p === pos) fail(`expecting integer at ${at(pos)}`, pos);
+    return p;
+  };
+  const parseHex = (pos: number, size: number): number => {
+    let p = pos;
+    while (p < pos + size && p < src.length && /[0-9a-fA-F]/.test(src[p]!)) p++;
+    if (p !== pos + size) fail(`expecting ${size} hex chars at ${at(pos)}`, pos);
+    return p;
+  };
+  /** Returns the position after one (possibly escaped) character. */
+  const parseChar = (pos: number): number => {
+    if (src[pos] === "\\") {
+      const e = src[pos + 1];
+      if (e === "x") return parseHex(pos + 2, 2);
+      if (e === "u") return parseHex(pos + 2, 4);
+      if (e === "U") return parseHex(pos + 2, 8);
+      if (e !== undefined && 'trn\\"[]-'.includes(e)) return pos + 2;
+      return fail(`unknown escape at ${at(pos)}`, pos);
+    }
+    if (pos < src.length) return pos + (src.codePointAt(pos)! > 0xffff ? 2 : 1);
+    return fail("unexpected end of input", pos);
+  };
+  const parseToken = (pos: number): number => {
+    let p = pos;
+    if (src[p] !== "<") fail(`expecting '<' at ${at(p)}`, p);
+    p++;
+    if (src[p] === "[") {
+      p = parseInteger(p + 1);
+      if (src[p] !== "]") fail(`expecting ']' at ${at(p)}`, p);
+      p++;
+      if (src[p] !== ">") fail(`expecting '>' at ${at(p)}`, p);
+      return p + 1;
+    }
+    return fail(`no vocab to parse token at ${at(pos)}`, pos);
+  };
+
+  const parseSequence = (start: number, ruleName: string, alt: Element[], nested: boolean): number => {
+    let lastSymStart = alt.length;
+    let pos = start;
+    let nPrevRules = 1;
+
+    const handleRepetitions = (minTimes: number, maxTimes: number | null): void => {
+      if (lastSymStart === alt.length) fail(`expecting preceding item to */+/?/{ at ${at(pos)}`, pos);
+      const prev = alt.slice(lastSymStart);
+      let totalRules = 1;
+      if (maxTimes !== null && maxTimes > 0) totalRules = maxTimes;
+      else if (minTimes > 0) totalRules = minTimes;
+      if (nPrevRules * totalRules >= MAX_REPETITION_THRESHOLD) {
+        fail(
+          "number of rules that are going to be repeated multiplied by the new repetition exceeds sane defaults, please reduce the number of repetitions or rule complexity",
+          pos,
+        );
+      }
+      if (minTimes === 0) alt.length = lastSymStart;
+      else for (let i = 1; i < minTimes; i++) alt.push(...prev);
+      const nOpt = maxTimes === null ? 1 : maxTimes - minTimes;
+      let lastRecId = 0;
+      for (let i = 0; i < nOpt; i++) {
+        const recId = generateSymbolId(ruleName);
+        const first = [...prev];
+        if (i > 0 || maxTimes === null) first.push({ ref: maxTimes === null ? recId : lastRecId });
+        addRule(recId, [first, []]);
+        lastRecId = recId;
+      }
+      if (nOpt > 0) alt.push({ ref: lastRecId });
+      nPrevRules *= totalRules;
+    };
+
+    while (pos < src.length) {
+      const c = src[pos];
+      if (c === '"') {
+        pos++;
+        lastSymStart = alt.length;
+        nPrevRules = 1;
+        while (src[pos] !== '"') {
+          if (pos >= src.length) fail("unexpected end of input", pos);
+          pos = parseChar(pos);
+          alt.push({ terminal: true });
+        }
+        pos = parseSpace(pos + 1, nested);
+      } else if (c === "[") {
+        pos++;
+        if (src[pos] === "^") pos++;
+        lastSymStart = alt.length;
+        nPrevRules = 1;
+        while (src[pos] !== "]") {
+          if (pos >= src.length) fail("unexpected end of input", pos);
+          pos = parseChar(pos);
+          if (alt.length === lastSymStart) alt.push({ terminal: true });
+          if (src[pos] === "-" && src[pos + 1] !== "]") {
+            if (pos + 1 >= src.length) fail("unexpected end of input", pos);
+            pos = parseChar(pos + 1);
+          }
+        }
+        pos = parseSpace(pos + 1, nested);
+      } else if (c === "<" || c === "!") {
+        if (c === "!") pos++;
+        const end = parseToken(pos);
+        lastSymStart = alt.length;
+        nPrevRules = 1;
+        alt.push({ terminal: true });
+        pos = parseSpace(end, nested);
+      } else if (isWordChar(c)) {
+        const nameEnd = parseName(pos);
+        const id = symbolId(src.slice(pos, nameEnd));
+        pos = parseSpace(nameEnd, nested);
+        lastSymStart = alt.length;
+        nPrevRules = 1;
+        alt.push({ ref: id });
+      } else if (c === "(") {
+        pos = parseSpace(pos + 1, true);
+        const before = symbolIds.size;
+        const subId = generateSymbolId(ruleName);
+        pos = parseAlternates(pos, ruleName, subId, true);
+        nPrevRules = Math.max(1, symbolIds.size - before);
+        lastSymStart = alt.length;
+        alt.push({ ref: subId });
+        if (src[pos] !== ")") fail(`expecting ')' at ${at(pos)}`, pos);
+        pos = parseSpace(pos + 1, nested);
+      } else if (c === ".") {
+        lastSymStart = alt.length;
+        nPrevRules = 1;
+        alt.push({ terminal: true });
+        pos = parseSpace(pos + 1, nested);
+      } else if (c === "*" || c === "+" || c === "?") {
+        pos = parseSpace(pos + 1, nested);
+        handleRepetitions(c === "+" ? 1 : 0, c === "?" ? 1 : null);
+      } else if (c === "{") {
+        pos = parseSpace(pos + 1, nested);
+        if (!isDigit(src[pos])) fail(`expecting an int at ${at(pos)}`, pos);
+        let intEnd = parseInteger(pos);
+        const minTimes = Number(src.slice(pos, intEnd));
+        pos = parseSpace(intEnd, nested);
+        let maxTimes: number | null = null;
+        if (src[pos] === "}") {
+          maxTimes = minTimes;
+          pos = parseSpace(pos + 1, nested);
+        } else if (src[pos] === ",") {
+          pos = parseSpace(pos + 1, nested);
+          if (isDigit(src[pos])) {
+            intEnd = parseInteger(pos);
+            maxTimes = Number(src.slice(pos, intEnd));
+            pos = parseSpace(intEnd, nested);
+          }
+          if (src[pos] !== "}") fail(`expecting '}' at ${at(pos)}`, pos);
+          pos = parseSpace(pos + 1, nested);
+        } else {
+          fail(`expecting ',' at ${at(pos)}`, pos);
+        }
+        if (minTimes > MAX_REPETITION_THRESHOLD) {
+          fail("number of repetitions exceeds sane defaults, please reduce the number of repetitions", pos);
+        }
+        if (maxTimes !== null && maxTimes > MAX_REPETITION_THRESHOLD) maxTimes = null;
+        handleRepetitions(minTimes, maxTimes);
+      } else break;
+    }
+    return pos;
+  };
+
+  const parseAlternates = (start: number, ruleName: string, ruleId: number, nested: boolean): number => {
+    const rule: Rule = [];
+    let alt: Element[] = [];
+    let pos = parseSequence(start, ruleName, alt, nested);
+    rule.push(alt);
+    while (src[pos] === "|") {
+      pos = parseSpace(pos + 1, true);
+      alt = [];
+      pos = parseSequence(pos, ruleName, alt, nested);
+      rule.push(alt);
+    }
+    addRule(ruleId, rule);
+    return pos;
+  };
+
+  const parseRule = (start: number): number => {
+    const nameEnd = parseName(start);
+    let pos = parseSpace(nameEnd, false);
+    const name = src.slice(start, nameEnd);
+    const id = symbolId(name);
+    written.push(name);
+    if (src.slice(pos, pos + 3) !== "::=") fail(`expecting ::= at ${at(pos)}`, pos);
+    pos = parseSpace(pos + 3, true);
+    pos = parseAlternates(pos, name, id, false);
+    if (src[pos] === "\r") pos += src[pos + 1] === "\n" ? 2 : 1;
+    else if (src[pos] === "\n") pos++;
+    else if (pos < src.length) fail(`expecting newline or end at ${at(pos)}`, pos);
+    return parseSpace(pos, true);
+  };
+
+  let pos = parseSpace(0, true);
+  while (pos < src.length) pos = parseRule(pos);
+
+  const names = new Map([...symbolIds].map(([name, id]) => [id, name]));
+  for (let id = 0; id < rules.length; id++) {
+    const rule = rules[id];
+    if (rule === undefined)
+      throw new GbnfSyntaxError(`Undefined rule identifier '${names.get(id)}'`, src.length);
+    for (const alt of rule) {
+      for (const el of alt) {
+        if ("ref" in el && rules[el.ref] === undefined) {
+          throw new GbnfSyntaxError(`Undefined rule identifier '${names.get(el.ref)}'`, src.length);
+        }
+      }
+    }
+  }
+  const rootId = symbolIds.get(rootRule);
+  if (rootId === undefined || rules[rootId] === undefined) {
+    throw new GbnfSyntaxError(`grammar does not contain a '${rootRule}' symbol`, src.length);
+  }
+  const leftRecursive = findLeftRecursion(rules as Rule[]);
+  if (leftRecursive !== null) {
+    throw new GbnfSyntaxError(
+      `unsupported grammar, left recursion detected for nonterminal '${names.get(leftRecursive)}'`,
+      src.length,
+    );
+  }
+  return { ruleCount: rules.length, ruleNames: written };
+}
+
+/**
+ * The id of a rule on a left-recursive cycle, or null. Same criterion as llama.cpp's
+ * `llama_grammar_detect_left_recursion` (a rule "may be empty" only if one of its alternatives is empty), but
+ * as a linear-time DFS over the leftmost-reference graph instead of llama.cpp's re-traversal.
+ */
+function findLeftRecursion(rules: Rule[]): number | null {
+  const mayBeEmpty = rules.map((rule) => rule.some((alt) => alt.length === 0));
+  const edges = rules.map((rule) => {
+    const out: number[] = [];
+    for (const alt of rule) {
+      for (const el of alt) {
+        if (!("ref" in el)) break;
+        out.push(el.ref);
+        if (!mayBeEmpty[el.ref]) break;
+      }
+    }
+    return out;
+  });
+  const state = new Uint8Array(rules.length); // 0 new, 1 in progress, 2 done
+  for (let start = 0; start < rules.length; start++) {
+    if (state[start] !== 0) continue;
+    const stack: [number, number][] = [[start, 0]];
+    state[start] = 1;
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      const [node, index] = top;
+      const next = edges[node]![index];
+      if (next === undefined) {
+        state[node] = 2;
+        stack.pop();
+        continue;
+      }
+      top[1]++;
+      if (state[next] === 1) return next;
+      if (state[next] === 0) {
+        state[next] = 1;
+        stack.push([next, 0]);
+      }
+    }
+  }
+  return null;
+}

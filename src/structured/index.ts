@@ -1,0 +1,12 @@
+/**
+ * Guided decoding (structured output): constraint → GBNF compilers and grammar validation.
+ * See `docs/structured-output.md` for the supported JSON Schema / regex / GBNF dialects.
+ */
+export {
+  type CompiledConstraint,
+  type CompileOptions,
+  type ConstraintKind,
+  clearCompileCache,
+  compileConstraint,
+} from "./compile.ts";
+export { checkGbnfText, validateGbnf } from "./validateGbnf.ts";

@@ -1,0 +1,15 @@
+/** What the per-type compilers (`containers.ts`, `scalars.ts`) need from the JSON Schema compiler. */
+import type { GbnfBuilder } from "../gbnf.ts";
+import type { Schema } from "./keywords.ts";
+
+/** The compiler state shared with the per-type compilers. */
+export type CompileContext = {
+  /** The grammar being built. */
+  readonly b: GbnfBuilder;
+  /** The request field named in errors. */
+  readonly param: string;
+  /** Throws `ApiError` 400 with `message` and {@link param}. */
+  fail(message: string): never;
+  /** A single GBNF symbol (rule name or literal) for a subschema at JSON pointer `path`. */
+  value(schema: Schema, path: string, hint: string, depth: number): string;
+};

@@ -1,0 +1,124 @@
+/**
+ * Strings, integers and numbers of the JSON Schema compiler (see `jsonSchemaToGbnf.ts`): lengths in code
+ * points, `pattern` through the regex compiler in JSON-string mode, `format`s, exact integer ranges and exact
+ * number ranges for integer-valued bounds.
+ */
+
+import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives.ts";
+import { parseRegex, RegexError, regexLengthBounds, splitAnchors } from "../regexParser.ts";
+import { regexBadRequest, regexExpression } from "../regexToGbnf.ts";
+import type { CompileContext } from "./context.ts";
+import { formatRule, type SupportedFormat } from "./formats.ts";
+import type { SchemaObject } from "./keywords.ts";
+import { integerRange, type NumberBound, numberRange } from "./numbers.ts";
+
+/** The GBNF body of a string schema: `format`, `pattern` or `json-char{min,max}` between quotes. */
+export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, hint: string): string {
+  const min = (s.minLength as number | undefined) ?? 0;
+  const max = (s.maxLength as number | undefined) ?? null;
+  if (max !== null && min > max)
+    ctx.fail(`The string at ${path} cannot satisfy minLength ${min} > maxLength ${max}.`);
+  const quoted = (expr: string): string => `"\\"" ${expr} "\\""`;
+  if (typeof s.format === "string") {
+    for (const key of ["pattern", "minLength", "maxLength"]) {
+      if (key in s)
+        ctx.fail(`Unsupported combination at ${path}: 'format' cannot be combined with '${key}'.`);
+    }
+    return quoted(formatRule(ctx.b, s.format as SupportedFormat));
+  }
+  if (typeof s.pattern === "string") {
+    const pattern = s.pattern;
+    try {
+      const expr = regexExpression(ctx.b, pattern, {
+        mode: "json",
+        search: true,
+        hint: `${hint}-pattern`,
+      });
+      if ("minLength" in s || "maxLength" in s) {
+        const alternatives = splitAnchors(parseRegex(pattern));
+        const bounds = alternatives.map(({ node, start, end }) => {
+          const inner = regexLengthBounds(node);
+          return { min: inner.min, max: start && end ? inner.max : null };
+        });
+        const lo = Math.min(...bounds.map((x) => x.min));
+        const hi = bounds.some((x) => x.max === null) ? null : Math.max(...bounds.map((x) => x.max!));
+        if (lo < min || (max !== null && (hi === null || hi > max))) {
+          ctx.fail(
+            `Unsupported combination at ${path}: 'pattern' with minLength/maxLength is supported only when the anchored pattern already implies those lengths.`,
+          );
+        }
+      }
+      return quoted(expr.includes(" | ") ? `(${expr})` : expr);
+    } catch (error) {
+      if (error instanceof RegexError)
+        throw regexBadRequest(error, pattern, ctx.param, ` at ${path}/pattern`);
+      throw error;
+    }
+  }
+  try {
+    const chars = ctx.b.repeat(jsonCharRule(ctx.b), min, max, `${hint}-chars`);
+    return chars === '""' ? '"\\"\\""' : quoted(chars);
+  } catch (error) {
+    if (error instanceof RangeError)
+      ctx.fail(`minLength/maxLength at ${path} are too large: ${error.message}.`);
+    throw error;
+  }
+}
+
+/** An integer bound as bigint; refuses bounds outside the safe-integer range. */
+function bigBound(ctx: CompileContext, value: number, keyword: string, path: string): bigint {
+  if (!Number.isSafeInteger(value))
+    ctx.fail(`Unsupported '${keyword}' ${value} at ${path}: bounds must be within ±2^53.`);
+  return BigInt(value);
+}
+
+/** Exact integer range grammar from `minimum`/`maximum`/`exclusive*` (fractional bounds rounded inwards). */
+export function integerBody(ctx: CompileContext, s: SchemaObject, path: string): string {
+  const lows: bigint[] = [];
+  const highs: bigint[] = [];
+  if (typeof s.minimum === "number") lows.push(bigBound(ctx, Math.ceil(s.minimum), "minimum", path));
+  if (typeof s.exclusiveMinimum === "number") {
+    lows.push(bigBound(ctx, Math.floor(s.exclusiveMinimum), "exclusiveMinimum", path) + 1n);
+  }
+  if (typeof s.maximum === "number") highs.push(bigBound(ctx, Math.floor(s.maximum), "maximum", path));
+  if (typeof s.exclusiveMaximum === "number") {
+    highs.push(bigBound(ctx, Math.ceil(s.exclusiveMaximum), "exclusiveMaximum", path) - 1n);
+  }
+  if (lows.length === 0 && highs.length === 0) return jsonIntegerRule(ctx.b);
+  const pick = (values: bigint[], better: (x: bigint, y: bigint) => boolean): bigint | null => {
+    let best: bigint | null = null;
+    for (const v of values) if (best === null || better(v, best)) best = v;
+    return best;
+  };
+  const lo = pick(lows, (x, y) => x > y);
+  const hi = pick(highs, (x, y) => x < y);
+  const expr = integerRange(lo, hi);
+  if (expr === null) ctx.fail(`No integer at ${path} satisfies its minimum/maximum.`);
+  return expr as string;
+}
+
+/** Exact number grammar for integer-valued bounds; fractional bounds are refused with 400. */
+export function numberBody(ctx: CompileContext, s: SchemaObject, path: string): string {
+  const bound = (keyword: string, exclusive: boolean): NumberBound | null => {
+    const value = s[keyword];
+    if (typeof value !== "number") return null;
+    if (!Number.isInteger(value)) {
+      ctx.fail(
+        `Unsupported '${keyword}' ${value} at ${path}: bounds of a 'number' must be integers (the grammar enforces integer bounds exactly).`,
+      );
+    }
+    return { value: bigBound(ctx, value, keyword, path), exclusive };
+  };
+  const tighter = (a: NumberBound | null, b: NumberBound | null, lower: boolean): NumberBound | null => {
+    if (a === null) return b;
+    if (b === null) return a;
+    if (a.value === b.value) return { value: a.value, exclusive: a.exclusive || b.exclusive };
+    return a.value > b.value === lower ? a : b;
+  };
+  const lo = tighter(bound("minimum", false), bound("exclusiveMinimum", true), true);
+  const hi = tighter(bound("maximum", false), bound("exclusiveMaximum", true), false);
+  if (lo === null && hi === null) return jsonNumberRule(ctx.b);
+  const expr = numberRange(lo, hi);
+  if (expr === null) ctx.fail(`No number at ${path} satisfies its minimum/maximum.`);
+  return expr as string;
+}

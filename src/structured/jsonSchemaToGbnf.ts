@@ -1,0 +1,312 @@
+/**
+ * JSON Schema → GBNF: our own compiler (ideas from llama.cpp's `common/json-schema-to-grammar.cpp`). The
+ * output grammar's language is compact JSON (bounded optional whitespace between tokens, see
+ * {@link DEFAULT_WS_BODY}) whose values satisfy the schema. Supported keywords and the choices made where
+ * JSON Schema is looser than a grammar are listed in `docs/structured-output.md`; in short:
+ * - objects: properties are written in declared order; any subset of optional properties may be omitted;
+ *   `additionalProperties` defaults to false when `properties` is present (llama.cpp, xgrammar strict mode);
+ * - `oneOf` is compiled as `anyOf` (a grammar cannot exclude the overlap); `allOf` is merged;
+ * - integers get exact range grammars; numbers get exact grammars for integer-valued bounds (no exponent);
+ * - everything unknown or inexpressible is a 400 naming the keyword and its JSON pointer.
+ */
+import { badRequest } from "../errors.ts";
+import { GbnfBuilder, gbnfLiteral, isAtomicExpression } from "./gbnf.ts";
+import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
+import {
+  DEFAULT_JSON_DEPTH,
+  DEFAULT_WS_BODY,
+  jsonBooleanRule,
+  jsonNullRule,
+  jsonObjectRule,
+  jsonValueRule,
+  WS,
+} from "./jsonPrimitives.ts";
+import { arrayBody, objectBody } from "./jsonSchema/containers.ts";
+import type { CompileContext } from "./jsonSchema/context.ts";
+import {
+  ANNOTATIONS,
+  checkSchemaKeywords,
+  type Schema,
+  type SchemaObject,
+  type TypeName,
+} from "./jsonSchema/keywords.ts";
+import { MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
+import { integerBody, numberBody, stringBody } from "./jsonSchema/scalars.ts";
+import { RegexError } from "./regexParser.ts";
+import { regexBadRequest, regexExpression } from "./regexToGbnf.ts";
+
+/** Options of {@link jsonSchemaToGbnf} and {@link jsonObjectToGbnf}. */
+export type JsonGrammarOptions = {
+  /** A regex for the whitespace allowed between JSON tokens (vLLM's `guided_whitespace_pattern`). */
+  whitespacePattern?: string;
+  /** The request field named in errors; default `"guided_json"`. */
+  param?: string;
+};
+
+/** Most non-consuming steps (`$ref` → `allOf` → `$ref` ...) followed before giving up on a schema. */
+const MAX_RESOLVE_DEPTH = 32;
+
+const isObject = (v: unknown): v is SchemaObject => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/** True when `s` has a keyword other than annotations and definitions (so it constrains something). */
+function constrains(s: SchemaObject): boolean {
+  return Object.keys(s).some((k) => !ANNOTATIONS.has(k) && k !== "$defs" && k !== "definitions");
+}
+
+function matchesType(value: unknown, type: TypeName): boolean {
+  switch (type) {
+    case "null":
+      return value === null;
+    case "boolean":
+      return typeof value === "boolean";
+    case "string":
+      return typeof value === "string";
+    case "number":
+      return typeof value === "number";
+    case "integer":
+      return typeof value === "number" && Number.isInteger(value);
+    case "array":
+      return Array.isArray(value);
+    case "object":
+      return isObject(value);
+  }
+}
+
+/** Types implied by type-specific keywords when `type` is absent (as llama.cpp treats `properties` as object). */
+function inferTypes(s: SchemaObject): TypeName[] {
+  const has = (...keys: string[]): boolean => keys.some((k) => k in s);
+  const out: TypeName[] = [];
+  if (has("properties", "required", "additionalProperties", "unevaluatedProperties")) out.push("object");
+  if (has("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"))
+    out.push("array");
+  if (has("minLength", "maxLength", "pattern", "format")) out.push("string");
+  if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")) out.push("number");
+  return out;
+}
+
+/** Writes the whitespace rule `ws`: the default body, or `pattern` compiled as a full-match regex. */
+function defineWhitespace(b: GbnfBuilder, pattern: string | undefined): void {
+  b.reserveExact(WS);
+  if (pattern === undefined) {
+    b.define(WS, DEFAULT_WS_BODY);
+    return;
+  }
+  try {
+    b.define(WS, regexExpression(b, pattern, { mode: "raw", search: false, hint: "ws" }));
+  } catch (error) {
+    if (error instanceof RegexError) throw regexBadRequest(error, pattern, "guided_whitespace_pattern");
+    throw error;
+  }
+}
+
+/** Checks the finished grammar with our port of llama.cpp's parser; a failure (e.g. a schema that recurses without consuming input) is a 400. */
+function finish(b: GbnfBuilder, param: string): string {
+  const text = b.render();
+  try {
+    checkGbnf(text);
+  } catch (error) {
+    if (error instanceof GbnfSyntaxError) {
+      throw badRequest(`The JSON schema cannot be compiled to a grammar: ${error.message}.`, param);
+    }
+    throw error;
+  }
+  return text;
+}
+
+class SchemaCompiler implements CompileContext {
+  readonly b = new GbnfBuilder();
+  private readonly refs = new Map<string, string>();
+
+  constructor(
+    private readonly root: Schema,
+    readonly param: string,
+  ) {}
+
+  fail(message: string): never {
+    throw badRequest(message, this.param);
+  }
+
+  compile(whitespacePattern: string | undefined): string {
+    checkSchemaKeywords(this.root, this.param);
+    this.b.reserveExact("root");
+    defineWhitespace(this.b, whitespacePattern);
+    this.refs.set("#", "root");
+    this.b.define("root", this.body(this.root, "#", "root", 0));
+    return finish(this.b, this.param);
+  }
+
+  /** A single GBNF symbol (rule name or literal) for `schema`. */
+  value(schema: Schema, path: string, hint: string, depth: number): string {
+    const body = this.body(schema, path, hint, depth);
+    return isAtomicExpression(body) && !body.startsWith("(") ? body : this.b.rule(hint, body);
+  }
+
+  /** A GBNF expression (possibly with top-level `|`) for `schema` at JSON pointer `path`. */
+  private body(schema: Schema, path: string, hint: string, depth: number): string {
+    if (depth > MAX_RESOLVE_DEPTH)
+      this.fail(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
+    if (schema === true) return jsonValueRule(this.b);
+    if (schema === false) this.fail(`The JSON schema at ${path} is false: no value can satisfy it.`);
+    let s = normalizeExclusive(schema as SchemaObject);
+    if (s.nullable === true) {
+      const { nullable: _, ...rest } = s;
+      return `${this.value(rest, path, hint, depth + 1)} | ${jsonNullRule(this.b)}`;
+    }
+    if ("$ref" in s) {
+      const { $ref, ...rest } = s;
+      if (!constrains(rest)) return this.refRule($ref as string);
+      s = { ...rest, allOf: [{ $ref }, ...((rest.allOf as unknown[] | undefined) ?? [])] };
+    }
+    if ("allOf" in s) return this.body(this.flatten(s, path, depth), path, hint, depth + 1);
+    if ("anyOf" in s || "oneOf" in s) return this.union(s, path, hint, depth);
+    const types: TypeName[] =
+      "type" in s ? (Array.isArray(s.type) ? (s.type as TypeName[]) : [s.type as TypeName]) : inferTypes(s);
+    if ("const" in s || "enum" in s) return this.literals(s, path, "type" in s ? types : null);
+    if (types.length === 0) return jsonValueRule(this.b);
+    if (types.length > 1) {
+      return types.map((t) => this.value({ ...s, type: t }, path, `${hint}-${t}`, depth + 1)).join(" | ");
+    }
+    switch (types[0]!) {
+      case "object":
+        return objectBody(this, s, path, hint);
+      case "array":
+        return arrayBody(this, s, path, hint);
+      case "string":
+        return stringBody(this, s, path, hint);
+      case "integer":
+        return integerBody(this, s, path);
+      case "number":
+        return numberBody(this, s, path);
+      case "boolean":
+        return jsonBooleanRule(this.b);
+      case "null":
+        return jsonNullRule(this.b);
+    }
+  }
+
+  /** The rule for a local `$ref` (JSON pointer into the root document), compiled once; recursion allowed. */
+  private refRule(ref: string): string {
+    const known = this.refs.get(ref);
+    if (known !== undefined) return known;
+    const target = this.resolvePointer(ref);
+    const name = this.b.reserve(decodeURIComponent(ref.split("/").pop() ?? "ref") || "ref");
+    this.refs.set(ref, name);
+    this.b.define(name, this.body(target, ref, name, 0));
+    return name;
+  }
+
+  private resolvePointer(ref: string): Schema {
+    const fragment = decodeURIComponent(ref.slice(1));
+    if (fragment !== "" && !fragment.startsWith("/"))
+      this.fail(`Unsupported $ref '${ref}': only JSON pointers are supported.`);
+    let node: unknown = this.root;
+    for (const raw of fragment === "" ? [] : fragment.slice(1).split("/")) {
+      const key = raw.replace(/~1/g, "/").replace(/~0/g, "~");
+      if (Array.isArray(node) && /^\d+$/.test(key)) node = node[Number(key)];
+      else if (isObject(node) && Object.hasOwn(node, key)) node = node[key];
+      else node = undefined;
+      if (node === undefined) this.fail(`Unresolvable $ref '${ref}'.`);
+    }
+    if (typeof node !== "boolean" && !isObject(node)) this.fail(`$ref '${ref}' does not point to a schema.`);
+    return node as Schema;
+  }
+
+  /** A schema without top-level `$ref`/`allOf`: the merge of all `allOf` branches (refs resolved). */
+  private flatten(s: Schema, path: string, depth: number): Schema {
+    if (depth > MAX_RESOLVE_DEPTH)
+      this.fail(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
+    if (typeof s === "boolean") return s;
+    if ("$ref" in s) {
+      const { $ref, ...rest } = s;
+      return this.conjoin(
+        this.flatten(this.resolvePointer($ref as string), path, depth + 1),
+        this.flatten(rest, path, depth + 1),
+        path,
+      );
+    }
+    if (!("allOf" in s)) return s;
+    const { allOf, ...rest } = s;
+    let acc: Schema = this.flatten(rest, path, depth + 1);
+    for (const part of allOf as Schema[]) acc = this.conjoin(acc, this.flatten(part, path, depth + 1), path);
+    return acc;
+  }
+
+  private conjoin(a: Schema, b: Schema, path: string): Schema {
+    try {
+      return mergeSchemas(a, b);
+    } catch (error) {
+      if (error instanceof MergeError) this.fail(`Unsupported allOf at ${path}: ${error.message}.`);
+      throw error;
+    }
+  }
+
+  /** `anyOf`/`oneOf` (oneOf compiled as anyOf); sibling keywords are distributed into each branch. */
+  private union(s: SchemaObject, path: string, hint: string, depth: number): string {
+    const { anyOf, oneOf, ...rest } = s;
+    if (anyOf !== undefined && oneOf !== undefined) {
+      return this.body({ ...rest, allOf: [{ anyOf }, { oneOf }] }, path, hint, depth + 1);
+    }
+    const keyword = anyOf !== undefined ? "anyOf" : "oneOf";
+    const branches = (anyOf ?? oneOf) as Schema[];
+    const alternatives: string[] = [];
+    branches.forEach((branch, i) => {
+      if (branch === false) return;
+      const merged = constrains(rest) ? { allOf: [rest, branch] } : branch;
+      alternatives.push(this.value(merged, `${path}/${keyword}/${i}`, `${hint}-${i}`, depth + 1));
+    });
+    if (alternatives.length === 0) this.fail(`The ${keyword} at ${path} has no satisfiable branch.`);
+    return [...new Set(alternatives)].join(" | ");
+  }
+
+  /** `const`/`enum`: alternatives of compact JSON literals, filtered by `type` when given. */
+  private literals(s: SchemaObject, path: string, types: TypeName[] | null): string {
+    const values = "const" in s ? [s.const] : (s.enum as unknown[]);
+    const kept = values.filter((v) => types === null || types.some((t) => matchesType(v, t)));
+    if (kept.length === 0)
+      this.fail(`No ${"const" in s ? "const" : "enum"} value at ${path} matches its type.`);
+    return [...new Set(kept.map((v) => this.constant(v)))].join(" | ");
+  }
+
+  /** A JSON value as a grammar: scalars as literals, objects/arrays token by token with `ws` between. */
+  private constant(value: unknown): string {
+    if (Array.isArray(value)) {
+      if (value.length === 0) return `"[" ${WS} "]"`;
+      return `"[" ${WS} ${value.map((v) => this.constant(v)).join(` "," ${WS} `)} ${WS} "]"`;
+    }
+    if (isObject(value)) {
+      const entries = Object.entries(value);
+      if (entries.length === 0) return `"{" ${WS} "}"`;
+      const members = entries.map(
+        ([k, v]) => `${gbnfLiteral(JSON.stringify(k))} ":" ${WS} ${this.constant(v)}`,
+      );
+      return `"{" ${WS} ${members.join(` "," ${WS} `)} ${WS} "}"`;
+    }
+    return gbnfLiteral(JSON.stringify(value));
+  }
+}
+
+/**
+ * Compiles a JSON Schema (draft 2020-12 / draft-07 subset, see `docs/structured-output.md`) into a GBNF
+ * grammar whose root matches compact JSON satisfying it. Throws `ApiError` 400 (param `options.param`,
+ * default `"guided_json"`) naming any unsupported keyword with its JSON pointer, e.g.
+ * "Unsupported JSON Schema keyword 'patternProperties' at #/properties/foo".
+ */
+export function jsonSchemaToGbnf(schema: unknown, options: JsonGrammarOptions = {}): string {
+  const param = options.param ?? "guided_json";
+  if (typeof schema !== "boolean" && !isObject(schema))
+    throw badRequest("The JSON schema must be an object.", param);
+  return new SchemaCompiler(schema, param).compile(options.whitespacePattern);
+}
+
+/**
+ * The grammar for `response_format: {type: "json_object"}`: any JSON object, objects/arrays nested at most
+ * `depth` levels (default {@link DEFAULT_JSON_DEPTH}), bounded whitespace. Throws 400 only for a bad
+ * `whitespacePattern`.
+ */
+export function jsonObjectToGbnf(options: JsonGrammarOptions & { depth?: number } = {}): string {
+  const b = new GbnfBuilder();
+  b.reserveExact("root");
+  defineWhitespace(b, options.whitespacePattern);
+  b.define("root", jsonObjectRule(b, options.depth ?? DEFAULT_JSON_DEPTH));
+  return finish(b, options.param ?? "response_format");
+}

@@ -1,0 +1,385 @@
+/**
+ * A parser for the regular-expression subset guided decoding can compile to a grammar: the syntax vLLM and
+ * outlines accept for `guided_regex` and JSON Schema `pattern` (Python `re` / ECMA-262 common ground), with
+ * ECMA-262 meanings for `.`, `\d`, `\w`, `\s` (ASCII `\d`/`\w`; `.` excludes `\n`, `\r`, U+2028, U+2029).
+ * Constructs whose meaning a context-free grammar cannot express (backreferences, lookaround, word
+ * boundaries, possessive quantifiers, atomic groups, inline flags, Unicode properties) are refused.
+ */
+import { CodePointSet } from "./codePointSet.ts";
+
+/** A regex syntax tree. `set` matches one code point; `start`/`end` are the anchors `^`/`$` (`\A`, `\Z`, `\z`). */
+export type RegexNode =
+  | { type: "set"; set: CodePointSet }
+  | { type: "seq"; items: RegexNode[] }
+  | { type: "alt"; items: RegexNode[] }
+  | { type: "repeat"; item: RegexNode; min: number; max: number | null }
+  | { type: "start" }
+  | { type: "end" };
+
+/** Why a pattern cannot be compiled: `unsupported` (valid regex, no grammar equivalent) or `invalid` syntax. */
+export class RegexError extends Error {
+  readonly kind: "unsupported" | "invalid";
+  readonly position: number;
+  constructor(kind: "unsupported" | "invalid", message: string, position: number) {
+    super(message);
+    this.name = "RegexError";
+    this.kind = kind;
+    this.position = position;
+  }
+}
+
+/** Largest `{m,n}` bound accepted in a pattern. */
+export const MAX_REGEX_REPEAT = 100_000;
+
+const DIGIT = CodePointSet.of([[0x30, 0x39]]);
+const WORD = CodePointSet.of([
+  [0x30, 0x39],
+  [0x41, 0x5a],
+  [0x5f, 0x5f],
+  [0x61, 0x7a],
+]);
+const SPACE = CodePointSet.of([
+  [0x09, 0x0d],
+  [0x20, 0x20],
+  [0xa0, 0xa0],
+  [0x1680, 0x1680],
+  [0x2000, 0x200a],
+  [0x2028, 0x2029],
+  [0x202f, 0x202f],
+  [0x205f, 0x205f],
+  [0x3000, 0x3000],
+  [0xfeff, 0xfeff],
+]);
+/** ECMA-262 `.` without the `s` flag: anything but line terminators. */
+export const DOT = CodePointSet.of([
+  [0x0a, 0x0a],
+  [0x0d, 0x0d],
+  [0x2028, 0x2029],
+]).complement();
+
+const CLASS_ESCAPES: Record<string, CodePointSet> = {
+  d: DIGIT,
+  D: DIGIT.complement(),
+  w: WORD,
+  W: WORD.complement(),
+  s: SPACE,
+  S: SPACE.complement(),
+};
+const SIMPLE_ESCAPES: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13 };
+
+const single = (cp: number): RegexNode => ({ type: "set", set: CodePointSet.of([[cp, cp]]) });
+
+/** Parses `pattern` into a {@link RegexNode}. Throws {@link RegexError} naming the construct and its index. */
+export function parseRegex(pattern: string): RegexNode {
+  let pos = 0;
+  const unsupported = (what: string, at = pos): never => {
+    throw new RegexError("unsupported", `${what} is not supported in guided decoding`, at);
+  };
+  const invalid = (what: string, at = pos): never => {
+    throw new RegexError("invalid", what, at);
+  };
+  const peek = (offset = 0): string | undefined => pattern[pos + offset];
+
+  const readHex = (digits: number): number => {
+    const text = pattern.slice(pos, pos + digits);
+    if (text.length !== digits || !/^[0-9a-fA-F]+$/.test(text)) invalid(`expected ${digits} hex digits`);
+    pos += digits;
+    return Number.parseInt(text, 16);
+  };
+
+  /** Reads an escape after the backslash; returns a code point set (one char) or an anchor marker. */
+  const readEscape = (inClass: boolean): CodePointSet | "start" | "end" => {
+    const at = pos - 1;
+    const c = pattern[pos];
+    if (c === undefined) return invalid("trailing backslash", at);
+    pos++;
+    if (c in CLASS_ESCAPES) return CLASS_ESCAPES[c]!;
+    if (c in SIMPLE_ESCAPES) return CodePointSet.of([[SIMPLE_ESCAPES[c]!, SIMPLE_ESCAPES[c]!]]);
+    if (c === "b") return inClass ? CodePointSet.of([[8, 8]]) : unsupported("word boundary \\b", at);
+    if (c === "B") return unsupported("non-word boundary \\B", at);
+    if (c === "0") {
+      if (/[0-9]/.test(peek() ?? "")) return unsupported("octal escape", at);
+      return CodePointSet.of([[0, 0]]);
+    }
+    if (/[1-9]/.test(c)) return unsupported(`backreference \\${c}`, at);
+    if (c === "k") return unsupported("named backreference \\k", at);
+    if (c === "p" || c === "P") return unsupported(`Unicode property escape \\${c}`, at);
+    if (c === "N") return unsupported("named character escape \\N", at);
+    if (c === "A" && !inClass) return "start";
+    if ((c === "Z" || c === "z") && !inClass) return "end";
+    if (c === "x") {
+      const cp = readHex(2);
+      return CodePointSet.of([[cp, cp]]);
+    }
+    if (c === "u") {
+      let cp: number;
+      if (peek() === "{") {
+        const close = pattern.indexOf("}", pos);
+        if (close < 0) return invalid("unterminated \\u{...}", at);
+        const text = pattern.slice(pos + 1, close);
+        if (!/^[0-9a-fA-F]{1,6}$/.test(text)) return invalid("bad \\u{...} escape", at);
+        cp = Number.parseInt(text, 16);
+        if (cp > 0x10ffff) return invalid("code point out of range", at);
+        pos = close + 1;
+      } else cp = readHex(4);
+      return CodePointSet.of([[cp, cp]]);
+    }
+    if (c === "U") {
+      const cp = readHex(8);
+      if (cp > 0x10ffff) return invalid("code point out of range", at);
+      return CodePointSet.of([[cp, cp]]);
+    }
+    if (c === "c") {
+      const letter = peek();
+      if (letter === undefined || !/[a-zA-Z]/.test(letter)) return invalid("bad control escape \\c", at);
+      pos++;
+      const cp = letter.toUpperCase().charCodeAt(0) % 32;
+      return CodePointSet.of([[cp, cp]]);
+    }
+    if (/[a-zA-Z0-9]/.test(c)) return unsupported(`unknown escape \\${c}`, at);
+    const cp = pattern.codePointAt(pos - 1)!;
+    if (cp > 0xffff) pos++;
+    return CodePointSet.of([[cp, cp]]);
+  };
+
+  const readClass = (): RegexNode => {
+    const at = pos;
+    pos++; // [
+    let negate = false;
+    if (peek() === "^") {
+      negate = true;
+      pos++;
+    }
+    if (peek() === "]") {
+      if (negate) {
+        pos++;
+        return { type: "set", set: CodePointSet.all() };
+      }
+      return unsupported("empty character class '[]' (write '\\]' for a literal ']')", at);
+    }
+    let set = CodePointSet.empty();
+    const readItem = (): CodePointSet => {
+      if (peek() === undefined) return invalid("unterminated character class", at);
+      if (peek() === "[" && (peek(1) === ":" || peek(1) === "=" || peek(1) === ".")) {
+        return unsupported("POSIX character class [[:...:]]");
+      }
+      if (peek() === "\\") {
+        pos++;
+        const escaped = readEscape(true);
+        if (typeof escaped === "string") return invalid("anchor in character class");
+        return escaped;
+      }
+      const cp = pattern.codePointAt(pos)!;
+      pos += cp > 0xffff ? 2 : 1;
+      return CodePointSet.of([[cp, cp]]);
+    };
+    while (peek() !== "]") {
+      if (peek() === undefined) return invalid("unterminated character class", at);
+      const itemStart = pos;
+      const first = readItem();
+      if (peek() === "-" && peek(1) !== "]" && peek(1) !== undefined) {
+        pos++;
+        const second = readItem();
+        if (
+          first.size === 1 &&
+          second.size === 1 &&
+          first.ranges.length === 1 &&
+          second.ranges.length === 1
+        ) {
+          const low = first.ranges[0]![0];
+          const high = second.ranges[0]![0];
+          if (low > high) return invalid("character range out of order", itemStart);
+          set = set.union(CodePointSet.of([[low, high]]));
+        } else {
+          // `[\d-z]`: a class escape cannot bound a range, so `-` is literal (ECMA-262 Annex B, Python).
+          set = set.union(first).union(second).union(CodePointSet.chars("-"));
+        }
+      } else set = set.union(first);
+    }
+    pos++; // ]
+    if (negate) set = set.complement();
+    if (set.isEmpty) return unsupported("a character class that matches nothing", at);
+    return { type: "set", set };
+  };
+
+  /** Reads `{m}`, `{m,}`, `{m,n}`, `{,n}` at pos if present; null (pos unchanged) when `{` is a literal. */
+  const readBraces = (): [number, number | null] | null => {
+    const match = /^\{(\d*)(,(\d*))?\}/.exec(pattern.slice(pos));
+    if (!match || (match[1] === "" && (match[2] === undefined || match[3] === ""))) return null;
+    const min = match[1] === "" ? 0 : Number(match[1]);
+    const max = match[2] === undefined ? min : match[3] === "" ? null : Number(match[3]);
+    if (min > MAX_REGEX_REPEAT || (max !== null && max > MAX_REGEX_REPEAT)) {
+      unsupported(`a repetition count above ${MAX_REGEX_REPEAT}`);
+    }
+    if (max !== null && max < min) invalid("numbers out of order in {} quantifier");
+    pos += match[0].length;
+    return [min, max];
+  };
+
+  const parseAtom = (): RegexNode => {
+    const c = peek()!;
+    const at = pos;
+    if (c === "(") {
+      pos++;
+      if (peek() === "?") {
+        const next = peek(1);
+        if (next === ":") pos += 2;
+        else if (next === "=" || next === "!") unsupported(`lookahead (?${next}`, at);
+        else if (next === "<" && (peek(2) === "=" || peek(2) === "!"))
+          unsupported(`lookbehind (?<${peek(2)}`, at);
+        else if (next === "<" || (next === "P" && peek(2) === "<")) {
+          const close = pattern.indexOf(">", pos);
+          if (close < 0) invalid("unterminated group name", at);
+          pos = close + 1;
+        } else if (next === "P" && peek(2) === "=") unsupported("named backreference (?P=", at);
+        else if (next === ">") unsupported("atomic group (?>", at);
+        else if (next === "#") unsupported("comment group (?#", at);
+        else if (next === "(") unsupported("conditional group (?(", at);
+        else unsupported("inline flags (?...)", at);
+      }
+      const inner = parseAlternation();
+      if (peek() !== ")") invalid("missing closing parenthesis", at);
+      pos++;
+      return inner;
+    }
+    if (c === ")") return invalid("unbalanced parenthesis", at);
+    if (c === "[") return readClass();
+    if (c === ".") {
+      pos++;
+      return { type: "set", set: DOT };
+    }
+    if (c === "^") {
+      pos++;
+      return { type: "start" };
+    }
+    if (c === "$") {
+      pos++;
+      return { type: "end" };
+    }
+    if (c === "*" || c === "+" || c === "?") return invalid("nothing to repeat", at);
+    if (c === "{" && readBraces() !== null) return invalid("nothing to repeat", at);
+    if (c === "\\") {
+      pos++;
+      const escaped = readEscape(false);
+      if (escaped === "start" || escaped === "end") return { type: escaped };
+      return { type: "set", set: escaped };
+    }
+    const cp = pattern.codePointAt(pos)!;
+    pos += cp > 0xffff ? 2 : 1;
+    return single(cp);
+  };
+
+  const parseQuantified = (): RegexNode => {
+    let node = parseAtom();
+    for (;;) {
+      const c = peek();
+      const at = pos;
+      let bounds: [number, number | null] | null = null;
+      if (c === "*") bounds = [0, null];
+      else if (c === "+") bounds = [1, null];
+      else if (c === "?") bounds = [0, 1];
+      if (bounds !== null) pos++;
+      else if (c === "{") bounds = readBraces();
+      if (bounds === null) return node;
+      if (node.type === "start" || node.type === "end") invalid("nothing to repeat", at);
+      if (node.type === "repeat") invalid("multiple repeat", at);
+      if (peek() === "+") unsupported("possessive quantifier", pos);
+      if (peek() === "?") pos++; // lazy: same language under full-match and search semantics
+      node = { type: "repeat", item: node, min: bounds[0], max: bounds[1] };
+      if (
+        peek() === "*" ||
+        peek() === "+" ||
+        peek() === "?" ||
+        (peek() === "{" && /^\{\d*,?\d*\}/.test(pattern.slice(pos)))
+      ) {
+        invalid("multiple repeat", pos);
+      }
+    }
+  };
+
+  const parseSequence = (): RegexNode => {
+    const items: RegexNode[] = [];
+    while (pos < pattern.length && peek() !== "|" && peek() !== ")") items.push(parseQuantified());
+    return items.length === 1 ? items[0]! : { type: "seq", items };
+  };
+
+  const parseAlternation = (): RegexNode => {
+    const items = [parseSequence()];
+    while (peek() === "|") {
+      pos++;
+      items.push(parseSequence());
+    }
+    return items.length === 1 ? items[0]! : { type: "alt", items };
+  };
+
+  const tree = parseAlternation();
+  if (pos < pattern.length) invalid("unbalanced parenthesis", pos);
+  return tree;
+}
+
+/**
+ * Splits a parsed pattern into top-level alternatives with their anchors: `^a|b$` → `[{a, start}, {b, end}]`.
+ * Anchors anywhere else are refused (RegexError "unsupported"), since guided decoding matches whole outputs.
+ */
+export function splitAnchors(tree: RegexNode): { node: RegexNode; start: boolean; end: boolean }[] {
+  const alternatives = tree.type === "alt" ? tree.items : [tree];
+  return alternatives.map((alt) => {
+    const items = alt.type === "seq" ? [...alt.items] : [alt];
+    let start = false;
+    let end = false;
+    while (items[0]?.type === "start") {
+      items.shift();
+      start = true;
+    }
+    while (items[items.length - 1]?.type === "end") {
+      items.pop();
+      end = true;
+    }
+    for (const item of items) assertNoAnchor(item);
+    return { node: items.length === 1 ? items[0]! : { type: "seq", items }, start, end };
+  });
+}
+
+function assertNoAnchor(node: RegexNode): void {
+  if (node.type === "start" || node.type === "end") {
+    throw new RegexError(
+      "unsupported",
+      `anchor '${node.type === "start" ? "^" : "$"}' inside the pattern is not supported in guided decoding (anchors are allowed only at its ends)`,
+      -1,
+    );
+  }
+  if (node.type === "seq" || node.type === "alt") for (const item of node.items) assertNoAnchor(item);
+  if (node.type === "repeat") assertNoAnchor(node.item);
+}
+
+/** Shortest and longest match length of `node` in code points (`max` null: unbounded). Anchors count 0. */
+export function regexLengthBounds(node: RegexNode): { min: number; max: number | null } {
+  switch (node.type) {
+    case "set":
+      return { min: 1, max: 1 };
+    case "start":
+    case "end":
+      return { min: 0, max: 0 };
+    case "seq":
+      return node.items
+        .map(regexLengthBounds)
+        .reduce(
+          (a, b) => ({ min: a.min + b.min, max: a.max === null || b.max === null ? null : a.max + b.max }),
+          { min: 0, max: 0 },
+        );
+    case "alt": {
+      const all = node.items.map(regexLengthBounds);
+      return {
+        min: Math.min(...all.map((b) => b.min)),
+        max: all.some((b) => b.max === null) ? null : Math.max(...all.map((b) => b.max!)),
+      };
+    }
+    case "repeat": {
+      const inner = regexLengthBounds(node.item);
+      return {
+        min: inner.min * node.min,
+        max: inner.max === 0 ? 0 : node.max === null || inner.max === null ? null : inner.max * node.max,
+      };
+    }
+  }
+}

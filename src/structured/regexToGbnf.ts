@@ -1,0 +1,167 @@
+/**
+ * Regular expression → GBNF. Used for `guided_regex` (whole output, full-match semantics as vLLM/outlines),
+ * for JSON Schema `pattern` (inside a JSON string, ECMA-262 search semantics: unanchored ends match any text),
+ * and for `guided_whitespace_pattern`. Syntax and refusals: see `regexParser.ts`.
+ */
+import { badRequest } from "../errors.ts";
+import { CodePointSet } from "./codePointSet.ts";
+import { GbnfBuilder, gbnfCharClass, gbnfLiteral, group } from "./gbnf.ts";
+import { jsonCharRule } from "./jsonPrimitives.ts";
+import { parseRegex, RegexError, type RegexNode, splitAnchors } from "./regexParser.ts";
+
+/**
+ * How matched characters are written: `raw` (the output text is the match) or `json` (the match is the
+ * decoded content of a JSON string, so `"`, `\` and control characters are written as JSON escapes).
+ */
+export type RegexMode = "raw" | "json";
+
+/** Largest pattern accepted, in UTF-16 code units. */
+export const MAX_PATTERN_LENGTH = 10_000;
+
+/** The code points a JSON string must escape: controls, `"` and `\`. */
+export const JSON_ESCAPED = CodePointSet.of([
+  [0x00, 0x1f],
+  [0x22, 0x22],
+  [0x5c, 0x5c],
+]);
+const SHORT_ESCAPES: Record<number, string> = {
+  8: "b",
+  9: "t",
+  10: "n",
+  12: "f",
+  13: "r",
+  34: '"',
+  92: "\\",
+};
+
+/** The JSON string text of one code point: itself, or its escape (`\"`, `\\`, `\n`, `\u001f`, ...). */
+export function jsonEncoded(cp: number): string {
+  const short = SHORT_ESCAPES[cp];
+  if (short !== undefined) return `\\${short}`;
+  if (cp < 0x20) return `\\u${cp.toString(16).padStart(4, "0")}`;
+  return String.fromCodePoint(cp);
+}
+
+/** Compiles parsed regex trees into GBNF expressions inside one {@link GbnfBuilder}. */
+class RegexEmitter {
+  constructor(
+    private readonly b: GbnfBuilder,
+    private readonly mode: RegexMode,
+    private readonly hint: string,
+  ) {}
+
+  /** Expression matching one code point of `set` (JSON-escaped in `json` mode). */
+  private charSet(set: CodePointSet): string {
+    if (this.mode === "raw") {
+      return set.size === 1 ? gbnfLiteral(String.fromCodePoint(set.ranges[0]![0])) : gbnfCharClass(set);
+    }
+    if (set.size === 1) return gbnfLiteral(jsonEncoded(set.ranges[0]![0]));
+    const plain = set.subtract(JSON_ESCAPED);
+    const escaped = set.intersect(JSON_ESCAPED);
+    const alternatives: string[] = [];
+    if (!plain.isEmpty) alternatives.push(gbnfCharClass(plain));
+    if (escaped.size === JSON_ESCAPED.size) {
+      alternatives.push('"\\\\" (["\\\\bfnrt] | "u00" [01] [0-9a-fA-F])');
+    } else {
+      for (const [low, high] of escaped.ranges) {
+        for (let cp = low; cp <= high; cp++) alternatives.push(gbnfLiteral(jsonEncoded(cp)));
+      }
+    }
+    if (alternatives.length === 1) return alternatives[0]!;
+    return this.b.rule(`${this.hint}-char`, alternatives.join(" | "));
+  }
+
+  /** Expression for a whole tree. */
+  emit(node: RegexNode): string {
+    switch (node.type) {
+      case "set":
+        return this.charSet(node.set);
+      case "start":
+      case "end":
+        return '""';
+      case "alt":
+        return `(${node.items.map((item) => this.emit(item)).join(" | ")})`;
+      case "repeat":
+        return this.b.repeat(group(this.emit(node.item)), node.min, node.max, `${this.hint}-rep`);
+      case "seq": {
+        const parts: string[] = [];
+        let literal = "";
+        const flush = (): void => {
+          if (literal !== "") parts.push(gbnfLiteral(literal));
+          literal = "";
+        };
+        for (const item of node.items) {
+          if (item.type === "set" && item.set.size === 1) {
+            const cp = item.set.ranges[0]![0];
+            literal += this.mode === "json" ? jsonEncoded(cp) : String.fromCodePoint(cp);
+          } else {
+            flush();
+            const expr = this.emit(item);
+            if (expr !== '""') parts.push(expr.includes(" | ") && !expr.startsWith("(") ? `(${expr})` : expr);
+          }
+        }
+        flush();
+        return parts.length === 0 ? '""' : parts.join(" ");
+      }
+    }
+  }
+}
+
+/**
+ * Adds the rules for `pattern` to `b` and returns a GBNF expression for it.
+ * `search: false` — full match (anchors at the ends are optional and stripped);
+ * `search: true` — ECMA-262 `RegExp.test` semantics: a top-level alternative not anchored with `^`/`$`
+ * may be preceded/followed by any text (only meaningful in `json` mode, where "any text" is `json-char*`).
+ * Throws {@link RegexError}.
+ */
+export function regexExpression(
+  b: GbnfBuilder,
+  pattern: string,
+  options: { mode: RegexMode; search: boolean; hint: string },
+): string {
+  if (pattern.length > MAX_PATTERN_LENGTH) {
+    throw new RegexError("unsupported", `a pattern longer than ${MAX_PATTERN_LENGTH} characters`, 0);
+  }
+  const alternatives = splitAnchors(parseRegex(pattern));
+  const emitter = new RegexEmitter(b, options.mode, options.hint);
+  const any = (): string =>
+    `${options.mode === "json" ? jsonCharRule(b) : gbnfCharClass(CodePointSet.all())}*`;
+  const exprs = alternatives.map(({ node, start, end }) => {
+    const parts = [
+      options.search && !start ? any() : "",
+      emitter.emit(node),
+      options.search && !end ? any() : "",
+    ];
+    const kept = parts.filter((part) => part !== "" && part !== '""');
+    return kept.length === 0 ? '""' : kept.join(" ");
+  });
+  return exprs.length === 1 ? exprs[0]! : exprs.join(" | ");
+}
+
+/** Turns a {@link RegexError} into the client error: 400 naming the construct and its position. */
+export function regexBadRequest(error: RegexError, pattern: string, param: string, where = ""): Error {
+  const position = error.position >= 0 ? ` at position ${error.position}` : "";
+  const label = error.kind === "invalid" ? "Invalid regular expression" : "Unsupported regular expression";
+  return badRequest(`${label}${where} ${JSON.stringify(pattern)}: ${error.message}${position}.`, param);
+}
+
+/**
+ * A complete GBNF grammar whose language is the set of strings `pattern` fully matches (vLLM's
+ * `guided_regex`; a leading `^` and trailing `$` are allowed and ignored). Throws `ApiError` 400 (`param`,
+ * default `"guided_regex"`) for unsupported or invalid patterns, naming the construct.
+ * Example: `[a-c]{2}x|y` → `root ::= [a-c]{2} "x" | "y"`.
+ */
+export function regexToGbnf(pattern: string, param = "guided_regex"): string {
+  if (typeof pattern !== "string") throw badRequest("The regular expression must be a string.", param);
+  const b = new GbnfBuilder();
+  b.reserveExact("root");
+  try {
+    b.define("root", regexExpression(b, pattern, { mode: "raw", search: false, hint: "re" }));
+  } catch (error) {
+    if (error instanceof RegexError) throw regexBadRequest(error, pattern, param);
+    if (error instanceof RangeError)
+      throw badRequest(`Unsupported regular expression: ${error.message}.`, param);
+    throw error;
+  }
+  return b.render();
+}

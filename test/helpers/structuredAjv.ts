@@ -1,0 +1,91 @@
+/**
+ * Test helper for guided decoding: ajv validators for JSON Schema fixtures with our own `format` checkers
+ * (ajv-formats is not a dependency). Formats follow RFC 3339 (`date`, `time` with offset, `date-time`),
+ * RFC 4122 `uuid`, ajv-formats' fast `email`, RFC 1123 `hostname` and dotted-quad `ipv4`.
+ */
+import { createRequire } from "node:module";
+import type { ValidateFunction } from "ajv";
+
+const require = createRequire(import.meta.url);
+type AjvCtor = new (
+  options: object,
+) => {
+  addFormat(name: string, validate: (value: string) => boolean): unknown;
+  compile(schema: unknown): ValidateFunction;
+};
+const Ajv2020 = (require("ajv/dist/2020") as { default: AjvCtor }).default;
+const AjvDraft7 = (require("ajv") as { default: AjvCtor }).default;
+
+const daysIn = (year: number, month: number): number =>
+  month === 2
+    ? year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0)
+      ? 29
+      : 28
+    : [4, 6, 9, 11].includes(month)
+      ? 30
+      : 31;
+
+/** RFC 3339 full-date with real days per month. */
+export function isDate(value: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})$/.exec(value);
+  if (!m) return false;
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysIn(year, month);
+}
+
+/** RFC 3339 full-time (offset required), no leap seconds. */
+export function isTime(value: string): boolean {
+  return /^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?([zZ]|[+-]([01]\d|2[0-3]):[0-5]\d)$/.test(value);
+}
+
+/** The format checkers by name. */
+export const FORMATS: Record<string, (value: string) => boolean> = {
+  date: isDate,
+  time: isTime,
+  "date-time": (v) => {
+    const i = v.search(/[tT]/);
+    return i === 10 && isDate(v.slice(0, 10)) && isTime(v.slice(11));
+  },
+  uuid: (v) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(v),
+  email: (v) =>
+    /^[a-z0-9.!#$%&'*+/=?^_`{|}~-]+@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(
+      v,
+    ),
+  ipv4: (v) => /^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/.test(v),
+  hostname: (v) =>
+    v.length <= 253 &&
+    /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(v),
+};
+
+/** Converts draft-4 boolean `exclusiveMinimum`/`exclusiveMaximum` (which ajv rejects) to the numeric form, deeply. */
+function modernize(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(modernize);
+  if (typeof schema !== "object" || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  const s = schema as Record<string, unknown>;
+  for (const [key, value] of Object.entries(s)) {
+    if (key === "const" || key === "enum" || key === "default" || key === "examples") out[key] = value;
+    else if ((key === "exclusiveMinimum" || key === "exclusiveMaximum") && typeof value === "boolean") {
+      const bound = key === "exclusiveMinimum" ? "minimum" : "maximum";
+      if (value && typeof s[bound] === "number") out[key] = s[bound];
+    } else out[key] = modernize(value);
+  }
+  if (s.exclusiveMinimum === true) delete out.minimum;
+  if (s.exclusiveMaximum === true) delete out.maximum;
+  return out;
+}
+
+/** True when the schema uses draft-07 tuple syntax (`items: [...]`), which needs ajv's draft-07 class. */
+function usesDraft7Tuples(schema: unknown): boolean {
+  if (typeof schema !== "object" || schema === null) return false;
+  if (!Array.isArray(schema) && Array.isArray((schema as Record<string, unknown>).items)) return true;
+  return Object.values(schema).some(usesDraft7Tuples);
+}
+
+/** An ajv validate function for `schema` (draft 2020-12, or draft-07 for `items: [...]` tuples), formats above. */
+export function ajvValidator(schema: unknown): ValidateFunction {
+  const Ctor = usesDraft7Tuples(schema) ? AjvDraft7 : Ajv2020;
+  const ajv = new Ctor({ strict: false, validateFormats: true });
+  for (const [name, check] of Object.entries(FORMATS)) ajv.addFormat(name, check);
+  return ajv.compile(modernize(schema));
+}

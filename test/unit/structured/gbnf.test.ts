@@ -1,0 +1,158 @@
+/** GBNF writing helpers, our port of llama.cpp's parser (parity with the native one), and validateGbnf. */
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { projectRoot } from "../../../src/paths.ts";
+import { CodePointSet } from "../../../src/structured/codePointSet.ts";
+import { GbnfBuilder, gbnfCharClass, gbnfLiteral, isAtomicExpression } from "../../../src/structured/gbnf.ts";
+import { checkGbnf } from "../../../src/structured/gbnfCheck.ts";
+import { checkGbnfText, validateGbnf } from "../../../src/structured/index.ts";
+import { nativeMatcher, testLlama } from "./nativeMatcher.ts";
+
+describe("escaping", () => {
+  test("literals", () => {
+    assert.equal(gbnfLiteral('a"b\\c\nd\té\u0001😀'), '"a\\"b\\\\c\\nd\\t\\u00E9\\x01\\U0001F600"');
+  });
+  test("classes pick the shorter of [..] and [^..]", () => {
+    assert.equal(gbnfCharClass(CodePointSet.chars("ab-]^")), "[\\-\\]\\x5Eab]");
+    assert.equal(gbnfCharClass(CodePointSet.chars("x").complement()), "[^x]");
+    assert.equal(gbnfCharClass(CodePointSet.of([[0x30, 0x39]])), "[0-9]");
+  });
+  test("escaped literals and classes round-trip through llama.cpp", async () => {
+    const text = 'a"b\\c\nd\té\u0001😀[]-^';
+    const matches = await nativeMatcher(
+      `root ::= ${gbnfLiteral(text)} ${gbnfCharClass(CodePointSet.chars(']-^\\"é'))}+\n`,
+    );
+    assert.ok(matches(`${text}]-^\\"é`));
+    assert.ok(!matches(`${text}a`));
+  });
+  test("atomic expressions", () => {
+    assert.ok(isAtomicExpression("rule-1"));
+    assert.ok(isAtomicExpression('"a b"'));
+    assert.ok(isAtomicExpression("[a-z ]"));
+    assert.ok(isAtomicExpression('("a" | "b")'));
+    assert.ok(!isAtomicExpression('("a") ("b")'));
+    assert.ok(!isAtomicExpression('"a" "b"'));
+  });
+});
+
+describe("GbnfBuilder.repeat", () => {
+  for (const [min, max] of [
+    [0, 1],
+    [1, null],
+    [3, 3],
+    [2, 5],
+    [0, 2500],
+    [1500, 1500],
+    [1001, 3003],
+    [2200, null],
+  ] as [number, number | null][]) {
+    test(`{${min},${max ?? ""}} is exact in llama.cpp`, async () => {
+      const b = new GbnfBuilder();
+      b.reserveExact("root");
+      b.define("root", b.repeat('"a"', min, max));
+      const gbnf = b.render();
+      checkGbnf(gbnf);
+      const matches = await nativeMatcher(gbnf);
+      const probe = [min, max ?? min + 50].flatMap((n) => [n - 1, n, n + 1]).filter((n) => n >= 0);
+      for (const n of probe) {
+        const expected = n >= min && (max === null || n <= max);
+        assert.equal(matches("a".repeat(n)), expected, `length ${n}`);
+      }
+    });
+  }
+  test("non-atomic items are hoisted into a rule", () => {
+    const b = new GbnfBuilder();
+    assert.equal(b.repeat('"a" "b"', 0, null, "x"), "x*");
+  });
+});
+
+/** Grammars with the expected outcome of llama.cpp's parser (null: valid) — our port must agree. */
+const PARITY: [string, string | null][] = [
+  ['root ::= "a"', null],
+  ['root ::= "a" | "b" # comment\n', null],
+  ['root ::= [a-z]+ x\nx ::= ( "(" root ")" )?', null],
+  ['root ::= "a"{2,5} "b"{3} "c"{1,}', null],
+  ["root ::= <[12]> !<[13]>", null],
+  ['root ::= (\n  "a"\n  | "b"\n)', null],
+  ['root ::= "\\x41\\u00e9\\U0001F600"', null],
+  ['root ::= "a" (', "expecting ')' at "],
+  ["root ::= foo", "Undefined rule identifier 'foo'"],
+  ['rot ::= "a"', "grammar does not contain a 'root' symbol"],
+  ['root ::= root "a" | "b"', "left recursion"],
+  ['root ::= x "a"\nx ::= "" | root', "left recursion"],
+  ["root ::= <think>", "no vocab to parse token at <think>"],
+  ['root ::= "\\q"', "unknown escape at \\q"],
+  ['root ::= "abc', "unexpected end of input"],
+  ["root ::= [abc", "unexpected end of input"],
+  ['root := "a"', "expecting ::= at "],
+  ['root ::= "a"{2001}', "number of repetitions exceeds sane defaults"],
+  ['root ::= ("a"{0,100}){0,30}', "exceeds sane defaults"],
+  ['root ::= "a"{x}', "expecting an int at "],
+  ['root ::= "a"{1 2}', "expecting ',' at "],
+  ['root ::= "a" )', "expecting newline or end at )"],
+  ["root ::= *", "expecting preceding item to */+/?/{ at end of input"],
+  ['root ::= "\\x4"', "expecting 2 hex chars at "],
+];
+
+describe("checkGbnf agrees with llama.cpp's parser", () => {
+  for (const [grammar, expected] of PARITY) {
+    test(JSON.stringify(grammar), async () => {
+      const llama = await testLlama();
+      let native = true;
+      try {
+        await llama.createGrammar({ grammar });
+      } catch {
+        native = false;
+      }
+      if (expected === null) {
+        assert.doesNotThrow(() => checkGbnf(grammar));
+        assert.ok(native, "native parser accepts");
+      } else {
+        assert.throws(
+          () => checkGbnf(grammar),
+          (e: Error) => e.message.includes(expected),
+        );
+        assert.ok(!native, "native parser rejects");
+      }
+    });
+  }
+});
+
+describe("grammar fixtures", () => {
+  const dir = join(projectRoot, "test/fixtures/grammars");
+  for (const file of readdirSync(dir).sort()) {
+    const text = readFileSync(join(dir, file), "utf8");
+    test(file, async () => {
+      const llama = await testLlama();
+      if (file.startsWith("malformed")) {
+        assert.throws(
+          () => checkGbnfText(text),
+          (e: { status?: number; message?: string; param?: string }) =>
+            e.status === 400 &&
+            e.param === "guided_grammar" &&
+            /expecting '\)' at end of input \(line 2, column 1\)/.test(e.message!),
+        );
+        await assert.rejects(validateGbnf(llama, text), (e: { status?: number }) => e.status === 400);
+      } else {
+        checkGbnfText(text);
+        const grammar = await validateGbnf(llama, text);
+        assert.equal(grammar.grammar, text);
+      }
+    });
+  }
+});
+
+test("validateGbnf reports llama.cpp's post-parse errors", async () => {
+  const llama = await testLlama();
+  await assert.rejects(
+    validateGbnf(llama, 'root ::= root "a"'),
+    (e: { status?: number; message?: string }) => {
+      assert.equal(e.status, 400);
+      assert.match(e.message!, /left recursion/);
+      return true;
+    },
+  );
+  await assert.rejects(validateGbnf(llama, "  \n"), (e: { status?: number }) => e.status === 400);
+});

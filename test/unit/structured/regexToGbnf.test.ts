@@ -1,0 +1,86 @@
+/** Regex → GBNF: exact output for a few patterns, the 40-pattern corpus against llama.cpp's matcher and JS RegExp, refusals. */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, test } from "node:test";
+import { projectRoot } from "../../../src/paths.ts";
+import { GbnfBuilder } from "../../../src/structured/gbnf.ts";
+import { parseRegex, regexLengthBounds } from "../../../src/structured/regexParser.ts";
+import { regexExpression, regexToGbnf } from "../../../src/structured/regexToGbnf.ts";
+import { nativeMatcher } from "./nativeMatcher.ts";
+
+type Corpus = {
+  patterns: { pattern: string; match: string[]; noMatch: string[] }[];
+  refusals: { pattern: string; construct: string }[];
+};
+const corpus = JSON.parse(readFileSync(join(projectRoot, "test/fixtures/regex.json"), "utf8")) as Corpus;
+
+describe("exact GBNF", () => {
+  test("literals merge, classes and quantifiers", () => {
+    assert.equal(regexToGbnf("^ab[c-e]{2,3}x?$"), 'root ::= "ab" [c-e]{2,3} "x"?\n');
+  });
+  test("top-level alternation and hoisted groups", () => {
+    assert.equal(regexToGbnf("(ab|c)+d|e"), 'root ::= re-rep+ "d" | "e"\nre-rep ::= "ab" | "c"\n');
+  });
+  test("escapes and negated classes", () => {
+    assert.equal(regexToGbnf('\\d"\\n[^a]'), 'root ::= [0-9] "\\"\\n" [^a]\n');
+  });
+  test("dot excludes line terminators (ECMA-262)", () => {
+    assert.equal(regexToGbnf("."), "root ::= [^\\n\\r\\u2028\\u2029]\n");
+  });
+  test("repetitions above 1000 are chunked under llama.cpp's 2000 limit", () => {
+    assert.equal(
+      regexToGbnf("a{0,2500}"),
+      'root ::= re-rep-tail\nre-rep-chunk ::= "a"{1000}\nre-rep-tail ::= re-rep-chunk? "a"{0,999} | re-rep-chunk{2} "a"{0,500}\n',
+    );
+  });
+  test("JSON string mode escapes quotes, backslashes and controls; search mode pads unanchored ends", () => {
+    const b = new GbnfBuilder();
+    assert.equal(
+      regexExpression(b, '^a"\\\\\\n$', { mode: "json", search: true, hint: "p" }),
+      '"a\\\\\\"\\\\\\\\\\\\n"',
+    );
+    assert.equal(
+      regexExpression(b, "x", { mode: "json", search: true, hint: "p" }),
+      'json-char* "x" json-char*',
+    );
+  });
+});
+
+describe("corpus", () => {
+  test("has 40 patterns", () => assert.ok(corpus.patterns.length >= 40));
+  for (const { pattern, match, noMatch } of corpus.patterns) {
+    test(pattern.length > 60 ? `${pattern.slice(0, 60)}...` : pattern, async () => {
+      const js = new RegExp(`^(?:${pattern})$`);
+      const matches = await nativeMatcher(regexToGbnf(pattern));
+      for (const text of match) {
+        assert.ok(js.test(text), `fixture: JS RegExp should match ${JSON.stringify(text)}`);
+        assert.ok(matches(text), `grammar should match ${JSON.stringify(text)}`);
+      }
+      for (const text of noMatch) {
+        assert.ok(!js.test(text), `fixture: JS RegExp should not match ${JSON.stringify(text)}`);
+        assert.ok(!matches(text), `grammar should not match ${JSON.stringify(text)}`);
+      }
+    });
+  }
+});
+
+describe("refusals", () => {
+  for (const { pattern, construct } of corpus.refusals) {
+    test(`${pattern} → 400 naming ${construct}`, () => {
+      assert.throws(
+        () => regexToGbnf(pattern),
+        (error: { status?: number; message?: string; param?: string }) =>
+          error.status === 400 && error.param === "guided_regex" && error.message!.includes(construct),
+      );
+    });
+  }
+  test("lazy quantifiers are accepted (same language under full match)", () => {
+    assert.equal(regexToGbnf("a+?b"), regexToGbnf("a+b"));
+  });
+});
+
+test("length bounds", () => {
+  assert.deepEqual(regexLengthBounds(parseRegex("ab{2,3}(c|de)?")), { min: 3, max: 6 });
+  assert.deepEqual(regexLengthBounds(parseRegex("a+")), { min: 1, max: null });
+});
