@@ -1,0 +1,189 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+
+/** Reads one sample of a metric from the Prometheus text (labels matched as a substring). */
+function sample(text: string, name: string, labels = ""): number | undefined {
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (labels && !line.includes(labels)) continue;
+    return Number(line.slice(line.lastIndexOf(" ") + 1));
+  }
+  return undefined;
+}
+
+const LONG_PROMPT =
+  "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. " +
+  "One day, she saw a big red ball under a tree and ran to get it.";
+
+describe("scheduler: prefix caching, queue, cancellation, priority, metrics", () => {
+  let server: TestServer;
+  const metrics = async () => (await fetch(`${server.url}/metrics`)).text();
+  const complete = async (body: Record<string, unknown>) => {
+    const response = await server.post("/v1/completions", { model: TEST_MODEL, ...body });
+    return {
+      response,
+      json: (await response.json()) as Record<string, unknown> & {
+        usage: { prompt_tokens_details: { cached_tokens: number }; prompt_tokens: number };
+      },
+    };
+  };
+
+  before(async () => {
+    server = await startTestServer(["--max-num-seqs", "2", "--max-waiting", "2"]);
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  it("cached_tokens grows on a repeated prompt", async () => {
+    const first = await complete({ prompt: LONG_PROMPT, max_tokens: 4, temperature: 0 });
+    const second = await complete({ prompt: `${LONG_PROMPT} Then`, max_tokens: 4, temperature: 0 });
+    assert.equal(first.json.usage.prompt_tokens_details.cached_tokens, 0);
+    const cached = second.json.usage.prompt_tokens_details.cached_tokens;
+    assert.ok(cached >= first.json.usage.prompt_tokens - 1, `cached ${cached}`);
+    const chat = { model: TEST_MODEL, messages: [{ role: "user", content: LONG_PROMPT }], max_tokens: 3 };
+    await server.client.chat.completions.create(chat);
+    const again = await server.client.chat.completions.create(chat);
+    assert.ok((again.usage?.prompt_tokens_details?.cached_tokens ?? 0) > 0);
+    const text = await metrics();
+    assert.ok((sample(text, "vllm:prefix_cache_hits_total") ?? 0) >= cached);
+    assert.ok(
+      (sample(text, "vllm:prefix_cache_queries_total") ?? 0) >
+        (sample(text, "vllm:prefix_cache_hits_total") ?? 0),
+    );
+  });
+
+  it("a queue over --max-waiting answers 503 with Retry-After, and the rest complete", async () => {
+    const body = { model: TEST_MODEL, prompt: "Once", max_tokens: 300, ignore_eos: true };
+    const responses = await Promise.all(
+      Array.from({ length: 8 }, () => server.post("/v1/completions", body)),
+    );
+    const statuses = responses.map((response) => response.status);
+    const refused = responses.filter((response) => response.status === 503);
+    assert.equal(statuses.filter((status) => status === 200).length, 4, statuses.join(","));
+    assert.equal(refused.length, 4);
+    for (const response of refused) {
+      assert.ok(Number(response.headers.get("retry-after")) >= 1);
+      const error = (await response.json()) as { error: { type: string }; code: number };
+      assert.equal(error.code, 503);
+    }
+    for (const response of responses) if (response.status === 200) await response.json();
+  });
+
+  it("aborting 20 streams frees every slot and counts them as aborted", async () => {
+    const before = sample(await metrics(), "vllm:request_success_total", 'finished_reason="abort"') ?? 0;
+    for (let round = 0; round < 5; round++) {
+      const controllers = Array.from({ length: 4 }, () => new AbortController());
+      const streams = controllers.map((controller) =>
+        fetch(`${server.url}/v1/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({
+            model: TEST_MODEL,
+            prompt: "Once",
+            max_tokens: 2000,
+            ignore_eos: true,
+            stream: true,
+          }),
+          signal: controller.signal,
+        }).then(async (response) => {
+          if (response.status !== 200) return response.status;
+          await response.body?.getReader().read();
+          return response.status;
+        }),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      for (const controller of controllers) controller.abort();
+      await Promise.allSettled(streams);
+    }
+    // The slots free within one decode step: poll briefly until the gauges read zero.
+    let text = "";
+    for (let attempt = 0; attempt < 100; attempt++) {
+      text = await metrics();
+      if (sample(text, "vllm:num_requests_running") === 0 && sample(text, "vllm:num_requests_waiting") === 0)
+        break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(sample(text, "vllm:num_requests_running"), 0);
+    assert.equal(sample(text, "vllm:num_requests_waiting"), 0);
+    assert.equal(sample(text, "vllm:kv_cache_usage_perc"), 0);
+    const aborted = (sample(text, "vllm:request_success_total", 'finished_reason="abort"') ?? 0) - before;
+    assert.ok(aborted >= 12, `aborted ${aborted}`);
+    const next = await complete({ prompt: "Once upon a time", max_tokens: 5, temperature: 0 });
+    assert.equal(next.response.status, 200);
+  });
+
+  it("exports vLLM's metric names and types, labelled by model_name", async () => {
+    const text = await metrics();
+    const types: Record<string, string> = {
+      "vllm:num_requests_running": "gauge",
+      "vllm:num_requests_waiting": "gauge",
+      "vllm:kv_cache_usage_perc": "gauge",
+      "vllm:prompt_tokens_total": "counter",
+      "vllm:generation_tokens_total": "counter",
+      "vllm:request_success_total": "counter",
+      "vllm:time_to_first_token_seconds": "histogram",
+      "vllm:inter_token_latency_seconds": "histogram",
+      "vllm:e2e_request_latency_seconds": "histogram",
+      "vllm:prefix_cache_queries_total": "counter",
+      "vllm:prefix_cache_hits_total": "counter",
+    };
+    for (const [name, type] of Object.entries(types)) {
+      assert.ok(text.includes(`# TYPE ${name} ${type}`), `${name} ${type}`);
+    }
+    assert.ok((sample(text, "vllm:generation_tokens_total", `model_name="${TEST_MODEL}"`) ?? 0) > 0);
+    assert.ok(
+      (sample(text, "vllm:time_to_first_token_seconds_count", `model_name="${TEST_MODEL}"`) ?? 0) > 0,
+    );
+    assert.ok((sample(text, "vllm:inter_token_latency_seconds_count") ?? 0) > 0);
+    assert.ok((sample(text, "vllm:request_success_total", 'finished_reason="length"') ?? 0) > 0);
+  });
+});
+
+describe("scheduler with one slot", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(["--max-num-seqs", "1", "--no-prefix-caching"]);
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  it("runs waiting requests by priority (lower first), then in arrival order", async () => {
+    const finished: string[] = [];
+    const send = (name: string, priority: number, maxTokens: number) =>
+      server
+        .post("/v1/completions", {
+          model: TEST_MODEL,
+          prompt: "Once",
+          max_tokens: maxTokens,
+          ignore_eos: true,
+          priority,
+        })
+        .then(async (response) => {
+          assert.equal(response.status, 200);
+          await response.json();
+          finished.push(name);
+        });
+    const blocker = send("blocker", 0, 400);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const waiting = [send("low-a", 5, 2)];
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    waiting.push(send("high", -1, 2));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    waiting.push(send("low-b", 5, 2));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    waiting.push(send("mid", 0, 2));
+    await Promise.all([blocker, ...waiting]);
+    assert.deepEqual(finished, ["blocker", "high", "mid", "low-a", "low-b"]);
+  });
+
+  it("with --no-prefix-caching a repeated prompt reuses nothing", async () => {
+    const body = { model: TEST_MODEL, prompt: LONG_PROMPT, max_tokens: 2 };
+    await server.post("/v1/completions", body);
+    const response = await server.post("/v1/completions", body);
+    const json = (await response.json()) as { usage: { prompt_tokens_details: { cached_tokens: number } } };
+    assert.equal(json.usage.prompt_tokens_details.cached_tokens, 0);
+  });
+});
