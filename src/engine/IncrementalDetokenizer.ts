@@ -20,6 +20,8 @@ export class IncrementalDetokenizer {
   private prefixOffset = 0;
   /** Tokens before this offset have been emitted as text. */
   private readOffset = 0;
+  /** The decoded text of the window up to `readOffset` (cached until the offsets move). */
+  private emittedWindow: string | undefined;
 
   /**
    * @param detokenize the model's detokenizer.
@@ -36,11 +38,13 @@ export class IncrementalDetokenizer {
    */
   push(token: number): string {
     this.tokens.push(token);
-    const before = this.decodeWindow(this.readOffset);
+    this.emittedWindow ??= this.decodeWindow(this.readOffset);
+    const before = this.emittedWindow;
     const after = this.decodeWindow(this.tokens.length);
     if (after.length <= before.length || after.endsWith(REPLACEMENT_CHARACTER)) return "";
     this.prefixOffset = this.readOffset;
     this.readOffset = this.tokens.length;
+    this.emittedWindow = undefined;
     return after.slice(before.length);
   }
 
@@ -50,10 +54,11 @@ export class IncrementalDetokenizer {
    */
   flush(): string {
     if (this.readOffset === this.tokens.length) return "";
-    const before = this.decodeWindow(this.readOffset);
+    const before = this.emittedWindow ?? this.decodeWindow(this.readOffset);
     const after = this.decodeWindow(this.tokens.length);
     this.prefixOffset = this.readOffset;
     this.readOffset = this.tokens.length;
+    this.emittedWindow = undefined;
     return after.length > before.length ? after.slice(before.length) : "";
   }
 
