@@ -1,0 +1,35 @@
+# lmserve: OpenAI-compatible inference server for GGUF models.
+#   docker build -t lmserve:0.1.0 .
+#   docker run --rm -p 8000:8000 -v /path/to/models:/models:ro lmserve:0.1.0 /models/model.gguf
+# See docs/deployment.md.
+
+# --- build: install every dependency, build the web UI, then drop the dev dependencies ---
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run build && npm prune --omit=dev
+
+# --- runtime: the server only, as the unprivileged `node` user (uid 1000) ---
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    LMSERVE_LOG_LEVEL=info
+WORKDIR /app
+COPY --from=build --chown=root:root /app/package.json /app/package-lock.json ./
+COPY --from=build --chown=root:root /app/node_modules ./node_modules
+COPY --from=build --chown=root:root /app/bin ./bin
+COPY --from=build --chown=root:root /app/src ./src
+COPY --from=build --chown=root:root /app/ui/dist ./ui/dist
+# Models are mounted here (read-only is enough); nothing in the image is writable by the server.
+RUN mkdir -p /models
+VOLUME ["/models"]
+USER node
+EXPOSE 8000
+# Readiness is 503 while models load and while draining for shutdown.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=120s \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:8000/v1/health/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# SIGTERM drains in-flight requests for --shutdown-timeout seconds (default 30), then exits 0.
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "bin/lmserve.js", "serve"]
+CMD ["/models/model.gguf", "--host", "0.0.0.0", "--port", "8000"]

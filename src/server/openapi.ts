@@ -1,0 +1,349 @@
+/**
+ * The OpenAPI 3.1 document of the server (`GET /openapi.json`), generated from the zod schemas of
+ * `src/protocol/` with zod 4's `z.toJSONSchema` (JSON Schema 2020-12, the dialect OpenAPI 3.1 uses).
+ * {@link API_ROUTES} lists every route; `test/unit/openapi.test.ts` fails when a registered route is
+ * missing from it or a listed route is not registered.
+ */
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { ChatCompletionRequestSchema } from "../protocol/chat.ts";
+import { CompletionRequestSchema } from "../protocol/completions.ts";
+import {
+  ChatCompletionChunkSchema,
+  ChatCompletionResponseSchema,
+  CompletionResponseSchema,
+  ErrorBodySchema,
+  HealthResponseSchema,
+  ModelListSchema,
+  ModelObjectSchema,
+  VersionResponseSchema,
+} from "../protocol/responses.ts";
+import {
+  DetokenizeRequestSchema,
+  DetokenizeResponseSchema,
+  TokenizeChatRequestSchema,
+  TokenizeCompletionRequestSchema,
+  TokenizeResponseSchema,
+} from "../protocol/tokenize.ts";
+
+/** The schemas of `components.schemas`, by name; requests are documented as their input shape. */
+const SCHEMAS = {
+  CompletionRequest: { schema: CompletionRequestSchema, io: "input" },
+  ChatCompletionRequest: { schema: ChatCompletionRequestSchema, io: "input" },
+  TokenizeCompletionRequest: { schema: TokenizeCompletionRequestSchema, io: "input" },
+  TokenizeChatRequest: { schema: TokenizeChatRequestSchema, io: "input" },
+  DetokenizeRequest: { schema: DetokenizeRequestSchema, io: "input" },
+  CompletionResponse: { schema: CompletionResponseSchema, io: "output" },
+  ChatCompletionResponse: { schema: ChatCompletionResponseSchema, io: "output" },
+  ChatCompletionChunk: { schema: ChatCompletionChunkSchema, io: "output" },
+  ModelList: { schema: ModelListSchema, io: "output" },
+  Model: { schema: ModelObjectSchema, io: "output" },
+  TokenizeResponse: { schema: TokenizeResponseSchema, io: "output" },
+  DetokenizeResponse: { schema: DetokenizeResponseSchema, io: "output" },
+  VersionResponse: { schema: VersionResponseSchema, io: "output" },
+  HealthResponse: { schema: HealthResponseSchema, io: "output" },
+  Error: { schema: ErrorBodySchema, io: "output" },
+} as const satisfies Record<string, { schema: z.ZodType; io: "input" | "output" }>;
+
+type SchemaName = keyof typeof SCHEMAS;
+
+/** One documented route. */
+export type RouteDoc = {
+  method: "GET" | "POST";
+  /** The OpenAPI path (`/v1/models/{model}`). */
+  path: string;
+  /** The Fastify route pattern when it differs from `path` (`/v1/models/*`). */
+  route?: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** Needs `Authorization: Bearer` when the server has `--api-key` (see `server/auth.ts`). */
+  auth: boolean | "with --protect-metrics";
+  /** Request body schema(s); several = any one of them. */
+  request?: SchemaName[];
+  /** The 200 body: a schema, or raw content of a media type. */
+  response: SchemaName | { mediaType: string; description: string };
+  /** The schema of each `data:` event when the request asks for `stream: true`. */
+  stream?: SchemaName;
+  /** Error statuses beyond the ones every route can answer (401 when `auth`, 429 under a rate limit, 500). */
+  errors?: number[];
+  /** A route another part of the server may not register (e.g. `/metrics`); not an error when absent. */
+  optional?: boolean;
+};
+
+const GENERATION_ERRORS = [400, 404, 413, 415, 422, 503];
+
+/** Every route of the API, as `test/unit/openapi.test.ts` checks against the registered ones. */
+export const API_ROUTES: readonly RouteDoc[] = [
+  {
+    method: "POST",
+    path: "/v1/completions",
+    summary: "Create a completion",
+    description:
+      "OpenAI's legacy completions with vLLM / NIM (`nvext`) extensions. `stream: true` answers server-sent events, ended by `data: [DONE]`; a failure after the stream started is a final `data:` event holding the error body.",
+    tag: "Generation",
+    auth: true,
+    request: ["CompletionRequest"],
+    response: "CompletionResponse",
+    stream: "CompletionResponse",
+    errors: GENERATION_ERRORS,
+  },
+  {
+    method: "POST",
+    path: "/v1/chat/completions",
+    summary: "Create a chat completion",
+    description:
+      "OpenAI's chat completions with vLLM / NIM extensions; the prompt is rendered with the model's chat template. Streams as `/v1/completions` does.",
+    tag: "Generation",
+    auth: true,
+    request: ["ChatCompletionRequest"],
+    response: "ChatCompletionResponse",
+    stream: "ChatCompletionChunk",
+    errors: GENERATION_ERRORS,
+  },
+  {
+    method: "GET",
+    path: "/v1/models",
+    summary: "List the served models (aliases included)",
+    tag: "Models",
+    auth: true,
+    response: "ModelList",
+  },
+  {
+    method: "GET",
+    path: "/v1/models/{model}",
+    route: "/v1/models/*",
+    summary: "Retrieve a served model",
+    tag: "Models",
+    auth: true,
+    response: "Model",
+    errors: [404],
+  },
+  {
+    method: "POST",
+    path: "/tokenize",
+    summary: "Tokenize a prompt or chat messages (vLLM)",
+    description:
+      "`prompt` is tokenized as is (`add_special_tokens` default true); `messages` are rendered with the chat template first, exactly as a chat completion renders them.",
+    tag: "Tokenizer",
+    auth: true,
+    request: ["TokenizeCompletionRequest", "TokenizeChatRequest"],
+    response: "TokenizeResponse",
+    errors: [400, 404, 413, 415, 422],
+  },
+  {
+    method: "POST",
+    path: "/detokenize",
+    summary: "Turn token ids back into text (vLLM)",
+    tag: "Tokenizer",
+    auth: true,
+    request: ["DetokenizeRequest"],
+    response: "DetokenizeResponse",
+    errors: [400, 404, 413, 415, 422],
+  },
+  {
+    method: "GET",
+    path: "/v1/version",
+    summary: "The server's version",
+    tag: "Server",
+    auth: true,
+    response: "VersionResponse",
+  },
+  {
+    method: "GET",
+    path: "/health",
+    summary: "Health (vLLM): 200 when serving",
+    tag: "Health",
+    auth: false,
+    response: "HealthResponse",
+    errors: [503],
+  },
+  {
+    method: "GET",
+    path: "/v1/health/live",
+    summary: "Liveness (NIM): the process is up",
+    tag: "Health",
+    auth: false,
+    response: "HealthResponse",
+  },
+  {
+    method: "GET",
+    path: "/v1/health/ready",
+    summary: "Readiness (NIM): 200 once every model is loaded; 503 while loading or shutting down",
+    tag: "Health",
+    auth: false,
+    response: "HealthResponse",
+    errors: [503],
+  },
+  {
+    method: "GET",
+    path: "/metrics",
+    summary: "Prometheus metrics (vLLM's names)",
+    tag: "Server",
+    auth: "with --protect-metrics",
+    response: { mediaType: "text/plain", description: "Prometheus text exposition format." },
+    optional: true,
+  },
+  {
+    method: "GET",
+    path: "/openapi.json",
+    summary: "This OpenAPI document",
+    tag: "Server",
+    auth: false,
+    response: { mediaType: "application/json", description: "OpenAPI 3.1 document." },
+  },
+  {
+    method: "GET",
+    path: "/docs",
+    summary: "The API reference, rendered from this document",
+    tag: "Server",
+    auth: false,
+    response: { mediaType: "text/html", description: "HTML page." },
+  },
+];
+
+const STATUS_TEXT: Record<number, string> = {
+  400: "Malformed JSON, or a value out of range or conflicting (the field in `param`).",
+  401: "Missing or wrong API key (`WWW-Authenticate: Bearer`).",
+  404: "Unknown model or route.",
+  413: "The body is larger than `--max-body-size`.",
+  415: "The Content-Type is not `application/json`.",
+  422: "A field is missing or has the wrong type (FastAPI's `detail`).",
+  429: "Over `--rate-limit` (`Retry-After`, `x-ratelimit-*` headers).",
+  500: "Internal error (no internals in the message).",
+  503: "Overloaded, loading or shutting down (`Retry-After`).",
+};
+
+/** The Fastify `METHOD pattern` of a documented route, as the route list spells it. */
+export function routeKey(route: Pick<RouteDoc, "method" | "path" | "route">): string {
+  return `${route.method} ${route.route ?? route.path}`;
+}
+
+const collected = new WeakMap<FastifyInstance, Set<string>>();
+
+/**
+ * Records every route registered on `app` from now on (`METHOD pattern`), through Fastify's `onRoute`
+ * hook; Fastify's automatic `HEAD` twins and CORS's `OPTIONS *` are left out. Call before the routes
+ * are registered.
+ */
+export function collectRoutes(app: FastifyInstance): void {
+  const routes = new Set<string>();
+  collected.set(app, routes);
+  app.addHook("onRoute", (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    for (const method of methods) {
+      if (method === "HEAD" || method === "OPTIONS") continue;
+      routes.add(`${method} ${route.url}`);
+    }
+  });
+}
+
+/** The routes {@link collectRoutes} has seen on `app` (`METHOD pattern`). */
+export function registeredRoutes(app: FastifyInstance): string[] {
+  return [...(collected.get(app) ?? [])].sort();
+}
+
+/**
+ * Builds the OpenAPI 3.1 document.
+ * @param registered the registered routes (`METHOD pattern`); optional routes not among them are left
+ *   out. Undefined keeps every route.
+ */
+export function openApiDocument(version: string, registered?: readonly string[]): Record<string, unknown> {
+  const present = registered ? new Set(registered) : undefined;
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of API_ROUTES) {
+    if (route.optional && present && !present.has(routeKey(route))) continue;
+    const operations = paths[route.path] ?? {};
+    operations[route.method.toLowerCase()] = operation(route);
+    paths[route.path] = operations;
+  }
+  const schemas = Object.fromEntries(
+    Object.entries(SCHEMAS).map(([name, { schema, io }]) => {
+      const { $schema: _, ...json } = z.toJSONSchema(schema, { io, unrepresentable: "any" });
+      return [name, json];
+    }),
+  );
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "lmserve",
+      version,
+      description:
+        "OpenAI-compatible inference server for GGUF models. Errors use OpenAI's body plus NIM's top-level fields (schema `Error`). With `--api-key`, routes marked with `bearerAuth` need `Authorization: Bearer KEY`.",
+      license: { name: "MIT", identifier: "MIT" },
+    },
+    tags: [...new Set(API_ROUTES.map((route) => route.tag))].map((name) => ({ name })),
+    paths,
+    components: {
+      schemas,
+      securitySchemes: { bearerAuth: { type: "http", scheme: "bearer" } },
+      responses: Object.fromEntries(
+        Object.entries(STATUS_TEXT).map(([status, description]) => [
+          `Error${status}`,
+          { description, content: { "application/json": { schema: ref("Error") } } },
+        ]),
+      ),
+    },
+  };
+}
+
+function operation(route: RouteDoc): Record<string, unknown> {
+  const ok =
+    typeof route.response === "string"
+      ? {
+          description: "OK",
+          content: {
+            "application/json": { schema: ref(route.response) },
+            ...(route.stream
+              ? {
+                  "text/event-stream": {
+                    schema: { type: "string" },
+                    description: `With \`stream: true\`: \`data: {json}\` events, each a \`${route.stream}\`, then \`data: [DONE]\`.`,
+                    "x-event-schema": ref(route.stream),
+                  },
+                }
+              : {}),
+          },
+        }
+      : {
+          description: route.response.description,
+          content: { [route.response.mediaType]: { schema: { type: "string" } } },
+        };
+  const statuses = new Set([...(route.errors ?? []), ...(route.auth === false ? [] : [401]), 500]);
+  if (route.auth === true) statuses.add(429);
+  const request = route.request;
+  return {
+    summary: route.summary,
+    ...(route.description ? { description: route.description } : {}),
+    tags: [route.tag],
+    operationId: `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c?: string) => (c ?? "").toUpperCase())}`,
+    ...(route.auth === false
+      ? { security: [] }
+      : {
+          security: [{ bearerAuth: [] }],
+          ...(route.auth === true ? {} : { "x-auth": route.auth }),
+        }),
+    ...(request
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              "application/json": {
+                schema: request.length === 1 ? ref(request[0] as SchemaName) : { anyOf: request.map(ref) },
+              },
+            },
+          },
+        }
+      : {}),
+    responses: {
+      200: ok,
+      ...Object.fromEntries(
+        [...statuses].sort().map((status) => [status, { $ref: `#/components/responses/Error${status}` }]),
+      ),
+    },
+  };
+}
+
+function ref(name: SchemaName): { $ref: string } {
+  return { $ref: `#/components/schemas/${name}` };
+}

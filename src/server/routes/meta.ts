@@ -1,0 +1,34 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import type { FastifyInstance } from "fastify";
+import { projectRoot } from "../../paths.ts";
+import type { VersionResponse } from "../../protocol/responses.ts";
+import { DOCS_CONTENT_SECURITY_POLICY, renderDocsPage } from "../docsPage.ts";
+import { openApiDocument, registeredRoutes } from "../openapi.ts";
+
+/** The server's version: `version` of the project's package.json. */
+export const serverVersion: string = (
+  JSON.parse(readFileSync(resolve(projectRoot, "package.json"), "utf8")) as { version: string }
+).version;
+
+/**
+ * GET /v1/version (`{version}`, as vLLM's `/version`), GET /openapi.json (the OpenAPI 3.1 document,
+ * built once the routes are known) and GET /docs (that document as an HTML page).
+ */
+export function registerMetaRoutes(app: FastifyInstance): void {
+  let document: Record<string, unknown> | undefined;
+  let page: string | undefined;
+  const getDocument = () => {
+    document ??= openApiDocument(serverVersion, registeredRoutes(app));
+    return document;
+  };
+  app.get("/v1/version", async (): Promise<VersionResponse> => ({ version: serverVersion }));
+  app.get("/openapi.json", async () => getDocument());
+  app.get("/docs", async (_request, reply) => {
+    page ??= renderDocsPage(getDocument());
+    return reply
+      .header("content-type", "text/html; charset=utf-8")
+      .header("content-security-policy", DOCS_CONTENT_SECURITY_POLICY)
+      .send(page);
+  });
+}

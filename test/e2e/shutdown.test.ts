@@ -1,0 +1,117 @@
+/**
+ * Graceful shutdown on SIGTERM: in-flight requests finish within `--shutdown-timeout`; past it, a
+ * stream ends with an error event then `[DONE]`, a non-streamed request gets a 503 error body; the
+ * process exits 0 either way. Two servers: each test ends its own.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { startTestServer, TEST_MODEL } from "../helpers/testServer.ts";
+
+/** The SSE `data:` payloads of a response as they arrive (JSON-parsed; `[DONE]` kept as the string). */
+async function* sseEvents(response: Response): AsyncGenerator<unknown> {
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let end = buffer.indexOf("\n\n");
+    while (end !== -1) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      if (block.startsWith("data: ")) {
+        const data = block.slice("data: ".length);
+        yield data === "[DONE]" ? data : JSON.parse(data);
+      }
+      end = buffer.indexOf("\n\n");
+    }
+  }
+}
+
+type Chunk = {
+  choices: { delta: { content?: string }; finish_reason: string | null }[];
+  usage?: { completion_tokens: number };
+  error?: { code: string };
+};
+
+const messages = [{ role: "user", content: "Tell me a story." }];
+
+describe("graceful shutdown", () => {
+  it("lets a stream in flight at SIGTERM complete, then exits 0", async () => {
+    const server = await startTestServer(["--max-num-seqs", "2"]);
+    const response = await server.post("/v1/chat/completions", {
+      model: TEST_MODEL,
+      messages,
+      max_tokens: 600,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    assert.equal(response.status, 200);
+    const events: unknown[] = [];
+    let exited: Promise<number | null> | undefined;
+    for await (const event of sseEvents(response)) {
+      events.push(event);
+      // SIGTERM as soon as the generation is under way.
+      if (!exited && (event as Chunk).choices?.[0]?.delta.content) exited = server.stop();
+    }
+    assert.ok(exited, "the stream produced no content");
+    assert.equal(events.at(-1), "[DONE]");
+    const chunks = events.slice(0, -1) as Chunk[];
+    assert.ok(
+      chunks.every((chunk) => chunk.error === undefined),
+      "no error event",
+    );
+    assert.equal(
+      chunks.find((chunk) => chunk.choices[0]?.finish_reason)?.choices[0]?.finish_reason,
+      "length",
+    );
+    assert.equal(chunks.at(-1)?.usage?.completion_tokens, 600, "the whole generation was sent");
+    assert.equal(await exited, 0);
+    assert.ok(server.logs.some((line) => line.msg === "shutting down"));
+    const closed = server.logs.find((line) => line.msg === "server closed");
+    assert.equal(closed?.drained, true);
+    assert.equal(closed?.aborted, 0);
+  });
+
+  it("past --shutdown-timeout, ends a stream with an error event then [DONE], answers 503, exits 0", async () => {
+    const server = await startTestServer([
+      "--shutdown-timeout",
+      "1",
+      "--max-num-seqs",
+      "2",
+      "--max-model-len",
+      "4096",
+    ]);
+    // Neither request sets max_tokens: stories260K never ends a chat on its own, so both run to the
+    // end of the 4096-token context, far longer than the 1 s the server gives them.
+    const plain = server.post("/v1/chat/completions", { model: TEST_MODEL, messages });
+    const response = await server.post("/v1/chat/completions", { model: TEST_MODEL, messages, stream: true });
+    assert.equal(response.status, 200);
+    const events: unknown[] = [];
+    let exited: Promise<number | null> | undefined;
+    for await (const event of sseEvents(response)) {
+      events.push(event);
+      if (!exited && (event as Chunk).choices?.[0]?.delta.content) exited = server.stop();
+    }
+    assert.ok(exited, "the stream produced no content");
+    assert.equal(events.at(-1), "[DONE]");
+    const last = events.at(-2) as { object: string; code: number; error: { code: string; type: string } };
+    assert.equal(last.object, "error");
+    assert.equal(last.code, 503);
+    assert.equal(last.error.code, "shutting_down");
+    assert.ok(
+      (events.slice(0, -2) as Chunk[]).every((chunk) => chunk.choices[0]?.finish_reason === null),
+      "the stream was cut before it finished",
+    );
+    const refused = await plain;
+    assert.equal(refused.status, 503);
+    const body = (await refused.json()) as { error: { code: string } };
+    assert.equal(body.error.code, "shutting_down");
+    assert.equal(await exited, 0);
+    const closed = server.logs.find((line) => line.msg === "server closed");
+    assert.equal(closed?.drained, false);
+    assert.equal(closed?.aborted, 2);
+    assert.doesNotMatch(server.stderr(), /Unhandled|uncaught|Error:/i);
+  });
+});

@@ -1,0 +1,231 @@
+/**
+ * The odd values, endpoints, methods, paths and Content-Types the fuzzer (`fuzzCases.ts`) combines.
+ */
+
+const MEGABYTE_STRING = "a".repeat(1024 * 1024);
+
+function deepArray(depth: number): string {
+  return `${"[".repeat(depth)}1${"]".repeat(depth)}`;
+}
+
+function deepObject(depth: number): string {
+  return `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
+}
+
+/** Raw JSON text of odd values: each replaces a field's value in the body text. */
+export const RAW_VALUES = [
+  "NaN",
+  "Infinity",
+  "-Infinity",
+  "undefined",
+  "1e400",
+  "-1e400",
+  "1e308",
+  "9007199254740993",
+  "-9007199254740993",
+  "0x10",
+  "01",
+  ".5",
+  "1.",
+  "+1",
+  "-0",
+  "1e-400",
+  "null",
+  "true",
+  "false",
+  "0",
+  "-1",
+  "-2147483649",
+  "4294967296",
+  "1.5",
+  '""',
+  '"x"',
+  '"\\u0000"',
+  '"\\ud800"',
+  '"\\udfff\\ud800"',
+  '"<|im_start|>system\\n<s></s>"',
+  '"🦙🦙🦙"',
+  '"\\u202e\\u0645\\u0631\\u062d\\u0628\\u0627"',
+  "[]",
+  "[[]]",
+  "[null]",
+  '[1,"a",null,{}]',
+  "{}",
+  '{"a":1}',
+  '{"__proto__":{"polluted":true}}',
+  '{"constructor":{"prototype":{"x":1}}}',
+  "[-1]",
+  "[0]",
+  "[4294967295]",
+  "[1.5]",
+  '["", ""]',
+  deepArray(64),
+  deepObject(64),
+];
+
+/** Values that are only sometimes used (they are big). */
+export const BIG_RAW_VALUES = [
+  () => JSON.stringify(MEGABYTE_STRING),
+  () => `[${Array.from({ length: 5000 }, () => JSON.stringify("stop")).join(",")}]`,
+  () => deepArray(20_000),
+  () => deepObject(20_000),
+  () => `{${Array.from({ length: 100_000 }, (_, i) => `"${i}":${(i % 201) - 100}`).join(",")}}`,
+  () => `[${Array.from({ length: 50_000 }, (_, i) => i % 300).join(",")}]`,
+];
+
+export type Endpoint = { path: string; base: (model: string) => Record<string, unknown>; fields: string[] };
+
+export const ENDPOINTS: Endpoint[] = [
+  {
+    path: "/v1/completions",
+    base: (model) => ({ model, prompt: "Once upon a time", max_tokens: 2 }),
+    fields: [
+      "model",
+      "prompt",
+      "max_tokens",
+      "temperature",
+      "top_p",
+      "top_k",
+      "min_p",
+      "n",
+      "best_of",
+      "stop",
+      "seed",
+      "stream",
+      "stream_options",
+      "echo",
+      "logprobs",
+      "logit_bias",
+      "presence_penalty",
+      "frequency_penalty",
+      "repetition_penalty",
+      "suffix",
+      "user",
+      "priority",
+      "request_id",
+      "add_special_tokens",
+      "include_stop_str_in_output",
+      "min_tokens",
+      "stop_token_ids",
+      "ignore_eos",
+      "response_format",
+      "guided_json",
+      "guided_regex",
+      "guided_choice",
+      "guided_grammar",
+      "nvext",
+      "prompt_logprobs",
+    ],
+  },
+  {
+    path: "/v1/chat/completions",
+    base: (model) => ({ model, messages: [{ role: "user", content: "Hi" }], max_tokens: 2 }),
+    fields: [
+      "model",
+      "messages",
+      "max_tokens",
+      "max_completion_tokens",
+      "temperature",
+      "top_p",
+      "n",
+      "stop",
+      "seed",
+      "stream",
+      "stream_options",
+      "logprobs",
+      "top_logprobs",
+      "logit_bias",
+      "tools",
+      "tool_choice",
+      "parallel_tool_calls",
+      "response_format",
+      "chat_template",
+      "chat_template_kwargs",
+      "add_generation_prompt",
+      "continue_final_message",
+      "documents",
+      "guided_json",
+      "guided_choice",
+      "reasoning_effort",
+      "nvext",
+    ],
+  },
+  {
+    path: "/tokenize",
+    base: (model) => ({ model, prompt: "Once upon a time", return_token_strs: true }),
+    fields: [
+      "model",
+      "prompt",
+      "messages",
+      "add_special_tokens",
+      "add_generation_prompt",
+      "return_token_strs",
+    ],
+  },
+  {
+    path: "/detokenize",
+    base: (model) => ({ model, tokens: [1, 403, 407] }),
+    fields: ["model", "tokens"],
+  },
+];
+
+/** Message-level mutations for chat: each replaces `messages`. */
+export const MESSAGE_VALUES = [
+  [],
+  [{}],
+  [{ role: "user" }],
+  [{ role: "wizard", content: "x" }],
+  [{ role: "user", content: [] }],
+  [{ role: "user", content: [{ type: "text" }] }],
+  [{ role: "user", content: [{ type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }] }],
+  [{ role: "user", content: [{ type: "text", text: "a" }, { type: "input_audio" }] }],
+  [{ role: "assistant", content: null, tool_calls: [{ id: 1, type: "function", function: {} }] }],
+  [{ role: "tool", content: "x" }],
+  [
+    { role: "user", content: "a" },
+    { role: "assistant", content: "b" },
+  ],
+  [{ role: "system", content: "s" }],
+  [{ role: "user", content: "{% raw %}{{ 7*7 }}{{ cycler.__init__.__globals__ }}" }],
+  [{ role: "user", content: "x", name: 5 }],
+  Array.from({ length: 2000 }, () => ({ role: "user", content: "hi" })),
+];
+
+export const METHODS = ["GET", "PUT", "DELETE", "PATCH", "POST", "HEAD", "OPTIONS"];
+export const PATHS = [
+  "/v1/completions",
+  "/v1/chat/completions",
+  "/v1/completion",
+  "/v1/chat",
+  "/v2/completions",
+  "/v1/completions/",
+  "//v1/completions",
+  "/v1/completions?stream=true",
+  "/V1/COMPLETIONS",
+  "/v1/models/",
+  "/v1/models/stories260K/extra",
+  "/v1/models/%00",
+  "/v1/models/%ff%fe",
+  `/v1/models/${"x".repeat(2000)}`,
+  "/v1/../v1/models",
+  "/v1/health/../models",
+  "/tokenize/",
+  "/detokenize?x=1",
+  "/openapi.json",
+  "/docs",
+  "/metrics",
+  "/%2e%2e/etc/passwd",
+  "/v1/%",
+  "/*",
+];
+
+export const CONTENT_TYPES = [
+  "text/plain",
+  "application/x-www-form-urlencoded",
+  "multipart/form-data; boundary=x",
+  "application/json; charset=utf-16",
+  "application/jsonx",
+  "application/json; charset=utf-8",
+  "APPLICATION/JSON",
+  "",
+];
