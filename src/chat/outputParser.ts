@@ -32,7 +32,6 @@ export class ChatOutputParser implements StreamParser {
   }
 
   /** True while the output is inside reasoning (false without a reasoning parser). */
-  /** True while the output is inside the thinking block. */
   inReasoning(): boolean {
     return this.reasoning?.inReasoning() ?? false;
   }

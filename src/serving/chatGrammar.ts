@@ -1,0 +1,148 @@
+/**
+ * The guided-decoding grammar of a chat request: the request's own constraint (`response_format`,
+ * `guided_*`, `structured_outputs`) or the call(s) a forced `tool_choice` demands, and, when a reasoning
+ * parser is active, an allowance for a `<think>…</think>` block before it, so that the constraint applies
+ * to the answer and not to the thinking (as vLLM applies structured output only after the reasoning end).
+ * A raw GBNF grammar (`guided_grammar`, `structured_outputs.grammar`) is the exception: it describes the
+ * whole output as written, thinking included, so a client can constrain (or skip) the thinking too.
+ */
+import type { LlamaGrammar } from "node-llama-cpp";
+import { badRequest } from "../errors.ts";
+import type { ChatCompletionRequest } from "../protocol/chat.ts";
+import { compileConstraint } from "../structured/index.ts";
+import type { ToolCalling } from "./chatTools.ts";
+import { grammarForGbnf, resolveGuidedConstraint, whitespacePattern } from "./guidedDecoding.ts";
+
+/**
+ * Where the output stands with respect to thinking when generation starts: `none` (no reasoning
+ * parser: the grammar is the constraint as is), `optional` (the model may open `<think>` first),
+ * `open` (the prompt opened the block: the output starts inside it and must close it).
+ */
+export type ThinkingStart = "none" | "optional" | "open";
+
+/**
+ * The native grammar of a chat request, or null when nothing constrains it.
+ * @throws ApiError 400 when a forced `tool_choice` comes with another guided decoding constraint
+ *   (`tool_choice`), for `nvext.max_thinking_tokens` with a GBNF grammar while reasoning is parsed (the
+ *   close text could break the grammar), and the compile errors of the constraint or of the tools' parameter schemas
+ *   (param `tools`).
+ */
+export async function chatGrammar(
+  body: ChatCompletionRequest,
+  tools: ToolCalling,
+  thinking: ThinkingStart,
+): Promise<LlamaGrammar | null> {
+  const constraint = resolveGuidedConstraint(body);
+  if (tools.schema && constraint) {
+    throw badRequest(
+      `tool_choice ${JSON.stringify(body.tool_choice)} forces a tool call with a grammar and cannot be combined with ${constraint.param}.`,
+      "tool_choice",
+    );
+  }
+  const pattern = whitespacePattern(body);
+  const options = pattern !== undefined ? { whitespacePattern: pattern } : {};
+  let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
+  if (tools.schema) {
+    const { gbnf } = compileConstraint("json_schema", tools.schema, { ...options, param: "tools" });
+    compiled = { gbnf, param: "tools", answerOnly: true };
+  } else if (constraint) {
+    const { gbnf } = compileConstraint(constraint.kind, constraint.spec, {
+      ...options,
+      param: constraint.param,
+    });
+    compiled = { gbnf, param: constraint.param, answerOnly: constraint.kind !== "grammar" };
+  }
+  if (!compiled) return null;
+  const budget = body.nvext?.max_thinking_tokens;
+  if (thinking !== "none" && !compiled.answerOnly && budget !== undefined && budget !== null) {
+    throw badRequest(
+      `nvext.max_thinking_tokens cannot be combined with ${compiled.param}: a GBNF grammar decides the whole output, thinking included.`,
+      "nvext.max_thinking_tokens",
+    );
+  }
+  const wrap = thinking !== "none" && compiled.answerOnly;
+  const gbnf = wrap ? allowThinking(compiled.gbnf, thinking === "open") : compiled.gbnf;
+  return grammarForGbnf(gbnf, compiled.param);
+}
+
+/** llama.cpp's GBNF name characters (`is_word_char`). */
+function isWordChar(char: string | undefined): boolean {
+  return char !== undefined && /[A-Za-z0-9-]/.test(char);
+}
+
+/** The index just past the literal opened at `start` (`"…"` or `[…]`), escapes honoured. */
+function literalEnd(text: string, start: number): number {
+  const close = text[start] === '"' ? '"' : "]";
+  let i = start + 1;
+  while (i < text.length && text[i] !== close) i += text[i] === "\\" ? 2 : 1;
+  return Math.min(i + 1, text.length);
+}
+
+/**
+ * Splits GBNF text into its rule names and the rest: calls `onName` for every name outside string
+ * literals, character classes and comments, and returns the text with each name replaced by what
+ * `onName` returns.
+ */
+function mapGbnfNames(gbnf: string, onName: (name: string) => string): string {
+  let out = "";
+  let i = 0;
+  while (i < gbnf.length) {
+    const char = gbnf[i];
+    let end = i + 1;
+    if (char === '"' || char === "[") end = literalEnd(gbnf, i);
+    else if (char === "#") {
+      const newline = gbnf.indexOf("\n", i);
+      end = newline < 0 ? gbnf.length : newline;
+    } else if (isWordChar(char)) {
+      while (isWordChar(gbnf[end])) end++;
+      out += onName(gbnf.slice(i, end));
+      i = end;
+      continue;
+    }
+    out += gbnf.slice(i, end);
+    i = end;
+  }
+  return out;
+}
+
+/**
+ * Wraps a GBNF grammar (root rule `root`) so that a thinking block may (or, when `opened`, must) come
+ * before what it matches. The grammar's `root` is renamed and a new root written in front:
+ *
+ * ```
+ * root ::= ( "<think>" T-body "</think>" T-ws )? T-answer      (opened: T-body "</think>" T-ws T-answer)
+ * T-body ::= ( [^<] | T-lt )*                                   any text without "</think>"
+ * T-lt ::= "<"+ ( [^/<] | "/" ( [^t<] | "t" ( … "k" [^<>] ) ) )
+ * T-ws ::= [ \t\n]{0,4}
+ * ```
+ *
+ * `T` is a rule-name prefix the grammar does not use. The body admits any text that does not contain
+ * `</think>`, except that it cannot end with `<` or a proper prefix of `</think>` (a `<` must be followed
+ * by a character that does not continue the tag): a small loss that keeps the rule regular. The
+ * whitespace after the block is bounded (as the JSON grammars bound theirs) and admits the
+ * `max_thinking_tokens` close text `"\n</think>\n\n"`. Follows the reasoning parsers' reading: the
+ * optional block must start the output (no leading whitespace), as the grammar's own output would.
+ */
+export function allowThinking(gbnf: string, opened: boolean): string {
+  const names = new Set<string>();
+  mapGbnfNames(gbnf, (name) => {
+    names.add(name);
+    return name;
+  });
+  let prefix = "lmserve-think";
+  while ([...names].some((name) => name.startsWith(prefix))) prefix += "x";
+  const answer = `${prefix}-answer`;
+  const renamed = mapGbnfNames(gbnf, (name) => (name === "root" ? answer : name));
+  const block = `${prefix}-body "</think>" ${prefix}-ws`;
+  const tagTail = ["t", "h", "i", "n", "k"].reduceRight(
+    (inner, char) => `[^${char}<] | "${char}" ( ${inner} )`,
+    "[^<>]",
+  );
+  return [
+    `root ::= ${opened ? block : `( "<think>" ${block} )?`} ${answer}`,
+    `${prefix}-body ::= ( [^<] | ${prefix}-lt )*`,
+    `${prefix}-lt ::= "<"+ ( [^/<] | "/" ( ${tagTail} ) )`,
+    `${prefix}-ws ::= [ \\t\\n]{0,4}`,
+    renamed,
+  ].join("\n");
+}
