@@ -1,10 +1,13 @@
 /**
- * The `lmserve` command line: `lmserve serve [MODEL...] [flags]`. Flag names follow `vllm serve`
- * where it has one, llama-server's otherwise.
+ * The `lmserve` command line: `lmserve serve [MODEL...] [flags]`, `lmserve pull MODEL`, `lmserve list`.
+ * Flag names follow `vllm serve` where it has one, llama-server's otherwise.
  */
 import { Command, Option } from "commander";
+import { downloadDirFlag, downloadDirHelp, registerModelCommands } from "./cliModelCommands.ts";
+import { addOperationsOptions, serveFlagsInfo } from "./cliOperationsOptions.ts";
 import { ConfigError, loadServeConfig, type ServeFlags } from "./config.ts";
 import { ModelLoadError } from "./engine/ModelHost.ts";
+import { ModelSourceError } from "./models/index.ts";
 import { defaultModelAvailable, defaultModelPath } from "./paths.ts";
 import { startServer } from "./startServer.ts";
 
@@ -16,7 +19,10 @@ const program = new Command("lmserve")
 program
   .command("serve")
   .description("serve one or more GGUF models over the OpenAI API")
-  .argument("[models...]", "GGUF model file(s); default: ../shared/models/stories260K.gguf when present")
+  .argument(
+    "[models...]",
+    "GGUF file path(s), hf:owner/repo/file.gguf, hf:owner/repo:QUANT or https:// URL(s); default: ../shared/models/stories260K.gguf when present",
+  )
   .option("--host <host>", "address to listen on", "127.0.0.1")
   .option("--port <port>", "port to listen on (0 picks a free one)", "8000")
   .option(
@@ -26,10 +32,28 @@ program
   .option("--max-model-len <tokens>", "context tokens per sequence (default: min(training context, 8192))")
   .option("--max-num-seqs <n>", "concurrent sequences (slots) per model", "4")
   .option("--max-waiting <n>", "requests allowed to wait for a slot; beyond it 503 (default: unbounded)")
+  .option(
+    "--request-timeout <seconds>",
+    "longest a request may take from arrival to end; beyond it 504 (default: none)",
+  )
   .option("--threads <n>", "CPU threads (default: all cores; 1 for models under 64 MB)")
   .option("--seed <n>", "seed for requests that give none (default: random per request)")
   .option("--chat-template <file>", "Jinja chat template file overriding the model's")
+  .option(
+    "--tool-call-parser <name>",
+    "tool-call parser for tool_choice auto: hermes, llama3_json, mistral, generic (default: detected from the chat template)",
+  )
+  .option(
+    "--reasoning-parser <name>",
+    "reasoning parser for <think> output: deepseek_r1, qwen3 (default: detected from the chat template)",
+  )
   .option("--no-prefix-caching", "do not reuse cached prompt prefixes across requests")
+  .option(
+    "--no-batch-invariant-seeds",
+    "batch requests that give a seed with others (faster under load, but their text may then vary with the load)",
+  )
+  .option("--no-ui", "do not serve the web UI (playground, dashboard) at /")
+  .option(downloadDirFlag, downloadDirHelp)
   .addOption(
     new Option("--log-level <level>", "log level").choices([
       "fatal",
@@ -41,15 +65,18 @@ program
       "silent",
     ]),
   )
-  .action(async (models: string[], flags: ServeFlags) => {
+  .action(async (models: string[], flags: ServeFlags, serve: Command) => {
     try {
-      const sources = models.length > 0 ? models : [defaultModel()];
-      const config = loadServeConfig(sources, flags, process.env);
+      const sources = models.length > 0 || flags.config !== undefined ? models : [defaultModel()];
+      const config = loadServeConfig(sources, flags, process.env, serveFlagsInfo(serve, flags));
       await startServer(config);
     } catch (error) {
       fail(error);
     }
   });
+
+addOperationsOptions(program.commands.find((command) => command.name() === "serve") as Command);
+registerModelCommands(program, fail);
 
 function defaultModel(): string {
   if (defaultModelAvailable()) return defaultModelPath;
@@ -60,7 +87,7 @@ function defaultModel(): string {
 
 /** Prints a one-line error and exits with status 2 for user errors, 1 for anything else. */
 function fail(error: unknown): never {
-  if (error instanceof ConfigError || error instanceof ModelLoadError) {
+  if (error instanceof ConfigError || error instanceof ModelLoadError || error instanceof ModelSourceError) {
     process.stderr.write(`lmserve: error: ${error.message}\n`);
     process.exit(2);
   }

@@ -4,19 +4,47 @@
  */
 import { readFileSync } from "node:fs";
 import os from "node:os";
+import { resolve as resolvePath } from "node:path";
 import { z } from "zod";
+import { ConfigError } from "./ConfigError.ts";
+import {
+  isReasoningParserName,
+  REASONING_PARSER_NAMES,
+  resolveToolParserName,
+  TOOL_PARSER_NAMES,
+} from "./chat/index.ts";
+import { type ModelFileEntry, mergeFileFlags, readConfigFile } from "./configFile.ts";
+import { parseSeconds } from "./configValues.ts";
+import { defaultDownloadDir } from "./models/defaultDownloadDir.ts";
+import { OperationsConfigSchema, type OperationsFlags, operationsSettings } from "./operationsConfig.ts";
+
+export { ConfigError } from "./ConfigError.ts";
 
 /** One model to serve. */
 export type ModelConfig = {
-  /** Where the model comes from: a local .gguf path (other sources resolve to one before loading). */
+  /** Where the model comes from: a local .gguf path, an `hf:` URI or an http(s) URL (resolved to a local file before loading). */
   source: string;
   /** Names it is served under (vLLM's `--served-model-name`); the first is its id. */
   servedModelNames: string[];
+  /** This model's own `max-model-len` (a config file's `models` entry); absent: the server-wide value. */
+  maxModelLen?: number;
+  /** This model's own `max-num-seqs` (slots); absent: the server-wide value. */
+  maxNumSeqs?: number;
+  /** This model's own chat template text; absent: the server-wide `--chat-template`, else the GGUF's. */
+  chatTemplate?: string;
 };
 
 const ServeConfigSchema = z.object({
   models: z
-    .array(z.object({ source: z.string().min(1), servedModelNames: z.array(z.string().min(1)) }))
+    .array(
+      z.object({
+        source: z.string().min(1),
+        servedModelNames: z.array(z.string().min(1)),
+        maxModelLen: z.number().int().min(16).optional(),
+        maxNumSeqs: z.number().int().min(1).max(256).optional(),
+        chatTemplate: z.string().optional(),
+      }),
+    )
     .min(1),
   host: z.string().min(1),
   port: z.number().int().min(0).max(65535),
@@ -25,21 +53,29 @@ const ServeConfigSchema = z.object({
   threads: z.number().int().min(1).max(1024).optional(),
   seed: z.number().int().optional(),
   chatTemplate: z.string().optional(),
+  /** `--tool-call-parser` (a canonical name of `chat/toolParsers`); absent: detected from the chat template. */
+  toolCallParser: z.string().optional(),
+  /** `--reasoning-parser` (`deepseek_r1`, `qwen3`); absent: detected from the chat template. */
+  reasoningParser: z.string().optional(),
   maxWaiting: z.number().int().min(0).optional(),
+  requestTimeout: z.number().positive().optional(),
   prefixCaching: z.boolean(),
+  batchInvariantSeeds: z.boolean(),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
+  /** Serve the web UI (playground, dashboard) at `/`; `--no-ui` turns it off. */
+  ui: z.boolean(),
+  /** Cache folder of downloaded models (`--download-dir`); see {@link loadModelSourceSettings}. */
+  downloadDir: z.string().min(1),
+  /** Hugging Face endpoint (`HF_ENDPOINT`); absent: node-llama-cpp's default. */
+  hfEndpoint: z.string().min(1).optional(),
+  /** Hugging Face token (`HF_TOKEN`); absent: node-llama-cpp's default. */
+  hfToken: z.string().min(1).optional(),
+  /** Authentication, limits, CORS, request logging, graceful shutdown: see `operationsConfig.ts`. */
+  ...OperationsConfigSchema.shape,
 });
 
 /** The validated, frozen configuration of `lmserve serve`. */
 export type ServeConfig = Readonly<z.infer<typeof ServeConfigSchema>>;
-
-/** Raised for an invalid flag or environment value; its message is one line for the user. */
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
 
 /** The raw option values of `lmserve serve` as the CLI parser hands them over (strings from flags). */
 export type ServeFlags = {
@@ -51,33 +87,89 @@ export type ServeFlags = {
   threads?: string;
   seed?: string;
   chatTemplate?: string;
+  toolCallParser?: string;
+  reasoningParser?: string;
   maxWaiting?: string;
+  requestTimeout?: string;
   prefixCaching?: boolean;
+  batchInvariantSeeds?: boolean;
   logLevel?: string;
+  downloadDir?: string;
+  ui?: boolean;
+  /** `--config FILE`: a YAML file of flags and models (see `configFile.ts`); command-line flags win. */
+  config?: string;
+} & OperationsFlags;
+
+/** How the CLI parser describes its flags to {@link loadServeConfig}, for merging a config file. */
+export type ServeFlagsInfo = {
+  /** Every option attribute of `lmserve serve` (`maxNumSeqs`); another key in a config file is an error. */
+  knownFlags?: ReadonlySet<string>;
+  /** Attributes holding the parser's default rather than a command-line value: the file's value wins. */
+  defaultedFlags?: ReadonlySet<string>;
+};
+
+/** Where models named by `hf:` URIs and URLs are downloaded, and how Hugging Face is reached. */
+export type ModelSourceSettings = {
+  /** Absolute cache folder: `--download-dir`, else `$XDG_CACHE_HOME/lmserve/models` or `~/.cache/lmserve/models`. */
+  downloadDir: string;
+  /** `HF_ENDPOINT` (e.g. a mirror); absent: node-llama-cpp's own lookup (`MODEL_ENDPOINT`, `HF_ENDPOINT`, huggingface.co). */
+  hfEndpoint?: string;
+  /** `HF_TOKEN`; absent: node-llama-cpp's own lookup (`~/.cache/huggingface/token`). */
+  hfToken?: string;
 };
 
 /**
+ * The model-source settings of `lmserve serve|pull|list` from `--download-dir` and the environment
+ * (`XDG_CACHE_HOME`, `HF_ENDPOINT`, `HF_TOKEN`; empty values count as unset).
+ * @param flags `downloadDir`: the `--download-dir` flag, resolved against the working directory.
+ */
+export function loadModelSourceSettings(
+  flags: { downloadDir?: string },
+  env: NodeJS.ProcessEnv,
+): ModelSourceSettings {
+  const hfEndpoint = env.HF_ENDPOINT?.trim();
+  const hfToken = env.HF_TOKEN?.trim();
+  return {
+    downloadDir: resolvePath(flags.downloadDir ?? defaultDownloadDir(env, os.homedir())),
+    ...(hfEndpoint ? { hfEndpoint } : {}),
+    ...(hfToken ? { hfToken } : {}),
+  };
+}
+
+/**
  * Builds the configuration from the model arguments, the flags and the environment
- * (`LMSERVE_LOG_LEVEL`). `--chat-template` names a file, read here.
+ * (`LMSERVE_LOG_LEVEL`; model sources: see {@link loadModelSourceSettings}). `--chat-template` names a
+ * file, read here.
  * @throws ConfigError on an invalid value or an unreadable chat template file.
  */
-export function loadServeConfig(models: string[], flags: ServeFlags, env: NodeJS.ProcessEnv): ServeConfig {
-  let chatTemplate: string | undefined;
-  if (flags.chatTemplate !== undefined) {
-    try {
-      chatTemplate = readFileSync(flags.chatTemplate, "utf8");
-    } catch (error) {
-      throw new ConfigError(
-        `Cannot read the chat template file ${flags.chatTemplate}: ${(error as NodeJS.ErrnoException).code ?? error}`,
-      );
-    }
+export function loadServeConfig(
+  models: string[],
+  cliFlags: ServeFlags,
+  env: NodeJS.ProcessEnv,
+  info: ServeFlagsInfo = {},
+): ServeConfig {
+  // A config file's flags sit under the command line's; its `models` apply when no MODEL is given.
+  const file = cliFlags.config === undefined ? undefined : readConfigFile(cliFlags.config, info.knownFlags);
+  const flags = file ? mergeFileFlags(cliFlags, file.flags, info.defaultedFlags ?? new Set()) : cliFlags;
+  const entries: ModelFileEntry[] =
+    models.length > 0 ? models.map((source) => ({ source })) : (file?.models ?? []);
+  if (entries.length === 0) {
+    throw new ConfigError(
+      `No model given: pass MODEL or list 'models' in the config file ${cliFlags.config}.`,
+    );
   }
+  const chatTemplate = flags.chatTemplate === undefined ? undefined : readTemplateFile(flags.chatTemplate);
   const names = flags.servedModelName ?? [];
   const raw = {
-    models: models.map((source, index) => ({
-      source,
+    models: entries.map((entry, index) => ({
+      source: entry.source,
       // With one model every name is an alias of it; with several, the i-th name is the i-th model's.
-      servedModelNames: models.length === 1 ? names : names[index] !== undefined ? [names[index]] : [],
+      servedModelNames:
+        entry.servedModelNames ??
+        (entries.length === 1 ? names : names[index] !== undefined ? [names[index]] : []),
+      maxModelLen: optionalInteger(entry.maxModelLen, `models[${index}].max-model-len`),
+      maxNumSeqs: optionalInteger(entry.maxNumSeqs, `models[${index}].max-num-seqs`),
+      chatTemplate: entry.chatTemplate === undefined ? undefined : readTemplateFile(entry.chatTemplate),
     })),
     host: flags.host ?? "127.0.0.1",
     port: toInteger(flags.port ?? "8000", "--port"),
@@ -86,9 +178,19 @@ export function loadServeConfig(models: string[], flags: ServeFlags, env: NodeJS
     threads: optionalInteger(flags.threads, "--threads"),
     seed: optionalInteger(flags.seed, "--seed"),
     chatTemplate,
+    toolCallParser: toolCallParserName(flags.toolCallParser),
+    reasoningParser: reasoningParserName(flags.reasoningParser),
     maxWaiting: optionalInteger(flags.maxWaiting, "--max-waiting"),
+    requestTimeout:
+      flags.requestTimeout === undefined
+        ? undefined
+        : parseSeconds(flags.requestTimeout, "--request-timeout"),
     prefixCaching: flags.prefixCaching ?? true,
+    batchInvariantSeeds: flags.batchInvariantSeeds ?? true,
     logLevel: flags.logLevel ?? env.LMSERVE_LOG_LEVEL ?? "info",
+    ui: flags.ui ?? true,
+    ...loadModelSourceSettings(flags, env),
+    ...operationsSettings(flags, env.LMSERVE_API_KEY),
   };
   const result = ServeConfigSchema.safeParse(raw);
   if (!result.success) {
@@ -113,6 +215,40 @@ function toInteger(value: string, flag: string): number {
   const number = Number(value);
   if (!Number.isInteger(number)) throw new ConfigError(`${flag} must be an integer, got '${value}'.`);
   return number;
+}
+
+/** Reads a Jinja chat template file (`--chat-template`, or a config file's per-model `chat-template`). */
+function readTemplateFile(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    throw new ConfigError(
+      `Cannot read the chat template file ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`,
+    );
+  }
+}
+
+/**
+ * The canonical name of `--tool-call-parser` (vLLM's names, e.g. `hermes`, `llama3_json`, `mistral`,
+ * plus aliases such as `qwen`), or undefined when not given.
+ * @throws ConfigError for an unknown name, listing the known ones.
+ */
+function toolCallParserName(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  const resolved = resolveToolParserName(name);
+  if (!resolved) {
+    throw new ConfigError(`Unknown --tool-call-parser '${name}'; known: ${TOOL_PARSER_NAMES.join(", ")}.`);
+  }
+  return resolved;
+}
+
+/**
+ * `--reasoning-parser` as given (vLLM's names `deepseek_r1`, `qwen3`), or undefined when not given.
+ * @throws ConfigError for an unknown name, listing the known ones.
+ */
+function reasoningParserName(name: string | undefined): string | undefined {
+  if (name === undefined || isReasoningParserName(name)) return name;
+  throw new ConfigError(`Unknown --reasoning-parser '${name}'; known: ${REASONING_PARSER_NAMES.join(", ")}.`);
 }
 
 function optionalInteger(value: string | undefined, flag: string): number | undefined {

@@ -107,6 +107,61 @@ export function overloaded(message: string, retryAfterSeconds = 1): ApiError {
   return new ApiError(503, "service_unavailable", "overloaded", message, { retryAfterSeconds });
 }
 
+/**
+ * 401: no API key, or not one of the server's (`--api-key`). Type and code as OpenAI's
+ * (`invalid_request_error` / `invalid_api_key`); `WWW-Authenticate: Bearer` as RFC 6750 section 3 asks,
+ * with `error="invalid_token"` when a key was given but is wrong.
+ */
+export function unauthorized(keyGiven: boolean): ApiError {
+  return new ApiError(
+    401,
+    "invalid_request_error",
+    "invalid_api_key",
+    keyGiven
+      ? "Incorrect API key provided. Send one of the server's keys as 'Authorization: Bearer KEY'."
+      : "You didn't provide an API key. Send it as 'Authorization: Bearer KEY'.",
+    {
+      headers: {
+        "www-authenticate": keyGiven
+          ? 'Bearer realm="lmserve", error="invalid_token"'
+          : 'Bearer realm="lmserve"',
+      },
+    },
+  );
+}
+
+/** 429: the key (or client) exceeded `--rate-limit`; `Retry-After` says when a request is allowed again. */
+export function rateLimited(limit: number, window: string, retryAfterSeconds: number): ApiError {
+  return new ApiError(
+    429,
+    "rate_limit_error",
+    "rate_limit_exceeded",
+    `Rate limit reached: ${limit} requests per ${window}. Retry after ${Math.ceil(retryAfterSeconds)} s.`,
+    { retryAfterSeconds },
+  );
+}
+
+/** 413: the body is larger than `--max-body-size`. */
+export function payloadTooLarge(limitBytes: number): ApiError {
+  return new ApiError(
+    413,
+    "invalid_request_error",
+    "body_too_large",
+    `The request body is larger than the server's limit of ${limitBytes} bytes (--max-body-size).`,
+  );
+}
+
+/** 503: the server is shutting down (SIGTERM/SIGINT); also the reason in-flight work is ended with. */
+export function shuttingDown(): ApiError {
+  return new ApiError(
+    503,
+    "service_unavailable",
+    "shutting_down",
+    "The server is shutting down. Retry on another replica.",
+    { retryAfterSeconds: 1 },
+  );
+}
+
 /** 500: an unexpected failure; the message never carries a stack trace. */
 export function internalError(message = "The server failed to process the request."): ApiError {
   return new ApiError(500, "server_error", "internal_error", message);

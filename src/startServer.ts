@@ -1,11 +1,13 @@
-import { stat } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { type ServeConfig, threadsFor } from "./config.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
+import { resolveServeModels } from "./resolveServeModels.ts";
 import { buildApp } from "./server/app.ts";
+import { ServerMetrics } from "./server/metrics.ts";
+import { drainServer } from "./server/shutdown.ts";
 import { SeedSource } from "./serving/generationParams.ts";
 import { ModelRegistry } from "./serving/ModelRegistry.ts";
 
@@ -20,9 +22,11 @@ export type RunningServer = {
 };
 
 /**
- * Loads every configured model, then listens. Loading progress is shown on a TTY; on SIGTERM/SIGINT
- * the server stops listening and exits.
- * @throws ModelLoadError when a model cannot be loaded (one-line message).
+ * Resolves every configured model source to a local file (downloading `hf:` URIs and URLs into
+ * `config.downloadDir`, see `resolveServeModels.ts`), loads them, then listens. Loading progress is shown
+ * on a TTY; on SIGTERM/SIGINT the server stops listening and exits.
+ * @throws ModelSourceError when a source cannot be resolved, ModelLoadError when a model cannot be
+ *   loaded (both with a one-line message).
  */
 export async function startServer(
   config: ServeConfig,
@@ -30,31 +34,47 @@ export async function startServer(
 ): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { service: "lmserve" } });
   const registry = new ModelRegistry();
-  const seeds = new SeedSource(config.seed);
+  const metrics = new ServerMetrics();
+  const seeds = new SeedSource(config.seed, config.batchInvariantSeeds);
   let ready = false;
 
   const hosts: ModelHost[] = [];
   try {
-    for (const model of config.models) {
-      const { size } = await stat(model.source).catch(() => ({ size: 0 }));
+    // Local paths, hf: URIs and URLs become verified local files first (downloads show progress on stderr).
+    for (const [index, model] of (await resolveServeModels(config, process.stderr)).entries()) {
+      // A config file's `models` entry may set its own context, slots and template (each model has its own slot pool).
+      const own = config.models[index];
+      const maxModelLen = own?.maxModelLen ?? config.maxModelLen;
+      const chatTemplate = own?.chatTemplate ?? config.chatTemplate;
       const host = await ModelHost.load({
-        modelPath: model.source,
+        modelPath: model.path,
         servedModelNames: model.servedModelNames,
-        ...(config.maxModelLen !== undefined ? { maxModelLen: config.maxModelLen } : {}),
-        sequences: config.maxNumSeqs,
-        threads: threadsFor(config, size),
-        ...(config.chatTemplate !== undefined ? { chatTemplate: config.chatTemplate } : {}),
-        ...(process.stderr.isTTY ? { onProgress: progressBar(model.source) } : {}),
+        ...(maxModelLen !== undefined ? { maxModelLen } : {}),
+        sequences: own?.maxNumSeqs ?? config.maxNumSeqs,
+        threads: threadsFor(config, model.sizeBytes),
+        ...(chatTemplate !== undefined ? { chatTemplate } : {}),
+        ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
+        ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
+        ...(process.stderr.isTTY ? { onProgress: progressBar(model.path) } : {}),
       });
       hosts.push(host);
       registry.add(
         new Scheduler(host, {
           prefixCaching: config.prefixCaching,
           ...(config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {}),
+          ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
+          events: metrics.eventsFor(host.id),
         }),
       );
+      metrics.track(registry.all().at(-1) as Scheduler);
       logger.info(
-        { model: host.id, path: model.source, contextSize: host.contextSize, slots: config.maxNumSeqs },
+        {
+          model: host.id,
+          source: model.source,
+          path: model.path,
+          contextSize: host.contextSize,
+          slots: own?.maxNumSeqs ?? config.maxNumSeqs,
+        },
         "model loaded",
       );
     }
@@ -64,7 +84,15 @@ export async function startServer(
   }
   ready = true;
 
-  const app = buildApp({ registry, seeds, isReady: () => ready }, { logger: logger as FastifyBaseLogger });
+  const app = buildApp(
+    { registry, seeds, metrics, isReady: () => ready },
+    {
+      logger: logger as FastifyBaseLogger,
+      ui: config.ui ? {} : false,
+      bodyLimit: config.maxBodySize,
+      operations: config,
+    },
+  );
   await app.listen({ host: config.host, port: config.port });
   const address = app.server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -82,15 +110,24 @@ export async function startServer(
   const close = () => {
     closing ??= (async () => {
       ready = false;
-      await app.close();
+      // Graceful: stop accepting, let in-flight requests finish up to --shutdown-timeout, then end them.
+      const outcome = await drainServer(app, config.shutdownTimeout);
+      logger.info(outcome, "server closed");
       await Promise.all(hosts.map((h) => h.dispose()));
     })();
     return closing;
   };
   if (options.handleSignals ?? true) {
+    // A second signal while draining is not caught (process.once): it ends the process at once.
     const onSignal = (signal: NodeJS.Signals) => {
-      logger.info({ signal }, "shutting down");
-      void close().then(() => process.exit(0));
+      logger.info({ signal, shutdownTimeout: config.shutdownTimeout }, "shutting down");
+      close().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error({ err: error }, "shutdown failed");
+          process.exit(1);
+        },
+      );
     };
     process.once("SIGTERM", onSignal);
     process.once("SIGINT", onSignal);

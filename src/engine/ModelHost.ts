@@ -26,11 +26,18 @@ export type ModelHostOptions = {
   threads: number;
   /** Chat template overriding the GGUF's `tokenizer.chat_template`. */
   chatTemplate?: string;
+  /** Tool-call parser name (`--tool-call-parser`); defaults to none: the chat serving detects one from the template. */
+  toolCallParser?: string;
+  /** Reasoning parser name (`--reasoning-parser`); defaults to none: the chat serving detects one from the template. */
+  reasoningParser?: string;
   /** Longest wait for every running sequence to join a decode batch, in ms (see BatchGate). Defaults to 4. */
   batchWaitMs?: number;
   /** Called with the load progress, 0..1. */
   onProgress?: (fraction: number) => void;
 };
+
+/** Output parser names configured for a model; an absent one is detected from the chat template per request. */
+export type ChatParserNames = { readonly toolCallParser?: string; readonly reasoningParser?: string };
 
 /** Raised when a model file is missing, unreadable or not a valid GGUF; its message is one line. */
 export class ModelLoadError extends Error {
@@ -60,6 +67,8 @@ export class ModelHost {
   readonly context: LlamaContext;
   /** The Jinja chat template in use (flag override, else GGUF metadata), or null when the model has none. */
   readonly chatTemplate: string | null;
+  /** The configured output parser names (`--tool-call-parser`, `--reasoning-parser`); absent ones are detected per request. */
+  readonly chatParsers: ChatParserNames;
   /** Unix seconds at which the model finished loading (OpenAI's `created` of the model object). */
   readonly created: number;
   /** Token bytes and text, for logprobs. */
@@ -74,7 +83,9 @@ export class ModelHost {
     context: LlamaContext,
     chatTemplate: string | null,
     batchGate: BatchGate,
+    chatParsers: ChatParserNames,
   ) {
+    this.chatParsers = chatParsers;
     this.batchGate = batchGate;
     this.names = names;
     this.modelPath = modelPath;
@@ -152,7 +163,20 @@ export class ModelHost {
       options.servedModelNames && options.servedModelNames.length > 0
         ? options.servedModelNames
         : [basename(modelPath).replace(/\.gguf$/i, "")];
-    return new ModelHost(names, modelPath, model, context, options.chatTemplate ?? template, batchGate);
+    const { toolCallParser, reasoningParser } = options;
+    const chatParsers: ChatParserNames = {
+      ...(toolCallParser !== undefined ? { toolCallParser } : {}),
+      ...(reasoningParser !== undefined ? { reasoningParser } : {}),
+    };
+    return new ModelHost(
+      names,
+      modelPath,
+      model,
+      context,
+      options.chatTemplate ?? template,
+      batchGate,
+      chatParsers,
+    );
   }
 
   /** The model id (the first served name). */

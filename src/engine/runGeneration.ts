@@ -2,7 +2,13 @@ import { IncrementalDetokenizer } from "./IncrementalDetokenizer.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import { commonPrefixLength, type Slot } from "./Scheduler.ts";
 import { StopMatcher } from "./StopMatcher.ts";
-import { exactTokens, nativeTokens, needsJsSampling, type SampledToken } from "./tokenSources.ts";
+import {
+  exactTokens,
+  type GenerationState,
+  nativeTokens,
+  needsJsSampling,
+  type SampledToken,
+} from "./tokenSources.ts";
 import type {
   FinishReason,
   GenerationObserver,
@@ -28,7 +34,8 @@ export type RunGenerationOptions = {
  * token after token until EOS, a stop token id, a stop string, `maxTokens`, the end of the context or
  * an abort. Text reaches the observer UTF-8 safe and with stop strings held back (see
  * {@link StopMatcher}); before `minTokens` tokens, EOS and stop token ids are banned and stop strings
- * are not matched (as vLLM's `min_tokens`).
+ * are not matched (as vLLM's `min_tokens`). After each sampled token, `request.injectTokens` may append
+ * tokens to the sequence (see {@link GenerationRequest.injectTokens}).
  * @throws whatever node-llama-cpp throws on an evaluation failure (the caller resets the slot).
  */
 export async function runGeneration(
@@ -77,11 +84,34 @@ export async function runGeneration(
   };
 
   const promptRest = prompt.slice(cachedTokens);
+  const state: GenerationState = { generated, injected: [] };
   const tokens: AsyncGenerator<SampledToken> = needsJsSampling(request)
-    ? exactTokens(host, sequence, promptRest, request, { generated }, (logprobs) => {
+    ? exactTokens(host, sequence, promptRest, request, state, (logprobs) => {
         promptLogprobs = logprobs;
       })
-    : nativeTokens(host, sequence, promptRest, request, { generated });
+    : nativeTokens(host, sequence, promptRest, request, state);
+
+  /** Appends the tokens `request.injectTokens` asks for (as many as fit); true when a stop string ended the generation. */
+  const inject = (): boolean => {
+    const wanted = request.injectTokens?.();
+    if (!wanted || wanted.length === 0) return false;
+    const room = Math.min(request.maxTokens, contextSize - prompt.length) - generated.length;
+    const injected = wanted.slice(0, Math.max(room, 0));
+    state.injected = [...injected];
+    for (const token of injected) {
+      generated.push(token);
+      pendingTokenIds.push(token);
+      const text = detokenizer.push(token);
+      const match = generated.length >= request.minTokens ? stopMatcher.push(text) : { text, stop: null };
+      emit(match.text);
+      if (match.stop !== null) {
+        finishReason = "stop";
+        stopReason = match.stop;
+        return true;
+      }
+    }
+    return false;
+  };
 
   if (options.signal?.aborted) finishReason = "abort";
   else {
@@ -118,6 +148,7 @@ export async function runGeneration(
           finishReason = "abort";
           break;
         }
+        if (inject()) break;
         if (generated.length >= request.maxTokens || prompt.length + generated.length >= contextSize) {
           finishReason = "length";
           break;

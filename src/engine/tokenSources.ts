@@ -16,7 +16,48 @@ export type SampledToken = { token: number; logprob?: TokenLogprob };
 export type GenerationState = {
   /** Ids generated so far, in order. */
   readonly generated: readonly number[];
+  /**
+   * Tokens the caller injected after the last yielded one (`GenerationRequest.injectTokens`): the
+   * source evaluates them after that token, before sampling the next, and empties the list.
+   */
+  injected?: number[];
 };
+
+/** Takes the injected tokens of `state` (emptying the list): the next evaluation's input after `token`, or undefined. */
+function takeInjected(state: GenerationState, token: number): number[] | undefined {
+  if (!state.injected || state.injected.length === 0) return undefined;
+  const injected = state.injected;
+  state.injected = [];
+  return [token, ...injected];
+}
+
+/**
+ * Feeds injected tokens to the grammar state, as if they had been sampled under it. node-llama-cpp has
+ * no public API for this; its own `LlamaSampler._acceptTokenOnGrammarEvaluationState` calls the same
+ * native functions. Each token is checked first, since accepting a token the grammar rejects aborts
+ * in llama.cpp.
+ * @throws Error when the grammar does not allow one of the tokens (a server bug: the serving layer
+ *   only injects text its grammars allow).
+ */
+function acceptIntoGrammar(
+  host: ModelHost,
+  state: LlamaGrammarEvaluationState,
+  tokens: readonly number[],
+): void {
+  type Addon = {
+    canBeNextTokenForGrammarEvaluationState(state: unknown, token: number): boolean;
+    acceptGrammarEvaluationStateToken(state: unknown, token: number): void;
+  };
+  const addon = (host.model as unknown as { _llama: { _bindings: { AddonSampler: Addon } } })._llama._bindings
+    .AddonSampler;
+  const native = (state as unknown as { _state: unknown })._state;
+  for (const token of tokens) {
+    if (!addon.canBeNextTokenForGrammarEvaluationState(native, token)) {
+      throw new Error(`injected token ${token} is not allowed by the request's grammar`);
+    }
+    addon.acceptGrammarEvaluationStateToken(native, token);
+  }
+}
 
 /**
  * Whether a request must be sampled in JS from the raw distribution: logprobs (they must be the raw
@@ -83,6 +124,9 @@ export async function* nativeTokens(
             maxPunishTokens: host.contextSize,
           }
         : undefined;
+  const grammarEvaluationState = request.grammar
+    ? new LlamaGrammarEvaluationState({ model: host.model, grammar: request.grammar })
+    : undefined;
   const options = {
     temperature: sampling.temperature,
     topK: sampling.topK,
@@ -98,27 +142,42 @@ export async function* nativeTokens(
         }
       : {}),
     ...(repeatPenalty ? { repeatPenalty } : {}),
-    ...(request.grammar
-      ? {
-          grammarEvaluationState: new LlamaGrammarEvaluationState({
-            model: host.model,
-            grammar: request.grammar,
-          }),
-        }
-      : {}),
+    ...(grammarEvaluationState ? { grammarEvaluationState } : {}),
+  };
+  // The input after a yielded token: that token, plus any injected ones (see GenerationState.injected).
+  const nextInput = (token: number): Token[] | undefined => {
+    const input = takeInjected(state, token);
+    if (input && grammarEvaluationState) acceptIntoGrammar(host, grammarEvaluationState, input.slice(1));
+    return input as Token[] | undefined;
   };
   if (request.logprobs === null) {
-    for await (const token of sequence.evaluate(promptRest as Token[], options)) yield { token };
-    return;
+    const iterator = sequence.evaluate(promptRest as Token[], options);
+    try {
+      let input: Token[] | undefined;
+      for (;;) {
+        const step = await iterator.next(input);
+        if (step.done) return;
+        yield { token: step.value };
+        input = nextInput(step.value);
+      }
+    } finally {
+      await iterator.return(undefined);
+    }
   }
   // With a grammar and logprobs: the distribution llama.cpp sampled from (constrained, after temperature).
   const k = request.logprobs;
-  for await (const { token, probabilities } of sequence.evaluateWithMetadata(
-    promptRest as Token[],
-    { probabilities: true },
-    options,
-  )) {
-    yield { token, logprob: tokenLogprob(probabilities, token, k) };
+  const iterator = sequence.evaluateWithMetadata(promptRest as Token[], { probabilities: true }, options);
+  try {
+    let input: Token[] | undefined;
+    for (;;) {
+      const step = await iterator.next(input);
+      if (step.done) return;
+      const { token, probabilities } = step.value;
+      yield { token, logprob: tokenLogprob(probabilities, token, k) };
+      input = nextInput(token);
+    }
+  } finally {
+    await iterator.return(undefined);
   }
 }
 
@@ -174,7 +233,7 @@ export async function* exactTokens(
       token,
       ...(request.logprobs !== null ? { logprob: tokenLogprob(distribution, token, request.logprobs) } : {}),
     };
-    input = [token];
+    input = takeInjected(state, token) ?? [token];
   }
 }
 

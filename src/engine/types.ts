@@ -75,6 +75,15 @@ export type GenerationRequest = {
    * a seed, its sampled text) do not depend on the load. Costs throughput; see docs/ARCHITECTURE.md.
    */
   batchInvariant: boolean;
+  /**
+   * Optional hook, asked once after each sampled token (after that token's text reached the
+   * observer): token ids to append to the sequence now, as if the model had generated them, or
+   * undefined. Injected tokens count as completion tokens, go through detokenization and stop strings
+   * like sampled ones (within `maxTokens` and the context), are fed to the grammar when there is one,
+   * and carry no logprobs. The chat serving uses it for `nvext.max_thinking_tokens`: once the budget
+   * is spent inside a thinking block, it injects the block's closing text.
+   */
+  injectTokens?: () => readonly number[] | undefined;
 };
 
 /** Why a generation ended, as the API's `finish_reason` (`abort` never reaches a 200 response). */

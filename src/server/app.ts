@@ -4,21 +4,35 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  LogController,
 } from "fastify";
-import { ApiError, malformedJson, routeNotFound, toApiError, unsupportedMediaType } from "../errors.ts";
+import {
+  ApiError,
+  malformedJson,
+  payloadTooLarge,
+  routeNotFound,
+  toApiError,
+  unsupportedMediaType,
+} from "../errors.ts";
 import type { SeedSource } from "../serving/generationParams.ts";
 import type { ModelRegistry } from "../serving/ModelRegistry.ts";
 import { errorBody, errorHeaders } from "./errorBody.ts";
+import { answerClientError, answerFrameworkError } from "./frameworkErrors.ts";
+import { registerMetricsRoute, type ServerMetrics } from "./metrics.ts";
+import { DEFAULT_OPERATIONS, type OperationsOptions, registerOperations } from "./operations.ts";
 
 import { registerChatRoutes } from "./routes/chat.ts";
 import { registerCompletionRoutes } from "./routes/completions.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerModelRoutes } from "./routes/models.ts";
+import { registerUi, type UiOptions } from "./ui.ts";
 
 /** What the HTTP layer needs from the rest of the server. */
 export type AppContext = {
   registry: ModelRegistry;
   seeds: SeedSource;
+  /** Prometheus metrics served at GET /metrics (absent: no /metrics route). */
+  metrics?: ServerMetrics;
   /** True once every model is loaded (readiness). */
   isReady(): boolean;
 };
@@ -28,6 +42,10 @@ export type AppOptions = {
   logger: FastifyBaseLogger | false;
   /** Largest accepted request body, in bytes. Defaults to 8 MiB. */
   bodyLimit?: number;
+  /** Serve the web UI (playground, dashboard) at `/` (`--no-ui` turns it off). Defaults to off. */
+  ui?: UiOptions | false;
+  /** API keys, rate limit, caps, CORS, timeouts, request logging (`operations.ts`). Defaults to none. */
+  operations?: OperationsOptions;
 };
 
 /**
@@ -39,9 +57,16 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
     loggerInstance: options.logger === false ? undefined : options.logger,
     logger: options.logger === false ? false : undefined,
     bodyLimit: options.bodyLimit ?? 8 * 1024 * 1024,
+    // One log line per request comes from requestLog.ts; the 503 while shutting down from operations.ts.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: false,
+    // Errors before any hook runs (undecodable URL, unparsable HTTP) get the documented error body too.
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     genReqId: (request: import("node:http").IncomingMessage) => {
+      // The client's id is echoed (and logged) only when it is 1-200 visible ASCII characters.
       const given = request.headers["x-request-id"];
-      return typeof given === "string" && given.length > 0 && given.length <= 200 ? given : randomUUID();
+      return typeof given === "string" && /^[\x21-\x7e]{1,200}$/.test(given) ? given : randomUUID();
     },
   } as Parameters<typeof Fastify>[0]) as unknown as FastifyInstance;
 
@@ -60,10 +85,13 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
     sendError(request, reply, routeNotFound(request.method, request.url)),
   );
 
+  registerOperations(app, context, options.operations ?? DEFAULT_OPERATIONS);
   registerHealthRoutes(app, context);
+  if (context.metrics) registerMetricsRoute(app, context.metrics);
   registerModelRoutes(app, context);
   registerCompletionRoutes(app, context);
   registerChatRoutes(app, context);
+  if (options.ui) registerUi(app, options.ui);
 
   return app;
 }
@@ -86,7 +114,7 @@ function fromFrameworkError(error: unknown, request: FastifyRequest): ApiError {
     case "FST_ERR_CTP_INVALID_JSON_BODY":
       return malformedJson(message ?? "invalid JSON");
     case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return new ApiError(413, "invalid_request_error", "body_too_large", "The request body is too large.");
+      return payloadTooLarge(request.routeOptions.bodyLimit);
     case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
       return new ApiError(400, "invalid_request_error", "invalid_content_length", "Invalid Content-Length.");
   }

@@ -1,13 +1,16 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ChunkSink } from "../serving/streaming.ts";
+import { observeStreamChunk, setRequestUsage } from "./requestLog.ts";
 import { SseStream } from "./SseStream.ts";
 
 /**
  * An abort signal that fires when the client goes away before the response has been sent completely
- * (a closed connection, streamed or not), so its generations stop within one decode step.
+ * (a closed connection, streamed or not), so its generations stop within one decode step. The server
+ * tracks the request as in flight (`InFlightRequests`): graceful shutdown aborts it with its reason.
  */
 export function clientSignal(request: FastifyRequest, reply: FastifyReply): AbortSignal {
   const controller = new AbortController();
+  request.server.inFlight?.track(request, reply, controller);
   reply.raw.once("close", () => {
     if (!reply.raw.writableFinished) controller.abort(new Error("client disconnected"));
   });
@@ -21,7 +24,7 @@ export function clientSignal(request: FastifyRequest, reply: FastifyReply): Abor
  * has been written yet. After that the response is an SSE stream (headers sent at once).
  */
 export async function openStream(
-  _request: FastifyRequest,
+  request: FastifyRequest,
   reply: FastifyReply,
   start: (sink: ChunkSink) => Promise<void>,
 ): Promise<FastifyReply> {
@@ -36,9 +39,13 @@ export async function openStream(
     return stream;
   };
   const sink: ChunkSink = {
-    send: (payload) => open().send(payload),
+    send: (payload) => {
+      observeStreamChunk(request, payload); // usage (and, with --log-requests, text) for the request log
+      open().send(payload);
+    },
     fail: (error) => open().fail(error),
     end: () => open().end(),
+    reportUsage: (usage) => setRequestUsage(request, usage),
   };
   const done = start(sink);
   open();

@@ -1,8 +1,10 @@
 /**
- * POST /v1/chat/completions: renders the chat template, runs the choices, and builds
- * `chat.completion` responses and `chat.completion.chunk` streams.
+ * POST /v1/chat/completions: renders the chat template, plans the choices (tools, reasoning, guided
+ * decoding) and re-exports the runners of `chatResponse.ts`, which build `chat.completion` responses and
+ * `chat.completion.chunk` streams.
  */
 import { randomUUID } from "node:crypto";
+import { createChatOutputParser, detectReasoningParser, promptOpensThinking } from "../chat/index.ts";
 import { normalizeMessages } from "../chat/messages.ts";
 import {
   CHATML_FALLBACK_TEMPLATE,
@@ -11,29 +13,27 @@ import {
 } from "../chat/renderChatTemplate.ts";
 import type { ModelHost } from "../engine/ModelHost.ts";
 import type { Scheduler } from "../engine/Scheduler.ts";
-import type { GenerationRequest, GenerationResult, TokenLogprob } from "../engine/types.ts";
+import type { GenerationRequest } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
-import type {
-  ChatChoice,
-  ChatChunkChoice,
-  ChatCompletionChunk,
-  ChatCompletionRequest,
-  ChatCompletionResponse,
-} from "../protocol/chat.ts";
-import type { Usage } from "../protocol/common.ts";
+import type { ChatCompletionRequest } from "../protocol/chat.ts";
+import { chatGrammar, type ThinkingStart } from "./chatGrammar.ts";
+import { ChoiceOutput } from "./chatOutput.ts";
+import { resolveToolCalling } from "./chatTools.ts";
 import {
   generationRequest,
   refuseUnsupportedFields,
   resolveMaxTokens,
   type SeedSource,
 } from "./generationParams.ts";
-import { grammarForRequest } from "./guidedDecoding.ts";
-import { chatLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
+import type { TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
-import { runChoices } from "./runChoices.ts";
-import { type ChunkSink, finishReasonOf, finishStream, includeUsage, sumUsage } from "./streaming.ts";
 
-/** A chat request resolved against its model: the rendered prompt and one engine request per choice. */
+export { completeChat, streamChat } from "./chatResponse.ts";
+
+/**
+ * A chat request resolved against its model: the rendered prompt, one engine request per choice and
+ * one output (its parser chain) per choice.
+ */
 export type ChatPlan = {
   readonly id: string;
   readonly created: number;
@@ -41,13 +41,23 @@ export type ChatPlan = {
   readonly scheduler: Scheduler;
   readonly body: ChatCompletionRequest;
   readonly requests: GenerationRequest[];
+  /** Per choice, the parser chain its text goes through (shared with `requests[i].injectTokens`). */
+  readonly outputs: ChoiceOutput[];
   readonly naming: TokenNaming;
 };
 
 /**
- * Renders the prompt of a chat request and plans its choices.
+ * Renders the prompt of a chat request and plans its choices:
+ * - tools (`chatTools.ts`): `tool_choice` `"required"` / named force the call(s) with a grammar (parsed
+ *   back by the `generic` parser); `"auto"` parses the free output with `--tool-call-parser` or the
+ *   parser detected from the template (none: plain content); `"none"` never parses calls;
+ * - reasoning: `--reasoning-parser` or the parser detected from the template splits `<think>` blocks off
+ *   the content; the prompt decides whether the output starts inside one (`promptOpensThinking`);
+ *   `nvext.max_thinking_tokens` closes the block at the budget (0 with a prompt that opened it: the
+ *   close text is appended to the prompt); without a reasoning parser it has no effect;
+ * - guided decoding (`chatGrammar.ts`), whose grammar admits a thinking block first when reasoning is parsed.
  * @throws ApiError 404 for an unknown model; 400 for unsupported content (images), a template that
- *   fails to render, or a prompt plus `max_tokens` longer than the context.
+ *   fails to render, a prompt plus `max_tokens` longer than the context, and invalid tool use.
  */
 export async function planChat(
   registry: ModelRegistry,
@@ -57,7 +67,30 @@ export async function planChat(
   const scheduler = registry.get(body.model);
   refuseUnsupportedFields(body);
   const host = scheduler.host;
-  const promptTokens = host.tokenize(...renderPrompt(host, body));
+  const template = chatTemplateOf(host, body);
+  const tools = resolveToolCalling(body, host.chatParsers.toolCallParser, template);
+  const reasoningParser = host.chatParsers.reasoningParser ?? detectReasoningParser(template);
+  let [prompt, addSpecialTokens] = renderPrompt(host, body);
+  const budget = body.nvext?.max_thinking_tokens ?? undefined;
+  const parserFor = (startsInThinking: boolean | undefined) =>
+    createChatOutputParser({
+      ...(reasoningParser !== undefined ? { reasoningParser } : {}),
+      ...(tools.parser !== undefined ? { toolParser: tools.parser } : {}),
+      ...(startsInThinking !== undefined ? { startsInThinking } : {}),
+    });
+  // A prompt that mentions <think> says whether the output starts inside the block; else the parser's default.
+  let startsInThinking = prompt.includes("<think>") ? promptOpensThinking(prompt) : undefined;
+  const probe = parserFor(startsInThinking);
+  let opened = probe.inReasoning();
+  const closeText = probe.reasoning?.closeText;
+  if (closeText !== undefined && budget === 0 && opened) {
+    // No thinking at all: close the block in the prompt, as Qwen3's `enable_thinking: false` does.
+    prompt += closeText;
+    startsInThinking = false;
+    opened = false;
+  }
+  const thinking: ThinkingStart = reasoningParser === undefined ? "none" : opened ? "open" : "optional";
+  const promptTokens = host.tokenize(prompt, addSpecialTokens);
   const maxTokens = resolveMaxTokens(
     body.max_completion_tokens ?? body.max_tokens,
     promptTokens.length,
@@ -70,10 +103,18 @@ export async function planChat(
     logprobs: body.logprobs ? (body.top_logprobs ?? 0) : null,
     promptLogprobs: body.prompt_logprobs ?? null,
   };
-  const grammar = await grammarForRequest(body);
-  const requests = Array.from({ length: body.n ?? 1 }, (_, choice) =>
-    generationRequest(body, host, promptTokens, maxTokens, choice, seeds, counts, grammar),
-  );
+  const grammar = await chatGrammar(body, tools, thinking);
+  const closeTokens =
+    closeText !== undefined && budget !== undefined && budget > 0 ? host.tokenize(closeText, false) : null;
+  const outputs: ChoiceOutput[] = [];
+  const requests = Array.from({ length: body.n ?? 1 }, (_, choice): GenerationRequest => {
+    const output = new ChoiceOutput(parserFor(startsInThinking), { parallelToolCalls: tools.parallel });
+    outputs.push(output);
+    const request = generationRequest(body, host, promptTokens, maxTokens, choice, seeds, counts, grammar);
+    if (closeTokens && budget !== undefined)
+      request.injectTokens = output.thinkingBudget(budget, closeTokens);
+    return request;
+  });
   return {
     id: body.request_id ?? `chatcmpl-${randomUUID().replaceAll("-", "")}`,
     created: Math.floor(Date.now() / 1000),
@@ -81,8 +122,14 @@ export async function planChat(
     scheduler,
     body,
     requests,
+    outputs,
     naming: { vocabulary: host.vocabulary, asIds: body.return_tokens_as_token_ids ?? false },
   };
+}
+
+/** The chat template a request renders with: its own `chat_template`, else the model's, else ChatML. */
+export function chatTemplateOf(host: ModelHost, body: Pick<ChatCompletionRequest, "chat_template">): string {
+  return body.chat_template ?? host.chatTemplate ?? CHATML_FALLBACK_TEMPLATE;
 }
 
 /** The fields of a chat request that shape its prompt (a `/tokenize` messages request has the same). */
@@ -106,8 +153,7 @@ export type ChatPromptFields = Pick<
  * @throws ApiError 400 for unsupported content or a template that fails to render.
  */
 export function renderPrompt(host: ModelHost, body: ChatPromptFields): [string, boolean] {
-  const template = body.chat_template ?? host.chatTemplate ?? CHATML_FALLBACK_TEMPLATE;
-  const prompt = renderChatTemplate(template, {
+  const prompt = renderChatTemplate(chatTemplateOf(host, body), {
     messages: normalizeMessages(body.messages),
     tools: body.tools ?? null,
     documents: body.documents ?? null,
@@ -119,104 +165,4 @@ export function renderPrompt(host: ModelHost, body: ChatPromptFields): [string, 
   });
   const addSpecialTokens = (body.add_special_tokens ?? false) && !promptStartsWithBos(prompt, host.bosText);
   return [prompt, addSpecialTokens];
-}
-
-/**
- * Runs a planned chat completion to the end and builds the response.
- * Resolves with null when the client went away before it finished.
- */
-export async function completeChat(
-  plan: ChatPlan,
-  signal: AbortSignal,
-): Promise<ChatCompletionResponse | null> {
-  const texts = plan.requests.map(() => "");
-  const logprobs: TokenLogprob[][] = plan.requests.map(() => []);
-  const results = await runChoices(
-    plan.scheduler,
-    plan.requests,
-    (choice, delta) => {
-      texts[choice] += delta.text;
-      if (delta.logprobs) logprobs[choice]?.push(...delta.logprobs);
-    },
-    signal,
-  );
-  if (results.some((result) => result.finishReason === "abort")) return null;
-  return {
-    id: plan.id,
-    object: "chat.completion",
-    created: plan.created,
-    model: plan.model,
-    choices: results.map(
-      (result, index): ChatChoice => ({
-        index,
-        message: { role: "assistant", content: texts[index] ?? "" },
-        logprobs: plan.body.logprobs ? { content: chatLogprobs(logprobs[index] ?? [], plan.naming) } : null,
-        finish_reason: finishReasonOf(result),
-        stop_reason: result.stopReason,
-      }),
-    ),
-    usage: sumUsage(results, plan.requests.length),
-    ...(plan.body.prompt_logprobs !== undefined &&
-    plan.body.prompt_logprobs !== null &&
-    results[0]?.promptLogprobs
-      ? { prompt_logprobs: promptLogprobs(results[0].promptLogprobs, plan.naming) }
-      : {}),
-  };
-}
-
-/**
- * Runs a planned chat completion as a stream: per choice a first chunk `{role: "assistant",
- * content: ""}`, content deltas, a last chunk with `finish_reason`; then (with
- * `stream_options.include_usage`) a usage chunk with `choices: []`. Ends the sink.
- * @throws ApiError 503 synchronously (before anything is written) when the queue is full.
- */
-export function streamChat(plan: ChatPlan, sink: ChunkSink, signal: AbortSignal): Promise<void> {
-  const chunk = (choices: ChatChunkChoice[], usage?: Usage): ChatCompletionChunk => ({
-    id: plan.id,
-    object: "chat.completion.chunk",
-    created: plan.created,
-    model: plan.model,
-    choices,
-    ...(usage ? { usage } : continuous ? { usage: runningUsage() } : {}),
-  });
-  const continuous = plan.body.stream_options?.continuous_usage_stats ?? false;
-  const promptTokens = plan.requests[0]?.promptTokens.length ?? 0;
-  let completionTokens = 0;
-  const runningUsage = (): Usage => ({
-    prompt_tokens: promptTokens,
-    completion_tokens: completionTokens,
-    total_tokens: promptTokens + completionTokens,
-  });
-  const run = runChoices(
-    plan.scheduler,
-    plan.requests,
-    (choice, delta) => {
-      completionTokens += delta.tokenIds.length;
-      if (delta.text.length === 0 && !delta.logprobs?.length) return;
-      const logprobs = delta.logprobs ? { content: chatLogprobs(delta.logprobs, plan.naming) } : null;
-      sink.send(chunk([{ index: choice, delta: { content: delta.text }, logprobs, finish_reason: null }]));
-    },
-    signal,
-  );
-  plan.requests.forEach((_, index) => {
-    sink.send(
-      chunk([{ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]),
-    );
-  });
-  return finishStream(sink, run, (results: GenerationResult[]) => {
-    results.forEach((result, index) => {
-      sink.send(
-        chunk([
-          {
-            index,
-            delta: {},
-            logprobs: null,
-            finish_reason: finishReasonOf(result),
-            stop_reason: result.stopReason,
-          },
-        ]),
-      );
-    });
-    if (includeUsage(plan.body.stream_options)) sink.send(chunk([], sumUsage(results, plan.requests.length)));
-  });
 }

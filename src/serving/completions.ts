@@ -82,7 +82,9 @@ export async function planCompletion(
       host.contextSize,
     );
     for (let choice = 0; choice < perPrompt; choice++) {
-      requests.push(generationRequest(body, host, prompt.tokens, maxTokens, requests.length, seeds, counts, grammar));
+      requests.push(
+        generationRequest(body, host, prompt.tokens, maxTokens, requests.length, seeds, counts, grammar),
+      );
     }
   }
   return {

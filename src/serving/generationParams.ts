@@ -14,7 +14,7 @@ import type { CompletionRequest } from "../protocol/completions.ts";
 export type CommonRequest = CompletionRequest | ChatCompletionRequest;
 
 /** Request fields accepted by the schema but not honoured yet: a 400 rather than a silent no-op. */
-const UNSUPPORTED_FIELDS: readonly (keyof CompletionRequest | keyof ChatCompletionRequest)[] = ["tools"];
+const UNSUPPORTED_FIELDS: readonly (keyof CompletionRequest | keyof ChatCompletionRequest)[] = [];
 
 /**
  * Refuses fields this server accepts in its schema but does not yet honour, so that no request is

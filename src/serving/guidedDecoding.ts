@@ -27,7 +27,8 @@ const grammars = new LruCache<string, Promise<LlamaGrammar>>(128);
 /**
  * The request's guided-decoding constraint, or null when it has none.
  * @throws ApiError 400 when more than one constraint is given (never silently pick one), for an
- *   unknown `guided_decoding_backend`, or for `response_format: json_schema` without a schema.
+ *   unknown `guided_decoding_backend`, for `response_format: json_schema` without a schema, or for a
+ *   constraint with a field that could break it (see {@link refuseConflictingFields}).
  */
 export function resolveGuidedConstraint(body: CommonRequest): GuidedConstraint | null {
   const found: GuidedConstraint[] = [];
@@ -76,6 +77,7 @@ export function resolveGuidedConstraint(body: CommonRequest): GuidedConstraint |
       found[1]?.param ?? null,
     );
   }
+  if (found.length === 1) refuseConflictingFields(body);
   return found[0] ?? null;
 }
 
@@ -102,6 +104,42 @@ export async function grammarForRequest(body: CommonRequest): Promise<LlamaGramm
     ...(pattern !== undefined ? { whitespacePattern: pattern } : {}),
   });
   return grammarForGbnf(compiled.gbnf, constraint.param);
+}
+
+/**
+ * Refuses fields that would break the promise that an output finishing with `stop` satisfies the
+ * constraint, or that the constrained (native) sampler does not honour: `stop` strings and
+ * `stop_token_ids` can end the output before the grammar is complete, and prompt logprobs (also
+ * `echo` with `logprobs`) are only computed by the JS sampler, which cannot apply a grammar.
+ * (`ignore_eos` and `min_tokens` are refused in `generationParams.ts`.)
+ * @throws ApiError 400 naming the field.
+ */
+function refuseConflictingFields(body: CommonRequest): void {
+  const stop = body.stop;
+  if (stop !== undefined && stop !== null && stop.length > 0) {
+    throw badRequest(
+      "stop cannot be combined with a guided decoding constraint: a stop string could end the output before it satisfies the constraint (the constraint ends the output itself).",
+      "stop",
+    );
+  }
+  if (body.stop_token_ids && body.stop_token_ids.length > 0) {
+    throw badRequest(
+      "stop_token_ids cannot be combined with a guided decoding constraint: a stop token could end the output before it satisfies the constraint.",
+      "stop_token_ids",
+    );
+  }
+  if (body.prompt_logprobs !== undefined && body.prompt_logprobs !== null) {
+    throw badRequest(
+      "prompt_logprobs cannot be combined with a guided decoding constraint yet.",
+      "prompt_logprobs",
+    );
+  }
+  if ("echo" in body && body.echo && body.logprobs !== undefined && body.logprobs !== null) {
+    throw badRequest(
+      "echo with logprobs cannot be combined with a guided decoding constraint yet (the prompt's logprobs are not computed under a constraint).",
+      "echo",
+    );
+  }
 }
 
 /** A native grammar for GBNF text, cached; a failed build is not cached. */

@@ -10,6 +10,11 @@ export type ChunkSink = {
   fail(error: ApiError): void;
   /** Ends the stream (`data: [DONE]`). */
   end(): void;
+  /**
+   * Reports the request's usage for the request log (`server/requestLog.ts`) when no usage chunk is
+   * sent (a usage chunk is picked up by itself). Optional: sinks without a log ignore it.
+   */
+  reportUsage?(usage: Usage): void;
 };
 
 /**

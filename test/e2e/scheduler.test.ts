@@ -42,7 +42,11 @@ describe("scheduler: prefix caching, queue, cancellation, priority, metrics", ()
     assert.equal(first.json.usage.prompt_tokens_details.cached_tokens, 0);
     const cached = second.json.usage.prompt_tokens_details.cached_tokens;
     assert.ok(cached >= first.json.usage.prompt_tokens - 1, `cached ${cached}`);
-    const chat = { model: TEST_MODEL, messages: [{ role: "user", content: LONG_PROMPT }], max_tokens: 3 };
+    const chat = {
+      model: TEST_MODEL,
+      messages: [{ role: "user" as const, content: LONG_PROMPT }],
+      max_tokens: 3,
+    };
     await server.client.chat.completions.create(chat);
     const again = await server.client.chat.completions.create(chat);
     assert.ok((again.usage?.prompt_tokens_details?.cached_tokens ?? 0) > 0);
@@ -185,5 +189,30 @@ describe("scheduler with one slot", () => {
     const response = await server.post("/v1/completions", body);
     const json = (await response.json()) as { usage: { prompt_tokens_details: { cached_tokens: number } } };
     assert.equal(json.usage.prompt_tokens_details.cached_tokens, 0);
+  });
+});
+
+describe("request timeout", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(["--request-timeout", "0.3"]);
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  it("a generation past --request-timeout is a 504, and a stream ends with an error event", async () => {
+    const body = { model: TEST_MODEL, prompt: "Once", max_tokens: null, ignore_eos: true };
+    const response = await server.post("/v1/completions", body);
+    assert.equal(response.status, 504);
+    const error = (await response.json()) as { error: { code: string } };
+    assert.equal(error.error.code, "request_timeout");
+    const stream = await server.post("/v1/completions", { ...body, stream: true });
+    assert.equal(stream.status, 200);
+    const text = await stream.text();
+    assert.match(text, /"code":504/);
+    assert.ok(text.trimEnd().endsWith("data: [DONE]"));
+    const quick = await server.post("/v1/completions", { model: TEST_MODEL, prompt: "Once", max_tokens: 3 });
+    assert.equal(quick.status, 200);
   });
 });

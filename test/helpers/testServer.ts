@@ -14,6 +14,8 @@ export type TestServer = {
   /** Every JSON log line the server has printed so far. */
   logs: Record<string, unknown>[];
   process: ChildProcess;
+  /** Everything the server has written to stderr so far. */
+  stderr(): string;
   /** POSTs JSON (or a raw string body) and returns the fetch Response. */
   post(path: string, body: unknown, headers?: Record<string, string>): Promise<Response>;
   /** Stops the server (SIGTERM) and waits for it to exit; returns its exit code. */
@@ -25,11 +27,13 @@ export const TEST_MODEL = "stories260K";
 
 /**
  * Starts `node bin/lmserve.js serve` on port 0 with the given extra arguments (default model:
- * ../shared/models/stories260K.gguf) and resolves once it listens.
+ * ../shared/models/stories260K.gguf, unless `args` start with a model or hold `--config`) and resolves
+ * once it listens.
  * @throws when the process exits before listening, or does not listen within `timeoutMs`.
  */
 export async function startTestServer(args: string[] = [], timeoutMs = 60_000): Promise<TestServer> {
-  const hasModel = args.length > 0 && !args[0]?.startsWith("-");
+  // A config file (`--config`) names its own models.
+  const hasModel = (args.length > 0 && !args[0]?.startsWith("-")) || args.includes("--config");
   const child = spawn(
     process.execPath,
     [
@@ -76,6 +80,7 @@ export async function startTestServer(args: string[] = [], timeoutMs = 60_000): 
     client,
     logs,
     process: child,
+    stderr: () => stderr,
     post: (path, body, headers = {}) =>
       fetch(`${url}${path}`, {
         method: "POST",
@@ -101,4 +106,22 @@ export async function readSse(response: Response): Promise<unknown[]> {
       const data = block.slice("data: ".length);
       return data === "[DONE]" ? data : JSON.parse(data);
     });
+}
+
+/**
+ * The server's one log line for request `reqId` (`msg: "request completed"`), once written: it comes
+ * when the response has ended, possibly just after the client has read it.
+ * @throws when no such line appears within `attempts` x 10 ms.
+ */
+export async function waitForRequestLog(
+  server: TestServer,
+  reqId: string,
+  attempts = 300,
+): Promise<Record<string, unknown>> {
+  for (let attempt = 0; attempt < attempts; attempt++) {
+    const line = server.logs.find((entry) => entry.reqId === reqId && entry.msg === "request completed");
+    if (line) return line;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error(`no request log line for ${reqId}`);
 }
