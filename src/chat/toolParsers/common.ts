@@ -146,3 +146,35 @@ export class DeltaBuilder {
     return out;
   }
 }
+
+/**
+ * The shared shape of the tool-call parsers: text accumulates in `buf`, `run(final)` moves what is
+ * decided into `out`, and each `feed` / `end` returns the delta decided so far. Subclasses implement
+ * `run` as their own state machine.
+ */
+export abstract class BufferedToolParser implements ToolParser {
+  /** Text received and not yet decided. */
+  protected buf = "";
+  /** Builds the content and tool-call deltas. */
+  protected readonly out: DeltaBuilder;
+
+  constructor(options: ToolParserOptions = {}) {
+    this.out = new DeltaBuilder(options);
+  }
+
+  /** Takes the next piece of generated text; returns what is decided so far. */
+  feed(delta: string): ParserDelta {
+    this.buf += delta;
+    this.run(false);
+    return this.out.take();
+  }
+
+  /** Generation stopped: flushes (or falls back) whatever was held back. */
+  end(): ParserDelta {
+    this.run(true);
+    return this.out.take(true);
+  }
+
+  /** Advances the state machine over `buf`; with `final`, nothing more will come. */
+  protected abstract run(final: boolean): void;
+}

@@ -6,13 +6,7 @@
  */
 import type { ParserDelta } from "../parserDelta.ts";
 import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
-import {
-  callsFromJsonValue,
-  DeltaBuilder,
-  type ParsedCall,
-  type ToolParser,
-  type ToolParserOptions,
-} from "./common.ts";
+import { BufferedToolParser, callsFromJsonValue, type ParsedCall } from "./common.ts";
 
 /** Reads a parsed top-level value as calls, or as a `{"response"}` text, or neither. */
 function readGeneric(value: unknown): { calls: ParsedCall[] } | { text: string } | undefined {
@@ -39,30 +33,11 @@ function readGeneric(value: unknown): { calls: ParsedCall[] } | { text: string }
  * whitespace after it is dropped and any further text streams as content. Output that does not start
  * with `{`/`[`, or whose value is not calls, is content verbatim.
  */
-export class GenericJsonToolParser implements ToolParser {
-  private buf = "";
+export class GenericJsonToolParser extends BufferedToolParser {
   private state: "start" | "json" | "text" | "after" = "start";
   private prefix = "";
-  private readonly out: DeltaBuilder;
 
-  constructor(options: ToolParserOptions = {}) {
-    this.out = new DeltaBuilder(options);
-  }
-
-  /** Takes the next piece of generated text; returns what is decided so far. */
-  feed(delta: string): ParserDelta {
-    this.buf += delta;
-    this.run(false);
-    return this.out.take();
-  }
-
-  /** Generation stopped: flushes (or falls back) whatever was held back. */
-  end(): ParserDelta {
-    this.run(true);
-    return this.out.take(true);
-  }
-
-  private run(final: boolean): void {
+  protected run(final: boolean): void {
     for (;;) {
       if (this.state === "start") {
         const i = skipSpace(this.buf);

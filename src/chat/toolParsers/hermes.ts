@@ -4,7 +4,7 @@
  */
 import type { ParserDelta } from "../parserDelta.ts";
 import { partialTagSuffix, skipSpace } from "../textScan.ts";
-import { callsFromJsonText, DeltaBuilder, type ToolParser, type ToolParserOptions } from "./common.ts";
+import { BufferedToolParser, callsFromJsonText } from "./common.ts";
 
 const OPEN = "<tool_call>";
 const CLOSE = "</tool_call>";
@@ -18,29 +18,10 @@ const CLOSE = "</tool_call>";
  * verbatim and scanning resumes after it. Unlike vLLM's hermes parser, which streams partial argument
  * JSON, calls are emitted whole so a malformed one can still become content.
  */
-export class HermesToolParser implements ToolParser {
-  private buf = "";
+export class HermesToolParser extends BufferedToolParser {
   private state: "text" | "call" | "after" = "text";
-  private readonly out: DeltaBuilder;
 
-  constructor(options: ToolParserOptions = {}) {
-    this.out = new DeltaBuilder(options);
-  }
-
-  /** Takes the next piece of generated text; returns what is decided so far. */
-  feed(delta: string): ParserDelta {
-    this.buf += delta;
-    this.run(false);
-    return this.out.take();
-  }
-
-  /** Generation stopped: flushes (or falls back) whatever was held back. */
-  end(): ParserDelta {
-    this.run(true);
-    return this.out.take(true);
-  }
-
-  private run(final: boolean): void {
+  protected run(final: boolean): void {
     for (;;) {
       if (this.state === "text") {
         const at = this.buf.indexOf(OPEN);

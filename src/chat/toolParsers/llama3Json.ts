@@ -5,7 +5,7 @@
  */
 import type { ParserDelta } from "../parserDelta.ts";
 import { isJsonSpace, partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
-import { callsFromJsonText, DeltaBuilder, type ToolParser, type ToolParserOptions } from "./common.ts";
+import { BufferedToolParser, callsFromJsonText } from "./common.ts";
 
 const TAG = "<|python_tag|>";
 
@@ -27,30 +27,11 @@ function lineStartAfter(lineStart: boolean, text: string): boolean {
  * or `<|python_tag|>` starts the next call; other text streams as content. A candidate that is not a call
  * falls back to content verbatim (e.g. a JSON answer, or Python code after `<|python_tag|>`).
  */
-export class Llama3JsonToolParser implements ToolParser {
-  private buf = "";
+export class Llama3JsonToolParser extends BufferedToolParser {
   private state: "text" | "tagged" | "json" | "after" = "text";
   private lineStart = true;
   /** Raw text consumed before the candidate JSON (the tag and spaces), re-emitted on fallback. */
   private prefix = "";
-  private readonly out: DeltaBuilder;
-
-  constructor(options: ToolParserOptions = {}) {
-    this.out = new DeltaBuilder(options);
-  }
-
-  /** Takes the next piece of generated text; returns what is decided so far. */
-  feed(delta: string): ParserDelta {
-    this.buf += delta;
-    this.run(false);
-    return this.out.take();
-  }
-
-  /** Generation stopped: flushes (or falls back) whatever was held back. */
-  end(): ParserDelta {
-    this.run(true);
-    return this.out.take(true);
-  }
 
   private emitText(text: string): void {
     this.out.content(text);
@@ -63,7 +44,7 @@ export class Llama3JsonToolParser implements ToolParser {
     this.state = "text";
   }
 
-  private run(final: boolean): void {
+  protected run(final: boolean): void {
     for (;;) {
       if (this.state === "text") {
         let lineStart = this.lineStart;

@@ -5,14 +5,7 @@
  */
 import type { ParserDelta } from "../parserDelta.ts";
 import { partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
-import {
-  callFromJson,
-  callsFromJsonText,
-  DeltaBuilder,
-  type ParsedCall,
-  type ToolParser,
-  type ToolParserOptions,
-} from "./common.ts";
+import { BufferedToolParser, callFromJson, callsFromJsonText, type ParsedCall } from "./common.ts";
 
 const TAG = "[TOOL_CALLS]";
 const ARGS = "[ARGS]";
@@ -37,30 +30,11 @@ function callFromJsonArguments(name: string, argsText: string): ParsedCall | und
  * that does not read as a call falls back to content verbatim (the tag included) and scanning resumes
  * after the part already judged.
  */
-export class MistralToolParser implements ToolParser {
-  private buf = "";
+export class MistralToolParser extends BufferedToolParser {
   private state: "text" | "tagged" | "json" | "name" | "args" | "after" = "text";
   /** Raw text consumed for the current candidate, re-emitted as content on fallback. */
   private prefix = "";
   private name = "";
-  private readonly out: DeltaBuilder;
-
-  constructor(options: ToolParserOptions = {}) {
-    this.out = new DeltaBuilder(options);
-  }
-
-  /** Takes the next piece of generated text; returns what is decided so far. */
-  feed(delta: string): ParserDelta {
-    this.buf += delta;
-    this.run(false);
-    return this.out.take();
-  }
-
-  /** Generation stopped: flushes (or falls back) whatever was held back. */
-  end(): ParserDelta {
-    this.run(true);
-    return this.out.take(true);
-  }
 
   private fallback(): void {
     this.out.content(this.prefix);
@@ -93,7 +67,7 @@ export class MistralToolParser implements ToolParser {
     return true;
   }
 
-  private run(final: boolean): void {
+  protected run(final: boolean): void {
     for (;;) {
       switch (this.state) {
         case "text": {
