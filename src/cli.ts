@@ -48,6 +48,7 @@ program
     "reasoning parser for <think> output: deepseek_r1, qwen3 (default: detected from the chat template)",
   )
   .option("--no-prefix-caching", "do not reuse cached prompt prefixes across requests")
+  .option("--trust-request-chat-template", "honour a request's own chat_template (it runs arbitrary Jinja)")
   .option(
     "--no-batch-invariant-seeds",
     "batch requests that give a seed with others (faster under load, but their text may then vary with the load)",

@@ -61,6 +61,7 @@ const ServeConfigSchema = z.object({
   requestTimeout: z.number().positive().optional(),
   prefixCaching: z.boolean(),
   batchInvariantSeeds: z.boolean(),
+  trustRequestChatTemplate: z.boolean(),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
   /** Serve the web UI (playground, dashboard) at `/`; `--no-ui` turns it off. */
   ui: z.boolean(),
@@ -93,6 +94,7 @@ export type ServeFlags = {
   requestTimeout?: string;
   prefixCaching?: boolean;
   batchInvariantSeeds?: boolean;
+  trustRequestChatTemplate?: boolean;
   logLevel?: string;
   downloadDir?: string;
   ui?: boolean;
@@ -187,6 +189,7 @@ export function loadServeConfig(
         : parseSeconds(flags.requestTimeout, "--request-timeout"),
     prefixCaching: flags.prefixCaching ?? true,
     batchInvariantSeeds: flags.batchInvariantSeeds ?? true,
+    trustRequestChatTemplate: flags.trustRequestChatTemplate ?? false,
     logLevel: flags.logLevel ?? env.LMSERVE_LOG_LEVEL ?? "info",
     ui: flags.ui ?? true,
     ...loadModelSourceSettings(flags, env),

@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { pino } from "pino";
-import { type ServeConfig, threadsFor } from "./config.ts";
+import { ConfigError, type ServeConfig, threadsFor } from "./config.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
 import { resolveServeModels } from "./resolveServeModels.ts";
@@ -53,6 +53,7 @@ export async function startServer(
         sequences: own?.maxNumSeqs ?? config.maxNumSeqs,
         threads: threadsFor(config, model.sizeBytes),
         ...(chatTemplate !== undefined ? { chatTemplate } : {}),
+        trustRequestChatTemplate: config.trustRequestChatTemplate,
         ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
         ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
         ...(process.stderr.isTTY ? { onProgress: progressBar(model.path) } : {}),
@@ -93,7 +94,13 @@ export async function startServer(
       operations: config,
     },
   );
-  await app.listen({ host: config.host, port: config.port });
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (error) {
+    await Promise.all(hosts.map((host) => host.dispose()));
+    const code = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new ConfigError(`Cannot listen on ${config.host}:${config.port}: ${code}.`);
+  }
   const address = app.server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;

@@ -30,6 +30,11 @@ export type ModelHostOptions = {
   toolCallParser?: string;
   /** Reasoning parser name (`--reasoning-parser`); defaults to none: the chat serving detects one from the template. */
   reasoningParser?: string;
+  /**
+   * Honour a request's own `chat_template` (vLLM's `--trust-request-chat-template`): a Jinja template
+   * runs arbitrary loops, so by default only the model's and the server's templates are used.
+   */
+  trustRequestChatTemplate?: boolean;
   /** Longest wait for every running sequence to join a decode batch, in ms (see BatchGate). Defaults to 4. */
   batchWaitMs?: number;
   /** Called with the load progress, 0..1. */
@@ -69,6 +74,8 @@ export class ModelHost {
   readonly chatTemplate: string | null;
   /** The configured output parser names (`--tool-call-parser`, `--reasoning-parser`); absent ones are detected per request. */
   readonly chatParsers: ChatParserNames;
+  /** Whether a request's own `chat_template` is honoured (`--trust-request-chat-template`). */
+  trustRequestChatTemplate = false;
   /** Unix seconds at which the model finished loading (OpenAI's `created` of the model object). */
   readonly created: number;
   /** Token bytes and text, for logprobs. */
@@ -141,6 +148,14 @@ export class ModelHost {
     } catch (error) {
       throw new ModelLoadError(`Failed to load model ${modelPath}: ${firstLine(error)}`, { cause: error });
     }
+    const trainContextSize = model.trainContextSize;
+    if (options.maxModelLen !== undefined && options.maxModelLen > trainContextSize) {
+      await model.dispose();
+      // As vLLM: a context longer than the model was trained on is refused, not silently accepted.
+      throw new ModelLoadError(
+        `--max-model-len ${options.maxModelLen} is greater than the model's training context (${trainContextSize} tokens).`,
+      );
+    }
     const contextSize = options.maxModelLen ?? Math.min(model.trainContextSize, 8192);
     const batchGate = new BatchGate(options.batchWaitMs);
     let context: LlamaContext;
@@ -168,7 +183,7 @@ export class ModelHost {
       ...(toolCallParser !== undefined ? { toolCallParser } : {}),
       ...(reasoningParser !== undefined ? { reasoningParser } : {}),
     };
-    return new ModelHost(
+    const host = new ModelHost(
       names,
       modelPath,
       model,
@@ -177,6 +192,8 @@ export class ModelHost {
       batchGate,
       chatParsers,
     );
+    host.trustRequestChatTemplate = options.trustRequestChatTemplate ?? false;
+    return host;
   }
 
   /** The model id (the first served name). */

@@ -1,5 +1,5 @@
 import type { LlamaContextSequence } from "node-llama-cpp";
-import { ApiError, overloaded } from "../errors.ts";
+import { ApiError, badRequest, overloaded } from "../errors.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import { runGeneration } from "./runGeneration.ts";
 import type { GenerationObserver, GenerationRequest, GenerationResult, SchedulerEvents } from "./types.ts";
@@ -122,9 +122,16 @@ export class Scheduler {
 
   /**
    * Checks that `count` more requests can be taken now (each starts on an idle slot or waits).
-   * @throws ApiError 503 with `Retry-After` when the waiting queue would exceed `--max-waiting`.
+   * @throws ApiError 503 with `Retry-After` when the waiting queue would exceed `--max-waiting`; 400 when
+   *   `count` exceeds slots + `--max-waiting`, which no retry could fix.
    */
   assertCapacity(count: number): void {
+    if (count > this.slots.length + this.maxWaiting) {
+      throw badRequest(
+        `This request needs ${count} generations (prompts x n or best_of), more than this server can hold at once (${this.slots.length} slots + ${this.maxWaiting} waiting). Lower n or best_of, or send fewer prompts.`,
+        "n",
+      );
+    }
     const idle = this.slots.filter((slot) => slot.state === SlotState.Idle).length;
     const wouldWait = this.waiting.length + Math.max(0, count - idle);
     if (wouldWait > this.maxWaiting) {

@@ -133,6 +133,11 @@ export async function runGeneration(
         if (stopTokenIds.has(token) && counted) {
           finishReason = "stop";
           stopReason = token;
+          // Release held-back text; the stop token's own text only with include_stop_str_in_output (vLLM).
+          const tail = (request.includeStopStrInOutput ? detokenizer.push(token) : "") + detokenizer.flush();
+          const match = stopMatcher.push(tail);
+          if (match.stop !== null) stopReason = match.stop;
+          emit(match.stop !== null ? match.text : match.text + stopMatcher.flush());
           break;
         }
         const text = detokenizer.push(token);

@@ -64,12 +64,16 @@ function acceptIntoGrammar(
  * log-softmax, which llama.cpp's sampler does not return under temperature or truncation) or a
  * combination of penalties llama.cpp's one penalty sampler cannot express (vLLM applies
  * `repetition_penalty` to prompt and completion tokens, the OpenAI penalties to completion tokens only).
- * A guided-decoding grammar is only enforced by the native sampler, so it always samples natively.
+ * Seeded (batch-invariant) requests sample here too, so their text does not depend on whether they ask
+ * for logprobs. A guided-decoding grammar is only enforced by the native sampler, so it always samples
+ * natively.
  */
 export function needsJsSampling(request: GenerationRequest): boolean {
   const { sampling } = request;
   if (request.grammar) return false;
   return (
+    // A seeded request always samples here, so asking for logprobs never changes its text.
+    request.batchInvariant ||
     request.logprobs !== null ||
     request.promptLogprobs !== null ||
     (sampling.repetitionPenalty !== 1 && (sampling.frequencyPenalty !== 0 || sampling.presencePenalty !== 0))

@@ -116,7 +116,7 @@ export async function planChat(
     return request;
   });
   return {
-    id: body.request_id ?? `chatcmpl-${randomUUID().replaceAll("-", "")}`,
+    id: body.request_id || `chatcmpl-${randomUUID().replaceAll("-", "")}`,
     created: Math.floor(Date.now() / 1000),
     model: body.model,
     scheduler,
@@ -129,6 +129,12 @@ export async function planChat(
 
 /** The chat template a request renders with: its own `chat_template`, else the model's, else ChatML. */
 export function chatTemplateOf(host: ModelHost, body: Pick<ChatCompletionRequest, "chat_template">): string {
+  if (body.chat_template !== undefined && body.chat_template !== null && !host.trustRequestChatTemplate) {
+    throw badRequest(
+      "Request chat templates are disabled: a template runs arbitrary Jinja on the server. Start the server with --trust-request-chat-template to allow them (as vLLM).",
+      "chat_template",
+    );
+  }
   return body.chat_template ?? host.chatTemplate ?? CHATML_FALLBACK_TEMPLATE;
 }
 

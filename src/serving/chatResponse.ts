@@ -85,7 +85,9 @@ export function streamChat(plan: ChatPlan, sink: ChunkSink, signal: AbortSignal)
     choices,
     ...(usage ? { usage } : continuous ? { usage: runningUsage() } : {}),
   });
-  const continuous = plan.body.stream_options?.continuous_usage_stats ?? false;
+  // vLLM sends continuous usage only when usage is asked for at all.
+  const continuous =
+    (plan.body.stream_options?.continuous_usage_stats ?? false) && includeUsage(plan.body.stream_options);
   const promptTokens = plan.requests[0]?.promptTokens.length ?? 0;
   let completionTokens = 0;
   const runningUsage = (): Usage => ({

@@ -88,7 +88,7 @@ export async function planCompletion(
     }
   }
   return {
-    id: body.request_id ?? `cmpl-${randomUUID().replaceAll("-", "")}`,
+    id: body.request_id || `cmpl-${randomUUID().replaceAll("-", "")}`,
     created: Math.floor(Date.now() / 1000),
     model: body.model,
     scheduler,
@@ -240,7 +240,9 @@ function finalChoice(
  * @throws ApiError 503 synchronously (before anything is written) when the queue is full.
  */
 export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: AbortSignal): Promise<void> {
-  const continuous = plan.body.stream_options?.continuous_usage_stats ?? false;
+  // vLLM sends continuous usage only when usage is asked for at all.
+  const continuous =
+    (plan.body.stream_options?.continuous_usage_stats ?? false) && includeUsage(plan.body.stream_options);
   const promptTokens = plan.prompts.reduce((sum, prompt) => sum + prompt.tokens.length, 0);
   let completionTokens = 0;
   const offsets = plan.requests.map(() => 0);

@@ -175,7 +175,14 @@ export function generationRequest(
   if (outside !== undefined) {
     throw badRequest(`stop_token_ids: ${outside} is not a token id of this model.`, "stop_token_ids");
   }
-  const minTokens = Math.min(body.min_tokens ?? body.nvext?.min_tokens ?? 0, maxTokens);
+  const minTokens = body.min_tokens ?? body.nvext?.min_tokens ?? 0;
+  if (minTokens > maxTokens) {
+    // As vLLM: "min_tokens must be less than or equal to max_tokens".
+    throw badRequest(
+      `min_tokens (${minTokens}) must be less than or equal to max_tokens (${maxTokens}).`,
+      "min_tokens",
+    );
+  }
   const ignoreEos = body.ignore_eos ?? body.nvext?.ignore_eos ?? false;
   if (grammar && (ignoreEos || minTokens > 0)) {
     // The grammar ends the output with EOS once it is complete; banning EOS would leave no token.

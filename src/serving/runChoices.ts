@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Scheduler } from "../engine/Scheduler.ts";
 import type { GenerationDelta, GenerationRequest, GenerationResult } from "../engine/types.ts";
 import { ApiError } from "../errors.ts";
@@ -20,6 +21,8 @@ export function runChoices(
 ): Promise<GenerationResult[]> {
   scheduler.assertCapacity(requests.length);
   const controller = new AbortController();
+  // Every choice's generation listens on this signal: n can reach 16 (plus the scheduler's timers).
+  setMaxListeners(4 * requests.length + 10, controller.signal);
   const forward = () => controller.abort(signal.reason);
   if (signal.aborted) forward();
   else signal.addEventListener("abort", forward, { once: true });

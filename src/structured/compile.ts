@@ -59,6 +59,21 @@ export function compileConstraint(
   spec: unknown,
   options: CompileOptions = {},
 ): CompiledConstraint {
+  try {
+    return compileUncaught(kind, spec, options);
+  } catch (error) {
+    // A spec nested deeper than the compilers' recursion can follow: a 400, never a 500.
+    if (error instanceof RangeError) {
+      throw badRequest(
+        "The constraint is nested too deeply to compile; flatten it (for example with $defs and $ref).",
+        options.param ?? DEFAULT_PARAM[kind] ?? null,
+      );
+    }
+    throw error;
+  }
+}
+
+function compileUncaught(kind: ConstraintKind, spec: unknown, options: CompileOptions): CompiledConstraint {
   const param = options.param ?? DEFAULT_PARAM[kind];
   if (!(kind in DEFAULT_PARAM)) throw badRequest(`Unknown guided decoding kind '${String(kind)}'.`, param);
   if (options.whitespacePattern !== undefined && typeof options.whitespacePattern !== "string") {

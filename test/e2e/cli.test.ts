@@ -33,6 +33,12 @@ describe("lmserve CLI", () => {
     assert.match(stderr, /^lmserve: error: Not a GGUF model file: .*broken\.gguf/);
   });
 
+  it("--max-model-len above the model's training context is refused with exit code 2", () => {
+    const { status, stderr } = lmserve(["serve", "--max-model-len", "999999", "--port", "0"]);
+    assert.equal(status, 2);
+    assert.match(stderr, /training context \(2048 tokens\)/);
+  });
+
   it("an invalid flag value is a one-line error and exit code 2", () => {
     const { status, stderr } = lmserve(["serve", "--port", "eighty"]);
     assert.equal(status, 2);

@@ -88,6 +88,15 @@ describe("generation controls and logprobs", () => {
     assert.notEqual(a.choices[0]?.text, c.choices[0]?.text);
   });
 
+  it("asking for logprobs does not change a seeded request's text", async () => {
+    const body = { prompt: "The", max_tokens: 16, temperature: 1.5, seed: 10 };
+    const plain = await complete(body);
+    const withLogprobs = await complete({ ...body, logprobs: 1 });
+    const echoed = await complete({ ...body, prompt_logprobs: 1 });
+    assert.equal(withLogprobs.choices[0]?.text, plain.choices[0]?.text);
+    assert.equal(echoed.choices[0]?.text, plain.choices[0]?.text);
+  });
+
   it("a seeded request gives the same text alone and while 3 other requests generate", async () => {
     for (const seed of [1000, 1001, 1002]) {
       const body = { max_tokens: 120, temperature: 1, seed };
@@ -153,6 +162,14 @@ describe("generation controls and logprobs", () => {
     assert.equal(stopped.choices[0]?.finish_reason, "stop");
     assert.equal(stopped.choices[0]?.stop_reason, third);
     assert.equal(stopped.usage.completion_tokens, 3);
+    const kept = await complete({
+      max_tokens: 10,
+      temperature: 0,
+      stop_token_ids: [third],
+      include_stop_str_in_output: true,
+    });
+    assert.ok(kept.choices[0]?.text.startsWith(stopped.choices[0]?.text ?? "?"));
+    assert.ok((kept.choices[0]?.text.length ?? 0) > (stopped.choices[0]?.text.length ?? 0));
   });
 
   it("include_stop_str_in_output keeps the stop string", async () => {

@@ -120,7 +120,7 @@ describe("reasoning (stories260K, <think> templates)", () => {
   };
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer(["--trust-request-chat-template"]);
   });
   after(async () => {
     await server.stop();
@@ -234,7 +234,11 @@ describe("reasoning (stories260K, <think> templates)", () => {
 
 describe("--reasoning-parser", () => {
   it("deepseek_r1 parses a template without <think>: output starts as reasoning", async () => {
-    const server = await startTestServer(["--reasoning-parser", "deepseek_r1"]);
+    const server = await startTestServer([
+      "--reasoning-parser",
+      "deepseek_r1",
+      "--trust-request-chat-template",
+    ]);
     try {
       const response = await server.post("/v1/chat/completions", {
         model: TEST_MODEL,

@@ -75,6 +75,18 @@ describe("scheduler: prefix caching, queue, cancellation, priority, metrics", ()
     for (const response of responses) if (response.status === 200) await response.json();
   });
 
+  it("more generations than slots + queue in one request is a 400, not a 503 no retry could fix", async () => {
+    const response = await server.post("/v1/completions", {
+      model: TEST_MODEL,
+      prompt: "Once",
+      max_tokens: 2,
+      n: 5,
+    });
+    assert.equal(response.status, 400);
+    const body = (await response.json()) as { param: string };
+    assert.equal(body.param, "n");
+  });
+
   it("aborting 20 streams frees every slot and counts them as aborted", async () => {
     const before = sample(await metrics(), "vllm:request_success_total", 'finished_reason="abort"') ?? 0;
     for (let round = 0; round < 5; round++) {

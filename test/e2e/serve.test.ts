@@ -315,6 +315,41 @@ describe("serving stories260K end to end", () => {
       assert.deepEqual(detail[0]?.loc, ["body", "messages"]);
     });
 
+    it("400 for a request chat_template unless --trust-request-chat-template", async () => {
+      const body = await expectError(
+        await server.post("/v1/chat/completions", {
+          model: TEST_MODEL,
+          messages: [{ role: "user", content: "hi" }],
+          chat_template: "{% for i in range(100000000) %}x{% endfor %}",
+        }),
+        400,
+      );
+      assert.equal(body.param, "chat_template");
+      assert.match(String(body.message), /--trust-request-chat-template/);
+    });
+
+    it("400, not 500, for a schema nested deeper than the compiler follows", async () => {
+      let schema: Record<string, unknown> = { type: "integer" };
+      for (let depth = 0; depth < 3000; depth++) schema = { type: "array", maxItems: 1, items: schema };
+      await expectError(
+        await server.post("/v1/completions", { model: TEST_MODEL, prompt: "a", guided_json: schema }),
+        400,
+      );
+    });
+
+    it("400 for min_tokens above max_tokens", async () => {
+      const body = await expectError(
+        await server.post("/v1/completions", {
+          model: TEST_MODEL,
+          prompt: "a",
+          max_tokens: 3,
+          min_tokens: 5,
+        }),
+        400,
+      );
+      assert.equal(body.param, "min_tokens");
+    });
+
     it("400 naming the message for image content on a text-only model", async () => {
       const body = await expectError(
         await server.post("/v1/chat/completions", {

@@ -129,7 +129,7 @@ describe("tool calling (stories260K, ChatML fallback template)", () => {
   };
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer(["--trust-request-chat-template"]);
     client = server.client;
   });
   after(async () => {
@@ -316,7 +316,7 @@ describe("tool calling (stories260K, ChatML fallback template)", () => {
 
 describe("--tool-call-parser", () => {
   it("makes tool_choice auto parse that format with a template that has none", async () => {
-    const server = await startTestServer(["--tool-call-parser", "hermes"]);
+    const server = await startTestServer(["--tool-call-parser", "hermes", "--trust-request-chat-template"]);
     try {
       const outcome = outcomeOf(
         await server.client.chat.completions.create({

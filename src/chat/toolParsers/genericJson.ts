@@ -4,7 +4,6 @@
  * `"required"` / named — also accepting llama.cpp's generic-format wrappers `{"tool_calls": [...]}`,
  * `{"tool_call": {...}}` and `{"response": "text"}`.
  */
-import type { ParserDelta } from "../parserDelta.ts";
 import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
 import { BufferedToolParser, callsFromJsonValue, type ParsedCall } from "./common.ts";
 

@@ -2,7 +2,6 @@
  * Hermes / Qwen tool calls: `<tool_call>{"name": …, "arguments": …}</tool_call>`, possibly several, as
  * vLLM's `hermes` tool parser reads them (Hermes 2 Pro, Qwen2.5, Qwen3, QwQ).
  */
-import type { ParserDelta } from "../parserDelta.ts";
 import { partialTagSuffix, skipSpace } from "../textScan.ts";
 import { BufferedToolParser, callsFromJsonText } from "./common.ts";
 

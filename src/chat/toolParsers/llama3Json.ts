@@ -3,7 +3,6 @@
  * templates ask for), optionally after `<|python_tag|>`, several separated by `;` — as vLLM's
  * `llama3_json` parser and llama.cpp's Llama 3.x handler read them.
  */
-import type { ParserDelta } from "../parserDelta.ts";
 import { isJsonSpace, partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
 import { BufferedToolParser, callsFromJsonText } from "./common.ts";
 

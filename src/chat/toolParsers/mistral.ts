@@ -3,7 +3,6 @@
  * Nemo / Small, as vLLM's `mistral` tool parser reads them) and the newer `[TOOL_CALLS]name[ARGS]{…}`
  * form (tokenizer v11+, Mistral Small 3.2 / Devstral / Magistral), which may repeat per call.
  */
-import type { ParserDelta } from "../parserDelta.ts";
 import { partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
 import { BufferedToolParser, callFromJson, callsFromJsonText, type ParsedCall } from "./common.ts";
 
