@@ -35,7 +35,7 @@ export type ModelHostOptions = {
    * runs arbitrary loops, so by default only the model's and the server's templates are used.
    */
   trustRequestChatTemplate?: boolean;
-  /** Longest wait for every running sequence to join a decode batch, in ms (see BatchGate). Defaults to 4. */
+  /** Longest wait for every running sequence to join a decode batch, in ms (see BatchGate). Defaults to 40. */
   batchWaitMs?: number;
   /** Called with the load progress, 0..1. */
   onProgress?: (fraction: number) => void;
