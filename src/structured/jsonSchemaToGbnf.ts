@@ -10,6 +10,7 @@
  * - everything unknown or inexpressible is a 400 naming the keyword and its JSON pointer.
  */
 import { badRequest } from "../errors.ts";
+import { CodePointSet } from "./codePointSet.ts";
 import { GbnfBuilder, gbnfLiteral, isAtomicExpression } from "./gbnf.ts";
 import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
 import {
@@ -32,7 +33,7 @@ import {
 } from "./jsonSchema/keywords.ts";
 import { MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
 import { integerBody, numberBody, stringBody } from "./jsonSchema/scalars.ts";
-import { RegexError } from "./regexParser.ts";
+import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
 import { regexBadRequest, regexExpression } from "./regexToGbnf.ts";
 
 /** Options of {@link jsonSchemaToGbnf} and {@link jsonObjectToGbnf}. */
@@ -92,10 +93,33 @@ function defineWhitespace(b: GbnfBuilder, pattern: string | undefined): void {
     return;
   }
   try {
+    if (!onlyJsonWhitespace(parseRegex(pattern))) {
+      throw badRequest(
+        `guided_whitespace_pattern "${pattern}" matches characters other than JSON whitespace (space, tab, newline, carriage return), which would make the output invalid JSON; use e.g. "[ \\t\\n]{0,4}".`,
+        "guided_whitespace_pattern",
+      );
+    }
     b.define(WS, regexExpression(b, pattern, { mode: "raw", search: false, hint: "ws" }));
   } catch (error) {
     if (error instanceof RegexError) throw regexBadRequest(error, pattern, "guided_whitespace_pattern");
     throw error;
+  }
+}
+
+const JSON_WHITESPACE = CodePointSet.chars(" \t\n\r");
+
+/** Whether every character the regex can match is JSON whitespace. */
+function onlyJsonWhitespace(node: RegexNode): boolean {
+  switch (node.type) {
+    case "set":
+      return node.set.subtract(JSON_WHITESPACE).isEmpty;
+    case "seq":
+    case "alt":
+      return node.items.every(onlyJsonWhitespace);
+    case "repeat":
+      return node.max === 0 || onlyJsonWhitespace(node.item);
+    default:
+      return true;
   }
 }
 

@@ -1,0 +1,36 @@
+/**
+ * Runs `lmserve` with its decode batches counted, without touching `src/`:
+ * `node --import tsx bench/lib/serverProbe.ts serve MODEL [flags]` takes the same arguments as
+ * `bin/lmserve.js`. Every context the server creates gets a {@link BatchRecorder} as its
+ * `batching.itemPrioritizationStrategy` (the same decisions as node-llama-cpp's default) and a timer
+ * around `decodeBatch`. On SIGUSR2 the process prints the statistics since the previous SIGUSR2 as
+ * one line on stderr, prefixed with `PROBE_LINE_PREFIX` (`engineProtocol.ts`).
+ *
+ * An entry script rather than an `--import` preload: node-llama-cpp forks a binary-test process with
+ * the parent's `execArgv`, and a preload that imports node-llama-cpp breaks that test.
+ */
+import { type LlamaContextOptions, LlamaModel } from "node-llama-cpp";
+import { BatchRecorder } from "./batchProbe.ts";
+import { PROBE_LINE_PREFIX } from "./engineProtocol.ts";
+
+const recorder = new BatchRecorder();
+const createContext = LlamaModel.prototype.createContext;
+
+LlamaModel.prototype.createContext = async function probedCreateContext(
+  this: LlamaModel,
+  options: LlamaContextOptions = {},
+) {
+  const context = await createContext.call(this, {
+    ...options,
+    batching: { ...options.batching, itemPrioritizationStrategy: recorder.strategy },
+  });
+  recorder.attach(context);
+  return context;
+};
+
+process.on("SIGUSR2", () => {
+  process.stderr.write(`${PROBE_LINE_PREFIX}${JSON.stringify(recorder.take())}\n`);
+});
+
+// What bin/lmserve.js runs once tsx is registered (here by `--import tsx`).
+await import("../../src/cli.ts");
