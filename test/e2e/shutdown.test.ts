@@ -81,10 +81,10 @@ describe("graceful shutdown", () => {
       "--max-num-seqs",
       "2",
       "--max-model-len",
-      "4096",
+      "2048",
     ]);
     // Neither request sets max_tokens: stories260K never ends a chat on its own, so both run to the
-    // end of the 4096-token context, far longer than the 1 s the server gives them.
+    // end of the 2048-token context (its training context), far longer than the 1 s the server gives them.
     const plain = server.post("/v1/chat/completions", { model: TEST_MODEL, messages });
     const response = await server.post("/v1/chat/completions", { model: TEST_MODEL, messages, stream: true });
     assert.equal(response.status, 200);
