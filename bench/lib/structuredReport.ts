@@ -110,7 +110,7 @@ export function probeTable(results: ProbeResult[], vocabularySize: number): stri
       `One grammar pass over the whole vocabulary costs about ${ms(fullPass)} ms per step (grammar+probs - free+probs, trimmed means).`,
       `With the grammar as the server samples, a step costs ${ms(overhead)} ms more than free (trimmed means, ${((overhead / free.stepMsTrimmed) * 100).toFixed(0)}%).`,
       anyGrammar
-        ? `With a grammar whose checks always pass (\`any-grammar\`), a step costs ${ms(anyGrammar.stepMsTrimmed - free.stepMsTrimmed)} ms more than free (${(((anyGrammar.stepMsTrimmed - free.stepMsTrimmed) / free.stepMsTrimmed) * 100).toFixed(0)}%): the price when the model's first pick follows the grammar.`
+        ? `With a grammar whose checks always pass (\`any-grammar\`), a step differs from free by ${ms(anyGrammar.stepMsTrimmed - free.stepMsTrimmed)} ms (${(((anyGrammar.stepMsTrimmed - free.stepMsTrimmed) / free.stepMsTrimmed) * 100).toFixed(0)}%): the price when the model's first pick follows the grammar.`
         : "",
       `${slow} of ${grammar.steps} grammar steps (${((slow / Math.max(1, grammar.steps)) * 100).toFixed(0)}%) took longer than free p50 + half a full pass (${ms(threshold)} ms), i.e. the sampled token was rejected and the grammar re-applied to the whole vocabulary.`,
     );
