@@ -346,7 +346,7 @@ async function main(): Promise<void> {
       notes: [
         "agg tok/s = completion tokens of the level / wall time from the first request's start to the last one's end (the tail, where fewer workers remain, is included on both sides).",
         "p99 of a few requests is close to their maximum.",
-        "Decode batches: one row per decodeBatch call of the context; a generation step is a batch of single-token items (one per sequence); `decodeBatch share of wall` = time inside llama.cpp's decodeBatch / the level's wall time.",
+        "Decode batches: one row per decodeBatch call of the context; a generation step is a batch of single-token items (one per sequence); `decodeBatch share of wall` = time inside llama.cpp's decodeBatch / the level's wall time; KV erasures = each request's `clearHistory` / `eraseContextTokenRanges` before its prompt, timed (they wait for the context lock, which node-llama-cpp's batch loop holds while any sequence has a decode queued).",
         "The server samples with its EOS ban (`ignore_eos` -> tokenBias) and a per-request seed; the bare engine samples with neither and counts EOS like any token.",
       ],
     };

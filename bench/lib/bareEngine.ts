@@ -17,7 +17,7 @@
  */
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { getLlama, type LlamaContextSequence, LlamaLogLevel, type Token } from "node-llama-cpp";
+import { getLlama, LlamaContextSequence, LlamaLogLevel, type Token } from "node-llama-cpp";
 import { BatchRecorder } from "./batchProbe.ts";
 import { deferReloop } from "./deferReloop.ts";
 import {
@@ -111,6 +111,7 @@ async function main(): Promise<void> {
   const sequenceCount = Number(values.sequences);
   const threads = Number(values.threads);
   const recorder = values["no-probe"] ? null : new BatchRecorder();
+  recorder?.instrumentErasure(LlamaContextSequence);
 
   const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error, build: "never" });
   const model = await llama.loadModel({ modelPath: values.model });

@@ -5,7 +5,7 @@
  * `decodeBatch` calls by wrapping the context's internal `_ctx.decodeBatch` (node-llama-cpp 3.21.1,
  * `dist/evaluator/LlamaContext/LlamaContext.js`; the probe degrades to counts only if that changes).
  */
-import type { BatchItem, LlamaContext, PrioritizedBatchItem } from "node-llama-cpp";
+import type { BatchItem, LlamaContext, LlamaContextSequence, PrioritizedBatchItem } from "node-llama-cpp";
 import type { BatchStats } from "./stats.ts";
 
 type BatchRecord = {
@@ -64,9 +64,12 @@ export function maximumParallelism({
   return result;
 }
 
+/** A `batching.itemPrioritizationStrategy` function. */
+export type Strategy = (options: { items: readonly BatchItem[]; size: number }) => PrioritizedBatchItem[];
+
 /**
- * Records every decode batch of the contexts it is attached to. Pass {@link strategy} as the context's
- * `batching.itemPrioritizationStrategy` and call {@link attach} once the context exists; {@link take}
+ * Records every decode batch of the contexts it is attached to. Pass {@link strategy} (or {@link around} a
+ * strategy of your own) as the context's `batching.itemPrioritizationStrategy` and call {@link attach} once the context exists; {@link take}
  * returns the statistics since the previous call and starts afresh.
  */
 export class BatchRecorder {
@@ -74,21 +77,27 @@ export class BatchRecorder {
   private decodeMs = 0;
   private lastDecodeEndMs = 0;
   private timed = false;
+  private eraseMs: number[] = [];
 
   /** The prioritization strategy to give the context: records the batch, then decides as the default. */
-  readonly strategy = (options: { items: readonly BatchItem[]; size: number }): PrioritizedBatchItem[] => {
-    const prioritized = maximumParallelism(options);
-    let tokens = 0;
-    let singleTokenItems = true;
-    for (const { item, processAmount } of prioritized) {
-      if (processAmount <= 0) continue;
-      tokens += processAmount;
-      if (item.tokens.length !== 1) singleTokenItems = false;
-    }
-    const items = prioritized.filter((entry) => entry.processAmount > 0).length;
-    this.records.push({ items, tokens, singleTokenItems, atMs: performance.now() });
-    return prioritized;
-  };
+  readonly strategy = this.around(maximumParallelism);
+
+  /** A prioritization strategy that lets `decide` choose the batch, then records what it chose. */
+  around(decide: Strategy): Strategy {
+    return (options) => {
+      const prioritized = decide(options);
+      let tokens = 0;
+      let singleTokenItems = true;
+      for (const { item, processAmount } of prioritized) {
+        if (processAmount <= 0) continue;
+        tokens += processAmount;
+        if (item.tokens.length !== 1) singleTokenItems = false;
+      }
+      const items = prioritized.filter((entry) => entry.processAmount > 0).length;
+      this.records.push({ items, tokens, singleTokenItems, atMs: performance.now() });
+      return prioritized;
+    };
+  }
 
   /** Wraps the context's native `decodeBatch` to time it; returns false when that is not possible. */
   attach(context: LlamaContext): boolean {
@@ -121,6 +130,34 @@ export class BatchRecorder {
     return true;
   }
 
+  /**
+   * Times every `clearHistory` and `eraseContextTokenRanges` of all sequences (by wrapping the class's
+   * prototype methods): both wait for the context lock, which the batch loop holds while any sequence
+   * has a decode queued, so their time is mostly time waiting for that lock.
+   */
+  instrumentErasure(sequenceClass: typeof LlamaContextSequence): void {
+    const prototype = sequenceClass.prototype;
+    const clearHistory = prototype.clearHistory;
+    const eraseContextTokenRanges = prototype.eraseContextTokenRanges;
+    const timed = async <T>(run: () => Promise<T>): Promise<T> => {
+      const start = performance.now();
+      try {
+        return await run();
+      } finally {
+        this.eraseMs.push(performance.now() - start);
+      }
+    };
+    prototype.clearHistory = function (this: LlamaContextSequence) {
+      return timed(() => clearHistory.call(this));
+    };
+    prototype.eraseContextTokenRanges = function (
+      this: LlamaContextSequence,
+      ...args: Parameters<LlamaContextSequence["eraseContextTokenRanges"]>
+    ) {
+      return timed(() => eraseContextTokenRanges.apply(this, args));
+    };
+  }
+
   /** Statistics of the batches since the previous call (or creation); resets the counters. */
   take(): BatchStats {
     const records = this.records;
@@ -145,7 +182,9 @@ export class BatchRecorder {
       stepMsBySize: stepMs,
       decodeMs: this.timed ? this.decodeMs : null,
       spanMs: records.length > 0 ? last - first : 0,
+      eraseMs: this.eraseMs,
     };
+    this.eraseMs = [];
     this.records = [];
     this.decodeMs = 0;
     return stats;

@@ -3,7 +3,7 @@
  * and a grouped bar chart of aggregate tok/s as plain SVG text (`bench/results/latest.svg`).
  */
 import type { PrefixRaw } from "./engineProtocol.ts";
-import type { BatchStats, LevelSummary } from "./stats.ts";
+import { type BatchStats, type LevelSummary, quantile } from "./stats.ts";
 
 /** One concurrency level measured on both targets. */
 export type LevelPair = {
@@ -129,7 +129,7 @@ export function prefixTable(trials: readonly PrefixTrial[]): string {
 }
 
 function batchRow(label: string, summary: LevelSummary, batch: BatchStats | undefined): string[] {
-  if (!batch) return [label, String(summary.concurrency), "–", "–", "–", "–", "–", "–"];
+  if (!batch) return [label, String(summary.concurrency), "–", "–", "–", "–", "–", "–", "–"];
   const share = batch.decodeMs === null ? Number.NaN : batch.decodeMs / summary.wallMs;
   const perStep = batch.decodeMs === null ? Number.NaN : batch.decodeMs / Math.max(1, batch.batches);
   return [
@@ -148,6 +148,9 @@ function batchRow(label: string, summary: LevelSummary, batch: BatchStats | unde
       .join(", "),
     Number.isFinite(share) ? `${(share * 100).toFixed(0)}%` : "–",
     f1(perStep),
+    batch.eraseMs.length > 0
+      ? `${batch.eraseMs.length} x, ${f0(quantile(batch.eraseMs, 0.5))} / ${f0(Math.max(...batch.eraseMs))}`
+      : "–",
   ];
 }
 
@@ -167,6 +170,7 @@ export function batchTable(levels: readonly LevelPair[]): string {
       "steps by sequences in them: count (mean decodeBatch ms)",
       "decodeBatch share of wall",
       "mean ms per decodeBatch",
+      "KV erasures: count, p50 / max ms",
     ],
     rows,
   );

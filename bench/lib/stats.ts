@@ -45,6 +45,8 @@ export type BatchStats = {
   decodeMs: number | null;
   /** The level's wall time as seen by the probe (first to last batch end), in milliseconds. */
   spanMs: number;
+  /** Duration of each `clearHistory` / `eraseContextTokenRanges` call (mostly waiting for the context lock), ms. */
+  eraseMs: number[];
 };
 
 /** The summary printed in the results table; latencies in milliseconds. */
@@ -231,5 +233,6 @@ export function mergeBatchStats(parts: readonly (BatchStats | null | undefined)[
       ? null
       : stats.reduce((sum, part) => sum + (part.decodeMs ?? 0), 0),
     spanMs: stats.reduce((sum, part) => sum + part.spanMs, 0),
+    eraseMs: stats.flatMap((part) => part.eraseMs),
   };
 }
