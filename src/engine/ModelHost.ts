@@ -80,7 +80,7 @@ export class ModelHost {
   readonly created: number;
   /** Token bytes and text, for logprobs. */
   readonly vocabulary: TokenVocabulary;
-  /** When the context dispatches decode batches: once every running sequence has queued (see BatchGate). */
+  /** Lines up the running sequences' decode steps into one batch each and orders them (see BatchGate). */
   readonly batchGate: BatchGate;
 
   private constructor(
@@ -165,7 +165,7 @@ export class ModelHost {
         contextSize,
         threads: options.threads,
         batchSize: Math.min(512, contextSize),
-        batching: { dispatchSchedule: batchGate.schedule },
+        batching: { dispatchSchedule: batchGate.schedule, itemPrioritizationStrategy: batchGate.prioritize },
       });
       batchGate.attach(context);
     } catch (error) {

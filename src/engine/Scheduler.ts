@@ -59,10 +59,11 @@ type Job = {
 /**
  * The single owner of a model's slots and of its waiting queue (continuous batching).
  *
- * Each running request has its own slot; node-llama-cpp batches the decode steps of all slots of the
- * context together. Requests beyond the slots wait in a queue ordered by priority (lower first, as
- * vLLM's `priority`) then arrival; a request joins as soon as a slot frees, between decode steps.
- * A new request takes the idle slot whose cached tokens share the longest prefix with its prompt.
+ * Each running request has its own slot; the model's {@link BatchGate} lines up the decode steps of
+ * all slots so node-llama-cpp decodes them as one batch. Requests beyond the slots wait in a queue
+ * ordered by priority (lower first, as vLLM's `priority`) then arrival; a request joins as soon as a
+ * slot frees, between decode steps. A new request takes the idle slot whose cached tokens share the
+ * longest prefix with its prompt (see `pickSlot`).
  */
 export class Scheduler {
   readonly host: ModelHost;
@@ -83,7 +84,6 @@ export class Scheduler {
     this.events = options.events;
     this.requestTimeoutSeconds = options.requestTimeoutSeconds;
     this.slots = [];
-    host.batchGate.expectedSequences = () => this.runningCount;
     for (let id = 0; host.context.sequencesLeft > 0; id++) {
       this.slots.push({ id, sequence: host.context.getSequence(), state: SlotState.Idle });
     }
@@ -245,11 +245,17 @@ export class Scheduler {
     }
   }
 
-  /** The idle slot sharing the longest prefix with the prompt (the first idle slot without prefix caching). */
+  /**
+   * The idle slot sharing the longest prefix with the prompt, if that prefix is at least a tenth of the
+   * prompt (llama-server's `--slot-prompt-similarity` default, 0.1); otherwise, and without prefix
+   * caching, the idle slot with the lowest id. Low ids first keeps the running sequences' ids
+   * contiguous, which lets llama.cpp decode their tokens as one ubatch (see `sequenceOrderedStrategy`).
+   */
   private pickSlot(idle: Slot[], prompt: readonly number[]): Slot {
-    let best = idle[0] as Slot;
-    if (!this.prefixCaching) return best;
-    let bestLength = -1;
+    const lowest = idle[0] as Slot;
+    if (!this.prefixCaching) return lowest;
+    let best = lowest;
+    let bestLength = 0;
     for (const slot of idle) {
       const length = commonPrefixLength(slot.sequence.contextTokens, prompt);
       if (length > bestLength) {
@@ -257,7 +263,7 @@ export class Scheduler {
         bestLength = length;
       }
     }
-    return best;
+    return bestLength >= prompt.length / 10 ? best : lowest;
   }
 
   private async run(slot: Slot, job: Job): Promise<void> {
@@ -287,7 +293,7 @@ export class Scheduler {
       job.resolve(result);
     } catch (error) {
       // The sequence's KV state is unknown after a failure: start the slot from scratch next time.
-      await slot.sequence.clearHistory().catch(() => undefined);
+      await this.host.batchGate.erase(() => slot.sequence.clearHistory()).catch(() => undefined);
       job.reject(error);
     } finally {
       job.dispose();

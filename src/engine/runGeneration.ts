@@ -1,3 +1,5 @@
+import type { LlamaContextSequence } from "node-llama-cpp";
+import type { GateMember } from "./BatchGate.ts";
 import { IncrementalDetokenizer } from "./IncrementalDetokenizer.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import { commonPrefixLength, type Slot } from "./Scheduler.ts";
@@ -52,9 +54,32 @@ export async function runGeneration(
   let cachedTokens = reuse ? commonPrefixLength(sequence.contextTokens, prompt) : 0;
   // At least one prompt token must be evaluated to get the next token's distribution.
   if (cachedTokens >= prompt.length) cachedTokens = prompt.length - 1;
-  if (cachedTokens === 0) await sequence.clearHistory();
-  else if (sequence.nextTokenIndex > cachedTokens) {
-    await sequence.eraseContextTokenRanges([{ start: cachedTokens, end: sequence.nextTokenIndex }]);
+  const member = host.batchGate.join();
+  try {
+    return await generate(host, sequence, request, observer, options, cachedTokens, member);
+  } finally {
+    member.leave();
+  }
+}
+
+async function generate(
+  host: ModelHost,
+  sequence: LlamaContextSequence,
+  request: GenerationRequest,
+  observer: GenerationObserver,
+  options: RunGenerationOptions,
+  cachedTokens: number,
+  member: GateMember,
+): Promise<GenerationResult> {
+  const prompt = request.promptTokens;
+  // Drop the slot's cached tokens after the reused prefix. The erasure waits for the context lock: the
+  // gate holds back the other sequences' steps until it has had it.
+  if (sequence.nextTokenIndex > cachedTokens) {
+    await host.batchGate.erase(() =>
+      cachedTokens === 0
+        ? sequence.clearHistory()
+        : sequence.eraseContextTokenRanges([{ start: cachedTokens, end: sequence.nextTokenIndex }]),
+    );
   }
 
   const detokenizer = new IncrementalDetokenizer(
@@ -84,7 +109,12 @@ export async function runGeneration(
   };
 
   const promptRest = prompt.slice(cachedTokens);
-  const state: GenerationState = { generated, injected: [] };
+  const state: GenerationState = {
+    generated,
+    injected: [],
+    beforeStep: member.step,
+    onEvaluated: member.arrived,
+  };
   const tokens: AsyncGenerator<SampledToken> = needsJsSampling(request)
     ? exactTokens(host, sequence, promptRest, request, state, (logprobs) => {
         promptLogprobs = logprobs;

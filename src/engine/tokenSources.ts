@@ -4,6 +4,7 @@ import {
   type Token,
   TokenBias,
 } from "node-llama-cpp";
+import type { BatchGate } from "./BatchGate.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import { Mulberry32 } from "./sampling/Mulberry32.ts";
 import { type Distribution, sampleToken } from "./sampling/sampleToken.ts";
@@ -21,6 +22,13 @@ export type GenerationState = {
    * source evaluates them after that token, before sampling the next, and empties the list.
    */
   injected?: number[];
+  /**
+   * Awaited after each yielded token, before the next step is queued (the {@link BatchGate}'s
+   * `GateMember.step`): lines the step up with the other sequences' steps.
+   */
+  beforeStep?: () => Promise<void>;
+  /** Called when an evaluation returns, before its token is handled (the gate's `GateMember.arrived`). */
+  onEvaluated?: () => void;
 };
 
 /** Takes the injected tokens of `state` (emptying the list): the next evaluation's input after `token`, or undefined. */
@@ -160,9 +168,11 @@ export async function* nativeTokens(
       let input: Token[] | undefined;
       for (;;) {
         const step = await iterator.next(input);
+        state.onEvaluated?.();
         if (step.done) return;
         yield { token: step.value };
         input = nextInput(step.value);
+        await state.beforeStep?.();
       }
     } finally {
       await iterator.return(undefined);
@@ -175,10 +185,12 @@ export async function* nativeTokens(
     let input: Token[] | undefined;
     for (;;) {
       const step = await iterator.next(input);
+      state.onEvaluated?.();
       if (step.done) return;
       const { token, probabilities } = step.value;
       yield { token, logprob: tokenLogprob(probabilities, token, k) };
       input = nextInput(token);
+      await state.beforeStep?.();
     }
   } finally {
     await iterator.return(undefined);
@@ -215,6 +227,7 @@ export async function* exactTokens(
     const results = await sequence.controlledEvaluate(
       items as Parameters<LlamaContextSequence["controlledEvaluate"]>[0],
     );
+    state.onEvaluated?.();
     if (first && wantPrompt) {
       const prompt: (TokenLogprob | null)[] = [null];
       for (let index = 1; index < input.length; index++) {
@@ -238,6 +251,7 @@ export async function* exactTokens(
       ...(request.logprobs !== null ? { logprob: tokenLogprob(distribution, token, request.logprobs) } : {}),
     };
     input = takeInjected(state, token) ?? [token];
+    await state.beforeStep?.();
   }
 }
 
