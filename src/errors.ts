@@ -92,6 +92,20 @@ export function routeNotFound(method: string, url: string): ApiError {
   return new ApiError(404, "not_found_error", "route_not_found", `No route for ${method} ${url}.`);
 }
 
+/**
+ * 405: the path exists but not for this method (as FastAPI, vLLM's server, answers), with an `Allow`
+ * header listing the methods it takes.
+ */
+export function methodNotAllowed(method: string, path: string, allowed: readonly string[]): ApiError {
+  return new ApiError(
+    405,
+    "invalid_request_error",
+    "method_not_allowed",
+    `${method} is not allowed on ${path}; use ${allowed.join(" or ")}.`,
+    { headers: { allow: allowed.join(", ") } },
+  );
+}
+
 /** 415: the request's Content-Type is not JSON. */
 export function unsupportedMediaType(contentType: string | undefined): ApiError {
   return new ApiError(

@@ -86,7 +86,7 @@ export async function startServer(
   ready = true;
 
   const app = buildApp(
-    { registry, seeds, metrics, isReady: () => ready },
+    { registry, seeds, metrics, maxTokensCap: config.maxTokensCap, isReady: () => ready },
     {
       logger: logger as FastifyBaseLogger,
       ui: config.ui ? {} : false,

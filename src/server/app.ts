@@ -9,6 +9,7 @@ import Fastify, {
 import {
   ApiError,
   malformedJson,
+  methodNotAllowed,
   payloadTooLarge,
   routeNotFound,
   toApiError,
@@ -31,6 +32,8 @@ import { registerUi, type UiOptions } from "./ui.ts";
 export type AppContext = {
   registry: ModelRegistry;
   seeds: SeedSource;
+  /** `--max-tokens-cap`: also the most a request that omits `max_tokens` generates. */
+  maxTokensCap?: number | undefined;
   /** Prometheus metrics served at GET /metrics (absent: no /metrics route). */
   metrics?: ServerMetrics;
   /** True once every model is loaded (readiness). */
@@ -81,9 +84,23 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
   app.setErrorHandler((error, request, reply) =>
     sendError(request, reply, fromFrameworkError(error, request)),
   );
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, routeNotFound(request.method, request.url)),
-  );
+  // Methods of each static path, so a known path with another method is a 405, not a 404.
+  const methodsByPath = new Map<string, Set<string>>();
+  app.addHook("onRoute", (route) => {
+    if (route.url.includes(":") || route.url.includes("*")) return;
+    const methods = methodsByPath.get(route.url) ?? new Set<string>();
+    for (const method of [route.method].flat()) methods.add(method);
+    methodsByPath.set(route.url, methods);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split("?")[0] ?? request.url;
+    const allowed = methodsByPath.get(path);
+    const error =
+      allowed && !allowed.has(request.method)
+        ? methodNotAllowed(request.method, path, [...allowed].sort())
+        : routeNotFound(request.method, request.url);
+    return sendError(request, reply, error);
+  });
 
   registerOperations(app, context, options.operations ?? DEFAULT_OPERATIONS);
   registerHealthRoutes(app, context);

@@ -56,6 +56,8 @@ export type ChatPlan = {
  *   `nvext.max_thinking_tokens` closes the block at the budget (0 with a prompt that opened it: the
  *   close text is appended to the prompt); without a reasoning parser it has no effect;
  * - guided decoding (`chatGrammar.ts`), whose grammar admits a thinking block first when reasoning is parsed.
+ * A request without `max_tokens`/`max_completion_tokens` generates until the context ends, at most
+ * `maxTokensCap` tokens (`--max-tokens-cap`).
  * @throws ApiError 404 for an unknown model; 400 for unsupported content (images), a template that
  *   fails to render, a prompt plus `max_tokens` longer than the context, and invalid tool use.
  */
@@ -63,6 +65,7 @@ export async function planChat(
   registry: ModelRegistry,
   body: ChatCompletionRequest,
   seeds: SeedSource,
+  maxTokensCap?: number,
 ): Promise<ChatPlan> {
   const scheduler = registry.get(body.model);
   refuseUnsupportedFields(body);
@@ -95,6 +98,7 @@ export async function planChat(
     body.max_completion_tokens ?? body.max_tokens,
     promptTokens.length,
     host.contextSize,
+    maxTokensCap,
   );
   if (body.top_logprobs !== undefined && body.top_logprobs !== null && !body.logprobs) {
     throw badRequest("top_logprobs requires logprobs to be true.", "top_logprobs");

@@ -44,7 +44,8 @@ export type CompletionPlan = {
 };
 
 /**
- * Validates a completions request against its model and tokenizes its prompts.
+ * Validates a completions request against its model and tokenizes its prompts. `maxTokensCap`
+ * (`--max-tokens-cap`) bounds a request whose `max_tokens` is null (larger values were refused before).
  * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`echo` with `stream`,
  *   `best_of` < `n`, `best_of` with `stream`), `suffix` on a model without fill-in-the-middle tokens,
  *   token ids outside the vocabulary, a prompt plus `max_tokens` longer than the context, or a
@@ -54,6 +55,7 @@ export async function planCompletion(
   registry: ModelRegistry,
   body: CompletionRequest,
   seeds: SeedSource,
+  maxTokensCap?: number,
 ): Promise<CompletionPlan> {
   const scheduler = registry.get(body.model);
   if (body.echo && body.stream) throw badRequest("'echo' and 'stream' cannot both be true.", "echo");
@@ -80,6 +82,7 @@ export async function planCompletion(
       body.max_tokens === undefined ? 16 : body.max_tokens,
       prompt.tokens.length,
       host.contextSize,
+      maxTokensCap,
     );
     for (let choice = 0; choice < perPrompt; choice++) {
       requests.push(

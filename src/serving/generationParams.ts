@@ -126,13 +126,14 @@ export function stopStrings(stop: string | string[] | null | undefined): string[
 
 /**
  * Resolves `max_tokens` against the context: an explicit value must fit with the prompt; none means
- * "until the context ends".
+ * "until the context ends", or at most `ceiling` tokens (the server's `--max-tokens-cap`).
  * @throws ApiError 400 naming the limit, as vLLM's "This model's maximum context length is ..." error.
  */
 export function resolveMaxTokens(
   maxTokens: number | null | undefined,
   promptTokens: number,
   contextSize: number,
+  ceiling?: number,
 ): number {
   if (promptTokens >= contextSize) {
     throw badRequest(
@@ -141,7 +142,8 @@ export function resolveMaxTokens(
       "context_length_exceeded",
     );
   }
-  if (maxTokens === undefined || maxTokens === null) return contextSize - promptTokens;
+  if (maxTokens === undefined || maxTokens === null)
+    return Math.min(contextSize - promptTokens, ceiling ?? Infinity);
   if (promptTokens + maxTokens > contextSize) {
     throw badRequest(
       `This model's maximum context length is ${contextSize} tokens. However, you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the prompt, ${maxTokens} for the completion). Reduce the prompt or max_tokens.`,
@@ -157,8 +159,9 @@ export type LogprobCounts = { logprobs: number | null; promptLogprobs: number | 
 
 /**
  * Builds the engine request of one choice, with the request's guided-decoding grammar (or null).
- * @throws ApiError 400 for a stop token id outside the vocabulary, for `ignore_eos` or `min_tokens`
- *   with a grammar (and see {@link samplingParams}).
+ * @throws ApiError 400 for a stop token id outside the vocabulary, for `ignore_eos`, `min_tokens`, or
+ *   `repetition_penalty` together with frequency/presence penalties with a grammar (and see
+ *   {@link samplingParams}).
  */
 export function generationRequest(
   body: CommonRequest,
@@ -191,10 +194,23 @@ export function generationRequest(
       ignoreEos ? "ignore_eos" : "min_tokens",
     );
   }
+  const sampling = samplingParams(body, host, choice, seeds);
+  if (
+    grammar &&
+    sampling.repetitionPenalty !== 1 &&
+    (sampling.frequencyPenalty !== 0 || sampling.presencePenalty !== 0)
+  ) {
+    // Only the JS sampler applies both kinds (vLLM: repetition_penalty over prompt and output, the
+    // OpenAI penalties over the output), and only the native sampler enforces a grammar.
+    throw badRequest(
+      `repetition_penalty cannot be combined with ${sampling.frequencyPenalty !== 0 ? "frequency_penalty" : "presence_penalty"} under a guided decoding constraint or a forced tool call; use one kind of penalty.`,
+      "repetition_penalty",
+    );
+  }
   return {
     promptTokens,
     maxTokens,
-    sampling: samplingParams(body, host, choice, seeds),
+    sampling,
     stop: stopStrings(body.stop),
     includeStopStrInOutput: body.include_stop_str_in_output ?? false,
     priority: body.priority ?? 0,

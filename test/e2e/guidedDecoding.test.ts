@@ -341,6 +341,9 @@ describe("guided decoding over HTTP", () => {
       [{ stop: ["}"] }, "stop"],
       [{ stop_token_ids: [13] }, "stop_token_ids"],
       [{ prompt_logprobs: 1 }, "prompt_logprobs"],
+      // The native sampler that enforces a grammar has one penalty list; vLLM's two kinds need the JS one.
+      [{ repetition_penalty: 1.2, frequency_penalty: 0.5 }, "repetition_penalty"],
+      [{ repetition_penalty: 1.2, presence_penalty: 0.5 }, "repetition_penalty"],
     ];
     for (const endpoint of ENDPOINTS)
       for (const [fields, param] of conflicts)
@@ -349,6 +352,12 @@ describe("guided decoding over HTTP", () => {
     // Without a constraint the same fields are fine; an empty stop list is no stop.
     await client.generate("completions", { stop: ["}"], max_tokens: 4 });
     await client.generate("chat", { guided_choice: CHOICES, stop: [], temperature: 0 });
+    await client.generate("chat", { guided_choice: CHOICES, repetition_penalty: 1.2, temperature: 0 });
+    await client.generate("completions", {
+      guided_choice: CHOICES,
+      frequency_penalty: 0.5,
+      presence_penalty: 0.5,
+    });
   });
 
   it("the openai client's chat.completions.parse() with zodResponseFormat returns a parsed object", async () => {

@@ -189,6 +189,24 @@ describe("operations: keys, limits, CORS, logs, tokenizer, documents", () => {
       assert.equal(within.choices.length, 2);
     });
 
+    it("bounds a request that omits max_tokens by the cap, not by the context", async () => {
+      // ignore_eos: the model would otherwise stop on its own well before either limit.
+      const chat = await client.chat.completions.create({
+        model: TEST_MODEL,
+        messages: [{ role: "user", content: "Tell me a story" }],
+        ignore_eos: true,
+      } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+      assert.equal(chat.usage?.completion_tokens, 64);
+      assert.equal(chat.choices[0]?.finish_reason, "length");
+      const completion = await client.completions.create({
+        model: TEST_MODEL,
+        prompt: "Once",
+        max_tokens: null,
+        ignore_eos: true,
+      } as OpenAI.CompletionCreateParamsNonStreaming);
+      assert.equal(completion.usage?.completion_tokens, 64);
+    });
+
     it("answers a body over --max-body-size with 413 and the error body", async () => {
       const response = await server.post(
         "/v1/completions",

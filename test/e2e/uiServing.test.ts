@@ -48,23 +48,21 @@ describe("the web UI served at /", () => {
     }
   });
 
-  it("leaves the API alone: unknown paths are still JSON 404s, /v1 and /health answer as before", async () => {
-    for (const path of [
-      "/v1/nope",
-      "/nope",
-      "/assets/missing.js",
-      "/index.htm",
-      "/assets/",
-      "/v1/chat/completions",
-    ]) {
+  it("leaves the API alone: unknown paths are still JSON 404s (405s for a wrong method), /v1 and /health answer as before", async () => {
+    for (const path of ["/v1/nope", "/nope", "/assets/missing.js", "/index.htm", "/assets/"]) {
       const response = await fetch(`${server.url}${path}`);
       assert.equal(response.status, 404, path);
       const body = (await response.json()) as { error: { code: string } };
       assert.equal(body.error.code, "route_not_found", path);
     }
+    // A known path with another method is a 405 naming the allowed ones (as FastAPI answers).
+    const get = await fetch(`${server.url}/v1/chat/completions`);
+    assert.equal(get.status, 405);
+    assert.equal(get.headers.get("allow"), "POST");
+    assert.equal(((await get.json()) as { error: { code: string } }).error.code, "method_not_allowed");
     const post = await server.post("/", { a: 1 });
-    assert.equal(post.status, 404);
-    assert.equal(((await post.json()) as { error: { code: string } }).error.code, "route_not_found");
+    assert.equal(post.status, 405);
+    assert.match(post.headers.get("allow") ?? "", /GET/);
     assert.equal((await fetch(`${server.url}/health`)).status, 200);
     const models = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: { id: string }[] };
     assert.equal(models.data[0]?.id, "stories260K");

@@ -201,8 +201,9 @@ export type DisconnectStats = {
 };
 
 /**
- * Starts `count` generations (four in five streamed, 300 tokens) and drops each connection at a random
- * moment in its first 800 ms: in the queue, during prefill, or mid-stream.
+ * Starts `count` generations (four in five streamed, 300 tokens with `ignore_eos`, so none ends
+ * early). A streamed one is dropped after a random number (1-20) of chunks, mid-stream, unless a timer
+ * of up to 800 ms drops it first (in the queue or during prefill); a non-streamed one by that timer.
  */
 export async function runDisconnects(
   url: string,
@@ -221,9 +222,11 @@ export async function runDisconnects(
       const controller = new AbortController();
       const stream = index % 5 !== 0;
       const chat = index % 2 === 0;
+      const common = { model, max_tokens: 300, ignore_eos: true, stream };
       const body = chat
-        ? { model, messages: [{ role: "user", content: "Tell me a story" }], max_tokens: 300, stream }
-        : { model, prompt: "Once upon a time", max_tokens: 300, stream, n: 1 + Math.floor(random() * 2) };
+        ? { ...common, messages: [{ role: "user", content: "Tell me a story" }] }
+        : { ...common, prompt: "Once upon a time", n: 1 + Math.floor(random() * 2) };
+      const chunksBeforeDrop = 1 + Math.floor(random() * 20);
       const timer = setTimeout(() => controller.abort(), Math.floor(random() * 800));
       let headersReceived = false;
       try {
@@ -234,7 +237,12 @@ export async function runDisconnects(
           signal: controller.signal,
         });
         headersReceived = true;
-        await response.arrayBuffer();
+        if (stream && response.body) {
+          const reader = response.body.getReader();
+          for (let chunks = 1; !(await reader.read()).done; chunks++) {
+            if (chunks >= chunksBeforeDrop) controller.abort();
+          }
+        } else await response.arrayBuffer();
         stats.completed++;
       } catch {
         if (headersReceived) stats.abortedMidStream++;

@@ -133,6 +133,8 @@ export function reliabilitySuite(size: SuiteSize): void {
     });
 
     it(`disconnects: ${size.disconnects} requests dropped at random points leave every slot free`, async (t) => {
+      const pid = server.process.pid as number;
+      const rssStart = rssBytes(pid);
       const stats = await runDisconnects(
         server.url,
         auth,
@@ -141,9 +143,18 @@ export function reliabilitySuite(size: SuiteSize): void {
         seededRandom(size.seed + 1),
       );
       const leaked = await leakedSlots(server.url, auth);
+      // Issue 4's target (RSS within 5% of before) is a measurement, reported here, not asserted.
+      const rssEnd = rssBytes(pid);
+      figures.disconnectRssMB = {
+        before: (rssStart / MB).toFixed(1),
+        after: (rssEnd / MB).toFixed(1),
+        changePercent: (((rssEnd - rssStart) / rssStart) * 100).toFixed(1),
+      };
       figures.disconnects = stats;
       figures.leakedSlots = leaked;
-      t.diagnostic(`disconnects: ${JSON.stringify(stats)}, leaked slots ${leaked}`);
+      t.diagnostic(
+        `disconnects: ${JSON.stringify(stats)}, leaked slots ${leaked}, RSS ${JSON.stringify(figures.disconnectRssMB)}`,
+      );
       assert.equal(leaked, 0, "requests still running or waiting after every client left");
       // Every slot takes a request again.
       const results = await Promise.all(

@@ -9,7 +9,7 @@ import { parseBody } from "../validation.ts";
 export function registerCompletionRoutes(app: FastifyInstance, context: AppContext): void {
   app.post("/v1/completions", async (request, reply) => {
     const body = parseBody(CompletionRequestSchema, request.body);
-    const plan = await planCompletion(context.registry, body, context.seeds);
+    const plan = await planCompletion(context.registry, body, context.seeds, context.maxTokensCap);
     const signal = clientSignal(request, reply);
     if (!body.stream) {
       const response = await completeCompletion(plan, signal);
