@@ -48,8 +48,14 @@ export class BatchGate {
     this.maxWaitMs = maxWaitMs;
   }
 
+  /** Called with the number of tokens of every decode batch (metrics). */
+  onBatch: ((tokens: number) => void) | undefined;
+
   /** The `itemPrioritizationStrategy` to pass to `createContext({batching})` (see {@link sequenceOrderedStrategy}). */
-  readonly prioritize = sequenceOrderedStrategy(() => this.context);
+  readonly prioritize = sequenceOrderedStrategy(
+    () => this.context,
+    (tokens) => this.onBatch?.(tokens),
+  );
 
   /** Connects the gate to the context whose queue it watches. */
   attach(context: LlamaContext): void {
@@ -234,6 +240,7 @@ type MemberState = {
  */
 export function sequenceOrderedStrategy(
   context: () => LlamaContext | undefined,
+  onBatch?: (tokens: number) => void,
 ): (options: { items: readonly BatchItem[]; size: number }) => PrioritizedBatchItem[] {
   return ({ items, size }) => {
     const queued = (
@@ -266,6 +273,7 @@ export function sequenceOrderedStrategy(
       entry.processAmount += more;
       left -= more;
     }
+    onBatch?.(size - left);
     return chosen.map(({ item, processAmount }) => ({ item, processAmount }));
   };
 }

@@ -84,6 +84,7 @@ export class Scheduler {
     this.events = options.events;
     this.requestTimeoutSeconds = options.requestTimeoutSeconds;
     this.slots = [];
+    host.batchGate.onBatch = (tokens) => this.events?.onIteration?.(tokens);
     for (let id = 0; host.context.sequencesLeft > 0; id++) {
       this.slots.push({ id, sequence: host.context.getSequence(), state: SlotState.Idle });
     }

@@ -133,4 +133,6 @@ export type SchedulerEvents = {
   ): void;
   /** A completion token was sampled, `secondsSincePrevious` after the previous one of the same generation. */
   onInterTokenLatency?(secondsSincePrevious: number): void;
+  /** A decode batch (an engine step) goes to llama.cpp with `tokens` tokens: prompt chunks and one per decoding sequence. */
+  onIteration?(tokens: number): void;
 };

@@ -16,6 +16,11 @@ const TTFT_BUCKETS = [
 const ITL_BUCKETS = [
   0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80,
 ];
+/**
+ * Buckets for tokens per engine step (prompt chunks plus one token per decoding sequence): powers of
+ * two. vLLM derives its buckets from its CUDA graph capture sizes, which a CPU server has none of.
+ */
+const ITERATION_TOKEN_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192];
 const E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960];
 
 /** The server's Prometheus registry and vLLM-named metrics for every served model. */
@@ -31,6 +36,7 @@ export class ServerMetrics {
   private readonly itl: Histogram<"model_name">;
   private readonly e2e: Histogram<"model_name">;
   private readonly queueTime: Histogram<"model_name">;
+  private readonly iterationTokens: Histogram<"model_name">;
 
   constructor() {
     const registers = [this.registry];
@@ -112,6 +118,13 @@ export class ServerMetrics {
       buckets: E2E_BUCKETS,
       registers,
     });
+    this.iterationTokens = new Histogram({
+      name: "vllm:iteration_tokens_total",
+      help: "Histogram of number of tokens per engine_step.",
+      labelNames: ["model_name"],
+      buckets: ITERATION_TOKEN_BUCKETS,
+      registers,
+    });
     this.queueTime = new Histogram({
       name: "vllm:request_queue_time_seconds",
       help: "Histogram of time spent waiting for a slot, in seconds.",
@@ -131,6 +144,7 @@ export class ServerMetrics {
     const labels = { model_name: modelName };
     return {
       onInterTokenLatency: (seconds) => this.itl.observe(labels, seconds),
+      onIteration: (tokens) => this.iterationTokens.observe(labels, tokens),
       onFinished: (result, timing) => {
         this.requestSuccess.inc({ ...labels, finished_reason: result.finishReason });
         this.generationTokens.inc(labels, result.completionTokens);

@@ -144,6 +144,7 @@ describe("scheduler: prefix caching, queue, cancellation, priority, metrics", ()
       "vllm:e2e_request_latency_seconds": "histogram",
       "vllm:prefix_cache_queries_total": "counter",
       "vllm:prefix_cache_hits_total": "counter",
+      "vllm:iteration_tokens_total": "histogram",
     };
     for (const [name, type] of Object.entries(types)) {
       assert.ok(text.includes(`# TYPE ${name} ${type}`), `${name} ${type}`);
@@ -154,6 +155,42 @@ describe("scheduler: prefix caching, queue, cancellation, priority, metrics", ()
     );
     assert.ok((sample(text, "vllm:inter_token_latency_seconds_count") ?? 0) > 0);
     assert.ok((sample(text, "vllm:request_success_total", 'finished_reason="length"') ?? 0) > 0);
+  });
+});
+
+describe("continuous batching", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(["--max-num-seqs", "4"]);
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  it("decodes concurrent streams together: their tokens share decode steps (vllm:iteration_tokens_total)", async (t) => {
+    const streams = ["Once", "The dog", "A little bird", "Tom and Sue"].map(async (prompt) => {
+      const stream = await server.client.completions.create({
+        model: TEST_MODEL,
+        prompt,
+        max_tokens: 48,
+        ignore_eos: true,
+        stream: true,
+      } as Parameters<typeof server.client.completions.create>[0] & { stream: true });
+      let chunks = 0;
+      for await (const _ of stream) chunks++;
+      return chunks;
+    });
+    assert.ok((await Promise.all(streams)).every((chunks) => chunks > 0));
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const steps = sample(text, "vllm:iteration_tokens_total_count") ?? 0;
+    const tokens = sample(text, "vllm:iteration_tokens_total_sum") ?? 0;
+    const single = sample(text, "vllm:iteration_tokens_total_bucket", 'le="1"') ?? 0;
+    t.diagnostic(`${steps} steps, ${tokens} tokens, ${single} steps of one token`);
+    assert.equal(sample(text, "vllm:generation_tokens_total"), 4 * 48);
+    // One step per token of each request would be 4 x 48 steps of 1 token; batched, about 48 steps of 4.
+    assert.ok(steps > 0 && steps < 96, `${steps} decode steps for 4 x 48 tokens`);
+    assert.ok(single < steps / 2, `${single} of ${steps} steps held one token`);
+    assert.ok(tokens >= 4 * 48, `${tokens} tokens evaluated`);
   });
 });
 
