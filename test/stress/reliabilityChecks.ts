@@ -164,6 +164,14 @@ export async function slotUsage(
   return { running: sum("vllm:num_requests_running"), waiting: sum("vllm:num_requests_waiting") };
 }
 
+/** Generations the server counted as aborted (`vllm:request_success_total{finished_reason="abort"}`, all models). */
+export async function serverAborts(url: string, headers: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`, { headers })).text();
+  return [
+    ...text.matchAll(/^vllm:request_success_total\{[^}]*finished_reason="abort"[^}]*\} ([0-9.e+-]+)$/gm),
+  ].reduce((total, match) => total + Number(match[1]), 0);
+}
+
 /**
  * Waits (polling `/metrics`, at most `attempts` x 50 ms) until no request runs or waits; returns the
  * requests still running or waiting then: the leaked slots.
@@ -201,9 +209,11 @@ export type DisconnectStats = {
 };
 
 /**
- * Starts `count` generations (four in five streamed, 300 tokens with `ignore_eos`, so none ends
- * early). A streamed one is dropped after a random number (1-20) of chunks, mid-stream, unless a timer
- * of up to 800 ms drops it first (in the queue or during prefill); a non-streamed one by that timer.
+ * Starts `count` generations (four in five streamed, 400 tokens with `ignore_eos`, so none ends
+ * early). A streamed one is dropped after a random number (1-5) of network reads, mid-stream, unless
+ * a timer of up to 800 ms drops it first (in the queue or during prefill); a non-streamed one by that
+ * timer. A read can hold many tokens, so a fast model may still finish before the drop ("completed");
+ * the server's own count of aborted generations is the measure of what was cut mid-way.
  */
 export async function runDisconnects(
   url: string,
@@ -222,11 +232,11 @@ export async function runDisconnects(
       const controller = new AbortController();
       const stream = index % 5 !== 0;
       const chat = index % 2 === 0;
-      const common = { model, max_tokens: 300, ignore_eos: true, stream };
+      const common = { model, max_tokens: 400, ignore_eos: true, stream };
       const body = chat
         ? { ...common, messages: [{ role: "user", content: "Tell me a story" }] }
         : { ...common, prompt: "Once upon a time", n: 1 + Math.floor(random() * 2) };
-      const chunksBeforeDrop = 1 + Math.floor(random() * 20);
+      const chunksBeforeDrop = 1 + Math.floor(random() * 5);
       const timer = setTimeout(() => controller.abort(), Math.floor(random() * 800));
       let headersReceived = false;
       try {
@@ -249,6 +259,57 @@ export async function runDisconnects(
         else stats.abortedBeforeHeaders++;
       } finally {
         clearTimeout(timer);
+      }
+    },
+  );
+  return stats;
+}
+
+/**
+ * Streams `count` completions (400 tokens with `ignore_eos`, `concurrency` at a time: at most the
+ * slots, since a dropped request frees its slot a moment after the client has gone) and drops each
+ * one as soon as its first chunk arrives: every one mid-way.
+ * @returns how many were dropped after their first chunk, and how many had finished before the drop.
+ */
+export async function runMidStreamAborts(
+  url: string,
+  headers: Record<string, string>,
+  model: string,
+  count: number,
+  concurrency: number,
+): Promise<{ tried: number; abortedMidStream: number; completed: number; refused: number }> {
+  const stats = { tried: 0, abortedMidStream: 0, completed: 0, refused: 0 };
+  await pool(
+    Array.from({ length: count }, (_, i) => i),
+    concurrency,
+    async (index) => {
+      stats.tried++;
+      const controller = new AbortController();
+      const response = await fetch(`${url}/v1/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({
+          model,
+          prompt: `Story ${index}: once upon a time`,
+          max_tokens: 400,
+          ignore_eos: true,
+          stream: true,
+        }),
+        signal: controller.signal,
+      });
+      if (!response.ok || !response.body) {
+        stats.refused++;
+        await response.arrayBuffer();
+        return;
+      }
+      const reader = response.body.getReader();
+      try {
+        await reader.read();
+        controller.abort();
+        while (!(await reader.read()).done);
+        stats.completed++;
+      } catch {
+        stats.abortedMidStream++;
       }
     },
   );

@@ -15,8 +15,10 @@ import {
   rssBytes,
   runDisconnects,
   runFuzz,
+  runMidStreamAborts,
   runOverload,
   runRawHttpCases,
+  serverAborts,
   wrongAuthorizations,
 } from "./reliabilityChecks.ts";
 
@@ -135,6 +137,7 @@ export function reliabilitySuite(size: SuiteSize): void {
     it(`disconnects: ${size.disconnects} requests dropped at random points leave every slot free`, async (t) => {
       const pid = server.process.pid as number;
       const rssStart = rssBytes(pid);
+      const abortsBefore = await serverAborts(server.url, auth);
       const stats = await runDisconnects(
         server.url,
         auth,
@@ -150,10 +153,13 @@ export function reliabilitySuite(size: SuiteSize): void {
         after: (rssEnd / MB).toFixed(1),
         changePercent: (((rssEnd - rssStart) / rssStart) * 100).toFixed(1),
       };
-      figures.disconnects = stats;
+      figures.disconnects = {
+        ...stats,
+        abortedOnServer: (await serverAborts(server.url, auth)) - abortsBefore,
+      };
       figures.leakedSlots = leaked;
       t.diagnostic(
-        `disconnects: ${JSON.stringify(stats)}, leaked slots ${leaked}, RSS ${JSON.stringify(figures.disconnectRssMB)}`,
+        `disconnects: ${JSON.stringify(figures.disconnects)}, leaked slots ${leaked}, RSS ${JSON.stringify(figures.disconnectRssMB)}`,
       );
       assert.equal(leaked, 0, "requests still running or waiting after every client left");
       // Every slot takes a request again.
@@ -168,6 +174,28 @@ export function reliabilitySuite(size: SuiteSize): void {
       );
       assert.deepEqual(results, Array(SLOTS).fill(200));
       assert.doesNotMatch(server.stderr(), /unhandled|uncaught/i);
+    });
+
+    it(`aborts: ${size.disconnects} streams dropped after their first chunk leave every slot free`, async (t) => {
+      const pid = server.process.pid as number;
+      const rssStart = rssBytes(pid);
+      const abortsBefore = await serverAborts(server.url, auth);
+      const stats = await runMidStreamAborts(server.url, auth, TEST_MODEL, size.disconnects, SLOTS);
+      const leaked = await leakedSlots(server.url, auth);
+      const rssEnd = rssBytes(pid);
+      // Issue 4's target (every slot free, RSS within 5% of before) is a measurement, reported here.
+      figures.midStreamAborts = {
+        ...stats,
+        abortedOnServer: (await serverAborts(server.url, auth)) - abortsBefore,
+        leakedSlots: leaked,
+        rssBeforeMB: (rssStart / MB).toFixed(1),
+        rssAfterMB: (rssEnd / MB).toFixed(1),
+        rssChangePercent: (((rssEnd - rssStart) / rssStart) * 100).toFixed(1),
+      };
+      t.diagnostic(`mid-stream aborts: ${JSON.stringify(figures.midStreamAborts)}`);
+      assert.equal(leaked, 0, "requests still running or waiting after every client left");
+      assert.equal(stats.refused, 0);
+      assert.equal(stats.abortedMidStream + stats.completed, size.disconnects);
     });
 
     it("overload: 10x more concurrent requests than slots + queue: the excess gets 503 first, the rest complete", async (t) => {
