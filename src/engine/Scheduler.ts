@@ -25,6 +25,8 @@ export type Slot = {
   readonly id: number;
   readonly sequence: LlamaContextSequence;
   state: SlotState;
+  /** `performance.now()` when the slot last took a request, in milliseconds (0: never). */
+  lastUsedAt: number;
 };
 
 /** Options of the {@link Scheduler}. */
@@ -86,7 +88,7 @@ export class Scheduler {
     this.slots = [];
     host.batchGate.onBatch = (tokens) => this.events?.onIteration?.(tokens);
     for (let id = 0; host.context.sequencesLeft > 0; id++) {
-      this.slots.push({ id, sequence: host.context.getSequence(), state: SlotState.Idle });
+      this.slots.push({ id, sequence: host.context.getSequence(), state: SlotState.Idle, lastUsedAt: 0 });
     }
   }
 
@@ -242,29 +244,50 @@ export class Scheduler {
       job.detach();
       const slot = this.pickSlot(idle, job.request.promptTokens);
       slot.state = SlotState.Prefill;
+      slot.lastUsedAt = performance.now();
       void this.run(slot, job);
     }
   }
 
   /**
    * The idle slot sharing the longest prefix with the prompt, if that prefix is at least a tenth of the
-   * prompt (llama-server's `--slot-prompt-similarity` default, 0.1); otherwise, and without prefix
-   * caching, the idle slot with the lowest id. Low ids first keeps the running sequences' ids
-   * contiguous, which lets llama.cpp decode their tokens as one ubatch (see `sequenceOrderedStrategy`).
+   * prompt (llama-server's `--slot-prompt-similarity` default, 0.1). Otherwise (and without prefix
+   * caching) the idle slot that keeps the running sequences' ids in the fewest contiguous runs, which
+   * lets llama.cpp decode their tokens in that many ubatches (see `sequenceOrderedStrategy`); among
+   * those, the least recently used (as llama-server), so recent caches survive for the next request.
    */
   private pickSlot(idle: Slot[], prompt: readonly number[]): Slot {
-    const lowest = idle[0] as Slot;
-    if (!this.prefixCaching) return lowest;
-    let best = lowest;
-    let bestLength = 0;
-    for (const slot of idle) {
-      const length = commonPrefixLength(slot.sequence.contextTokens, prompt);
-      if (length > bestLength) {
-        best = slot;
-        bestLength = length;
+    if (this.prefixCaching) {
+      let best: Slot | undefined;
+      let bestLength = 0;
+      for (const slot of idle) {
+        const length = commonPrefixLength(slot.sequence.contextTokens, prompt);
+        if (length > bestLength) {
+          best = slot;
+          bestLength = length;
+        }
+      }
+      if (best && bestLength >= prompt.length / 10) return best;
+    }
+    const running = new Set(
+      this.slots.filter((slot) => slot.state !== SlotState.Idle).map((slot) => slot.id),
+    );
+    const runsWith = (id: number): number => {
+      const ids = new Set(running).add(id);
+      let runs = 0;
+      for (const member of ids) if (!ids.has(member - 1)) runs++;
+      return runs;
+    };
+    let choice = idle[0] as Slot;
+    let choiceRuns = runsWith(choice.id);
+    for (const slot of idle.slice(1)) {
+      const runs = runsWith(slot.id);
+      if (runs < choiceRuns || (runs === choiceRuns && slot.lastUsedAt < choice.lastUsedAt)) {
+        choice = slot;
+        choiceRuns = runs;
       }
     }
-    return bestLength >= prompt.length / 10 ? best : lowest;
+    return choice;
   }
 
   private async run(slot: Slot, job: Job): Promise<void> {

@@ -1,4 +1,4 @@
-import type { LlamaContextSequence } from "node-llama-cpp";
+import type { LlamaContextSequence, Token } from "node-llama-cpp";
 import type { GateMember } from "./BatchGate.ts";
 import { IncrementalDetokenizer } from "./IncrementalDetokenizer.ts";
 import type { ModelHost } from "./ModelHost.ts";
@@ -18,6 +18,12 @@ import type {
   GenerationResult,
   TokenLogprob,
 } from "./types.ts";
+
+/**
+ * Prompt tokens evaluated per step of a long prompt's prefill: an abort takes effect within one chunk.
+ * Prefill cost per token on the synthetic 0.5B model is flat from 64 tokens up (4.7 ms at 64, 4.6 at 256).
+ */
+const PREFILL_CHUNK_TOKENS = 128;
 
 /** Options of {@link runGeneration}. */
 export type RunGenerationOptions = {
@@ -108,7 +114,16 @@ async function generate(
     pendingLogprobs = [];
   };
 
-  const promptRest = prompt.slice(cachedTokens);
+  let promptRest = prompt.slice(cachedTokens);
+  // A long prompt is evaluated in chunks, so an abort (client gone, timeout) stops it within one chunk
+  // rather than after the whole prompt (as vLLM checks between chunked-prefill steps). Prompt logprobs
+  // need the whole prompt in one evaluation.
+  if (request.promptLogprobs === null) {
+    while (promptRest.length > PREFILL_CHUNK_TOKENS && !options.signal?.aborted) {
+      await sequence.evaluateWithoutGeneratingNewTokens(promptRest.slice(0, PREFILL_CHUNK_TOKENS) as Token[]);
+      promptRest = promptRest.slice(PREFILL_CHUNK_TOKENS);
+    }
+  }
   const state: GenerationState = {
     generated,
     injected: [],

@@ -84,19 +84,31 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
   app.setErrorHandler((error, request, reply) =>
     sendError(request, reply, fromFrameworkError(error, request)),
   );
-  // Methods of each static path, so a known path with another method is a 405, not a 404.
-  const methodsByPath = new Map<string, Set<string>>();
+  // The methods of every route path (`:param` matches one path segment, `*` the rest), so that a known
+  // path with another method is a 405, not a 404. The static files' catch-all `/*` does not count.
+  const routeMethods = new Map<string, { pattern: RegExp; methods: Set<string> }>();
   app.addHook("onRoute", (route) => {
-    if (route.url.includes(":") || route.url.includes("*")) return;
-    const methods = methodsByPath.get(route.url) ?? new Set<string>();
-    for (const method of [route.method].flat()) methods.add(method);
-    methodsByPath.set(route.url, methods);
+    if (route.url === "/*") return;
+    const entry = routeMethods.get(route.url) ?? {
+      pattern: new RegExp(
+        `^${route.url
+          .replace(/[.+?^${}()|[\]\\]/g, "\\$&")
+          .replace(/:[^/]+/g, "[^/]+")
+          .replace(/\*/g, ".+")}$`,
+      ),
+      methods: new Set<string>(),
+    };
+    for (const method of [route.method].flat()) entry.methods.add(method);
+    routeMethods.set(route.url, entry);
   });
   app.setNotFoundHandler((request, reply) => {
     const path = request.url.split("?")[0] ?? request.url;
-    const allowed = methodsByPath.get(path);
+    const allowed = new Set<string>();
+    for (const { pattern, methods } of routeMethods.values()) {
+      if (pattern.test(path)) for (const method of methods) allowed.add(method);
+    }
     const error =
-      allowed && !allowed.has(request.method)
+      allowed.size > 0 && !allowed.has(request.method)
         ? methodNotAllowed(request.method, path, [...allowed].sort())
         : routeNotFound(request.method, request.url);
     return sendError(request, reply, error);

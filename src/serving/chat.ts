@@ -27,6 +27,7 @@ import {
 } from "./generationParams.ts";
 import type { TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
+import { refuseStreamOptionsWithoutStream } from "./streaming.ts";
 
 export { completeChat, streamChat } from "./chatResponse.ts";
 
@@ -69,6 +70,7 @@ export async function planChat(
 ): Promise<ChatPlan> {
   const scheduler = registry.get(body.model);
   refuseUnsupportedFields(body);
+  refuseStreamOptionsWithoutStream(body);
   const host = scheduler.host;
   const template = chatTemplateOf(host, body);
   const tools = resolveToolCalling(body, host.chatParsers.toolCallParser, template);

@@ -21,7 +21,14 @@ import { grammarForRequest } from "./guidedDecoding.ts";
 import { completionLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 import { runChoices } from "./runChoices.ts";
-import { type ChunkSink, finishReasonOf, finishStream, includeUsage, sumUsage } from "./streaming.ts";
+import {
+  type ChunkSink,
+  finishReasonOf,
+  finishStream,
+  includeUsage,
+  refuseStreamOptionsWithoutStream,
+  sumUsage,
+} from "./streaming.ts";
 
 /** One prompt of the request: its tokens and the text `echo` gives back. */
 type PlannedPrompt = { tokens: number[]; text: string };
@@ -59,6 +66,7 @@ export async function planCompletion(
 ): Promise<CompletionPlan> {
   const scheduler = registry.get(body.model);
   if (body.echo && body.stream) throw badRequest("'echo' and 'stream' cannot both be true.", "echo");
+  refuseStreamOptionsWithoutStream(body);
   const n = body.n ?? 1;
   const perPrompt = body.best_of ?? n;
   if (perPrompt < n) throw badRequest(`best_of (${perPrompt}) must be at least n (${n}).`, "best_of");
@@ -115,11 +123,13 @@ function planPrompt(
   let tokens: number[];
   if (typeof prompt === "string") tokens = host.tokenize(prompt, addSpecialTokens);
   else {
-    const bad = prompt.find((token) => token >= host.vocabularySize);
-    if (bad !== undefined) {
+    const position = prompt.findIndex((token) => token >= host.vocabularySize);
+    if (position >= 0) {
+      // A list of token lists names the prompt and the position; one token list, the position.
+      const batched = Array.isArray(body.prompt) && Array.isArray(body.prompt[0]);
       throw badRequest(
-        `Token id ${bad} is outside the vocabulary (0..${host.vocabularySize - 1}).`,
-        `prompt[${index}]`,
+        `Token id ${prompt[position]} is outside the vocabulary (0..${host.vocabularySize - 1}).`,
+        batched ? `prompt[${index}][${position}]` : `prompt[${position}]`,
       );
     }
     tokens = prompt;

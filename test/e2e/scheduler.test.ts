@@ -58,6 +58,18 @@ describe("scheduler: prefix caching, queue, cancellation, priority, metrics", ()
     );
   });
 
+  it("two prompts used in turn keep their caches in two slots (least recently used slot first)", async () => {
+    const a =
+      "A tiny red fox ran across the snowy field to find her friends, who were hiding behind the hill.";
+    const b = "The old dog slept by the fire all day long, dreaming of bones and of the big green garden.";
+    const cached: number[] = [];
+    for (const prompt of [a, b, a, b]) {
+      const { json } = await complete({ prompt, max_tokens: 2, temperature: 0 });
+      cached.push(json.usage.prompt_tokens_details.cached_tokens / json.usage.prompt_tokens);
+    }
+    assert.ok((cached[2] ?? 0) > 0.9 && (cached[3] ?? 0) > 0.9, `cached shares ${cached.join(", ")}`);
+  });
+
   it("a queue over --max-waiting answers 503 with Retry-After, and the rest complete", async () => {
     const body = { model: TEST_MODEL, prompt: "Once", max_tokens: 300, ignore_eos: true };
     const responses = await Promise.all(

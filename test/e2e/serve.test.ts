@@ -337,6 +337,48 @@ describe("serving stories260K end to end", () => {
       );
     });
 
+    it("400 naming the position of a prompt token id outside the vocabulary", async () => {
+      const single = await expectError(
+        await server.post("/v1/completions", { model: TEST_MODEL, prompt: [1, 99999], max_tokens: 1 }),
+        400,
+      );
+      assert.equal((single.error as { param: string }).param, "prompt[1]");
+      const batched = await expectError(
+        await server.post("/v1/completions", {
+          model: TEST_MODEL,
+          prompt: [[1], [1, 2, 99999]],
+          max_tokens: 1,
+        }),
+        400,
+      );
+      assert.equal((batched.error as { param: string }).param, "prompt[1][2]");
+    });
+
+    it("400 for stream_options without stream, as the OpenAI API", async () => {
+      for (const [path, body] of [
+        ["/v1/completions", { prompt: "a" }],
+        ["/v1/chat/completions", { messages: [{ role: "user", content: "a" }] }],
+      ] as const) {
+        const error = await expectError(
+          await server.post(path, {
+            model: TEST_MODEL,
+            max_tokens: 1,
+            stream_options: { include_usage: true },
+            ...body,
+          }),
+          400,
+        );
+        assert.equal((error.error as { param: string }).param, "stream_options");
+      }
+    });
+
+    it("405 with Allow for a method a path does not take, also for paths with a model id", async () => {
+      const response = await fetch(`${server.url}/v1/models/${TEST_MODEL}`, { method: "DELETE" });
+      const body = await expectError(response, 405);
+      assert.equal(response.headers.get("allow"), "GET, HEAD");
+      assert.equal((body.error as { code: string }).code, "method_not_allowed");
+    });
+
     it("400 for min_tokens above max_tokens", async () => {
       const body = await expectError(
         await server.post("/v1/completions", {
