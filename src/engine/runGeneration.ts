@@ -93,6 +93,13 @@ async function generate(
     prompt.slice(-4),
   );
   const stopMatcher = new StopMatcher(request.stop, request.includeStopStrInOutput);
+  /** Length of the text decoded so far (before stop strings are cut): where the next token's text starts. */
+  let decodedLength = 0;
+  const decode = (token: number): string => {
+    const text = detokenizer.push(token);
+    decodedLength += text.length;
+    return text;
+  };
   const stopTokenIds = new Set(request.stopTokenIds);
   const generated: number[] = [];
   const contextSize = host.contextSize;
@@ -146,7 +153,7 @@ async function generate(
     for (const token of injected) {
       generated.push(token);
       pendingTokenIds.push(token);
-      const text = detokenizer.push(token);
+      const text = decode(token);
       const match = generated.length >= request.minTokens ? stopMatcher.push(text) : { text, stop: null };
       emit(match.text);
       if (match.stop !== null) {
@@ -167,7 +174,7 @@ async function generate(
         generated.push(token);
         pendingTokenIds.push(token);
         if (logprob) {
-          pendingLogprobs.push(logprob);
+          pendingLogprobs.push({ ...logprob, textOffset: decodedLength });
           cumulativeLogprob += logprob.logprob;
         }
         const counted = generated.length >= request.minTokens;
@@ -179,13 +186,13 @@ async function generate(
           finishReason = "stop";
           stopReason = token;
           // Release held-back text; the stop token's own text only with include_stop_str_in_output (vLLM).
-          const tail = (request.includeStopStrInOutput ? detokenizer.push(token) : "") + detokenizer.flush();
+          const tail = (request.includeStopStrInOutput ? decode(token) : "") + detokenizer.flush();
           const match = stopMatcher.push(tail);
           if (match.stop !== null) stopReason = match.stop;
           emit(match.stop !== null ? match.text : match.text + stopMatcher.flush());
           break;
         }
-        const text = detokenizer.push(token);
+        const text = decode(token);
         const match = counted ? stopMatcher.push(text) : { text, stop: null };
         if (match.stop !== null) {
           emit(match.text);

@@ -37,6 +37,11 @@ export type TokenLogprob = {
   rank: number;
   /** The `k` most likely tokens of that step, most likely first (`k` = the request's top-logprobs count). */
   top: { id: number; logprob: number }[];
+  /**
+   * Where the token's text starts in the generation's decoded text, in UTF-16 code units (JavaScript
+   * string length), as vLLM's `text_offset`; set by the token loop for generated tokens.
+   */
+  textOffset?: number;
 };
 
 /** One generation: a prompt's tokens in, a completion out. */

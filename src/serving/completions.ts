@@ -226,11 +226,13 @@ function finalChoice(
           offset: Math.min(host.detokenize(prompt.tokens.slice(0, position)).length, prompt.text.length),
         }))
       : [];
-    // Every generated token, EOS and a stop string's tokens included, as vLLM reports them.
-    const generated = output.logprobs.map((logprob, index) => ({
+    // Every generated token, EOS and a stop string's tokens included, as vLLM reports them; offsets
+    // are where each token's text starts in the decoded output (after the echoed prompt).
+    const base = echo ? prompt.text.length : 0;
+    const generated = output.logprobs.map((logprob) => ({
       id: logprob.id,
       logprob,
-      ...(index === 0 ? { offset: echo ? prompt.text.length : 0 } : {}),
+      offset: base + (logprob.textOffset ?? 0),
     }));
     choice.logprobs = completionLogprobs([...promptEntries, ...generated], plan.naming, 0);
   }
@@ -258,7 +260,6 @@ export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: 
     (plan.body.stream_options?.continuous_usage_stats ?? false) && includeUsage(plan.body.stream_options);
   const promptTokens = plan.prompts.reduce((sum, prompt) => sum + prompt.tokens.length, 0);
   let completionTokens = 0;
-  const offsets = plan.requests.map(() => 0);
   const chunk = (choices: CompletionChoice[], usage?: Usage): CompletionResponse => ({
     id: plan.id,
     object: "text_completion",
@@ -273,16 +274,14 @@ export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: 
     (choice, delta) => {
       completionTokens += delta.tokenIds.length;
       if (delta.text.length === 0 && !delta.logprobs?.length) return;
+      // Offsets as in the non-streamed object: where each token's text starts in the decoded output.
       const logprobs = delta.logprobs
         ? completionLogprobs(
-            delta.logprobs.map((logprob) => ({ id: logprob.id, logprob })),
+            delta.logprobs.map((logprob) => ({ id: logprob.id, logprob, offset: logprob.textOffset ?? 0 })),
             plan.naming,
-            offsets[choice] as number,
+            0,
           )
         : null;
-      // Offsets advance by token text, as in the non-streamed object, whatever text was held back.
-      for (const id of delta.tokenIds)
-        offsets[choice] = (offsets[choice] as number) + plan.naming.vocabulary.renderedText(id).length;
       sink.send(
         chunk([{ index: choice, text: delta.text, logprobs, finish_reason: null, stop_reason: null }]),
       );

@@ -204,6 +204,25 @@ describe("generation controls and logprobs", () => {
     }
   });
 
+  it("text_offset indexes the returned text, also where the text drops a token's leading space", async () => {
+    // After an empty prompt (BOS only) the first token " Once" is decoded as "Once".
+    for (const echo of [false, true]) {
+      const completion = await complete({ prompt: "", max_tokens: 12, temperature: 0, logprobs: 0, echo });
+      const choice = completion.choices[0];
+      const logprobs = choice?.logprobs;
+      assert.ok(choice && logprobs);
+      const offsets = logprobs.text_offset;
+      const generated = offsets.length - 12;
+      assert.equal(offsets[generated], 0); // the echoed prompt is empty text
+      for (let index = generated + 1; index < offsets.length; index++) {
+        const start = offsets[index] as number;
+        const end = offsets[index + 1] ?? choice.text.length;
+        assert.equal(choice.text.slice(start, end), logprobs.tokens[index], `token ${index}`);
+      }
+      assert.ok((offsets.at(-1) as number) <= choice.text.length);
+    }
+  });
+
   it("sampled tokens are always reported, even outside top_logprobs, with raw (untruncated) logprobs", async () => {
     const completion = await complete({ max_tokens: 30, temperature: 1.5, top_k: 40, seed: 5, logprobs: 1 });
     const logprobs = completion.choices[0]?.logprobs;
