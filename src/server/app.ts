@@ -81,9 +81,14 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
     reply.header("inference-id", request.id);
   });
 
-  app.setErrorHandler((error, request, reply) =>
-    sendError(request, reply, fromFrameworkError(error, request)),
-  );
+  app.setErrorHandler((error, request, reply) => {
+    // A body that does not parse on a path or method that does not exist: the 404/405 comes first.
+    const code = (error as { code?: unknown }).code;
+    if (request.is404 && typeof code === "string" && code.startsWith("FST_ERR_CTP_")) {
+      return sendError(request, reply, unmatchedRoute(request.method, request.url));
+    }
+    return sendError(request, reply, fromFrameworkError(error, request));
+  });
   // The methods of every route path (`:param` matches one path segment, `*` the rest), so that a known
   // path with another method is a 405, not a 404. The static files' catch-all `/*` does not count.
   const routeMethods = new Map<string, { pattern: RegExp; methods: Set<string> }>();
@@ -101,18 +106,20 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
     for (const method of [route.method].flat()) entry.methods.add(method);
     routeMethods.set(route.url, entry);
   });
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split("?")[0] ?? request.url;
+  /** 405 for a known path with another method, else 404. */
+  const unmatchedRoute = (method: string, url: string): ApiError => {
+    const path = url.split("?")[0] ?? url;
     const allowed = new Set<string>();
     for (const { pattern, methods } of routeMethods.values()) {
-      if (pattern.test(path)) for (const method of methods) allowed.add(method);
+      if (pattern.test(path)) for (const routeMethod of methods) allowed.add(routeMethod);
     }
-    const error =
-      allowed.size > 0 && !allowed.has(request.method)
-        ? methodNotAllowed(request.method, path, [...allowed].sort())
-        : routeNotFound(request.method, request.url);
-    return sendError(request, reply, error);
-  });
+    return allowed.size > 0 && !allowed.has(method)
+      ? methodNotAllowed(method, path, [...allowed].sort())
+      : routeNotFound(method, url);
+  };
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, unmatchedRoute(request.method, request.url)),
+  );
 
   registerOperations(app, context, options.operations ?? DEFAULT_OPERATIONS);
   registerHealthRoutes(app, context);

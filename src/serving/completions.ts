@@ -87,7 +87,8 @@ export async function planCompletion(
   const requests: GenerationRequest[] = [];
   for (const prompt of prompts) {
     const maxTokens = resolveMaxTokens(
-      body.max_tokens === undefined ? 16 : body.max_tokens,
+      // OpenAI's default for an omitted max_tokens is 16 (null: until the context ends), both capped.
+      body.max_tokens === undefined ? Math.min(16, maxTokensCap ?? 16) : body.max_tokens,
       prompt.tokens.length,
       host.contextSize,
       maxTokensCap,

@@ -216,7 +216,7 @@ describe("generation controls and logprobs", () => {
       assert.equal(offsets[generated], 0); // the echoed prompt is empty text
       for (let index = generated + 1; index < offsets.length; index++) {
         const start = offsets[index] as number;
-        const end = offsets[index + 1] ?? choice.text.length;
+        const end: number = offsets[index + 1] ?? choice.text.length;
         assert.equal(choice.text.slice(start, end), logprobs.tokens[index], `token ${index}`);
       }
       assert.ok((offsets.at(-1) as number) <= choice.text.length);

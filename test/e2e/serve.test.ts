@@ -377,6 +377,20 @@ describe("serving stories260K end to end", () => {
       const body = await expectError(response, 405);
       assert.equal(response.headers.get("allow"), "GET, HEAD");
       assert.equal((body.error as { code: string }).code, "method_not_allowed");
+      // A JSON Content-Type with an empty or broken body does not turn the 405/404 into a 400.
+      for (const [method, path, status] of [
+        ["DELETE", "/v1/completions", 405],
+        ["PUT", "/v1/nope", 404],
+      ] as const) {
+        for (const payload of [undefined, "{x"]) {
+          const answer = await fetch(`${server.url}${path}`, {
+            method,
+            headers: { "content-type": "application/json" },
+            ...(payload === undefined ? {} : { body: payload }),
+          });
+          await expectError(answer, status);
+        }
+      }
     });
 
     it("400 for min_tokens above max_tokens", async () => {
