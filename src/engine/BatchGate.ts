@@ -18,7 +18,7 @@ import type { BatchItem, LlamaContext, PrioritizedBatchItem } from "node-llama-c
  * the next one. The gate releases all waiting members together once no released member is still in
  * node-llama-cpp (a member in the batch running now comes back after it, so waiting for it re-joins
  * sequences that drifted into alternating batches) and every member handling its token has come to
- * the gate (one that is slow, e.g. a client stream under backpressure or the JS sampler, is waited for
+ * the gate (one that is slow, e.g. the JS sampler's own work, is waited for
  * at most a quarter of the last round, at most `maxWaitMs`). So nothing is queued while the batch loop
  * decides whether to loop again: it stops, the lock is freed, and the released tokens go out as one
  * batch through `dispatchSchedule`. While a new request's erasure ({@link erase}) waits for the lock,

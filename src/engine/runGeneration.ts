@@ -136,6 +136,7 @@ async function generate(
     injected: [],
     beforeStep: member.step,
     onEvaluated: member.arrived,
+    signal: options.signal,
   };
   const tokens: AsyncGenerator<SampledToken> = needsJsSampling(request)
     ? exactTokens(host, sequence, promptRest, request, state, (logprobs) => {
@@ -215,6 +216,8 @@ async function generate(
       await tokens.return(undefined);
     }
   }
+  // A token source that ended without a token (an aborted chunked prompt evaluation) was aborted.
+  if (finishReason === null && options.signal?.aborted) finishReason = "abort";
   finishReason ??= "stop";
 
   if (finishReason !== "abort" && stopReason === null) {

@@ -29,7 +29,16 @@ export type GenerationState = {
   beforeStep?: () => Promise<void>;
   /** Called when an evaluation returns, before its token is handled (the gate's `GateMember.arrived`). */
   onEvaluated?: () => void;
+  /** The request's abort signal: a long evaluation in chunks stops between chunks once it is aborted. */
+  signal?: AbortSignal | undefined;
 };
+
+/**
+ * Prompt positions evaluated per call when every position's distribution is read (prompt logprobs):
+ * node-llama-cpp hands each distribution to JS as a full-vocabulary Map (about 0.1-0.2 s per position on
+ * a 152K vocabulary), so an abort takes effect within one chunk.
+ */
+const PROMPT_LOGPROBS_CHUNK_TOKENS = 32;
 
 /** Takes the injected tokens of `state` (emptying the list): the next evaluation's input after `token`, or undefined. */
 function takeInjected(state: GenerationState, token: number): number[] | undefined {
@@ -218,20 +227,31 @@ export async function* exactTokens(
   const wantPrompt = request.promptLogprobs !== null && onPromptLogprobs !== undefined;
   let input: readonly number[] = promptRest;
   let first = true;
+  type Items = Parameters<LlamaContextSequence["controlledEvaluate"]>[0];
+  const withDistribution = (token: number) =>
+    [token as Token, { generateNext: { probabilities: true } }] as const;
   while (true) {
-    const items = input.map((token, index) =>
-      index === input.length - 1 || (first && wantPrompt)
-        ? ([token as Token, { generateNext: { probabilities: true } }] as const)
-        : (token as Token),
-    );
-    const results = await sequence.controlledEvaluate(
-      items as Parameters<LlamaContextSequence["controlledEvaluate"]>[0],
-    );
+    // One distribution per evaluated position when the prompt's are wanted, else the last one's only.
+    const distributions: (Distribution | undefined)[] = [];
+    if (first && wantPrompt) {
+      for (let start = 0; start < input.length; start += PROMPT_LOGPROBS_CHUNK_TOKENS) {
+        if (start > 0 && state.signal?.aborted) return;
+        const chunk = input.slice(start, start + PROMPT_LOGPROBS_CHUNK_TOKENS);
+        const results = await sequence.controlledEvaluate(chunk.map(withDistribution) as Items);
+        for (const result of results) distributions.push(result?.next.probabilities);
+      }
+    } else {
+      const items = input.map((token, index) =>
+        index === input.length - 1 ? withDistribution(token) : token,
+      );
+      const results = await sequence.controlledEvaluate(items as Items);
+      distributions.push(results[results.length - 1]?.next.probabilities);
+    }
     state.onEvaluated?.();
     if (first && wantPrompt) {
       const prompt: (TokenLogprob | null)[] = [null];
       for (let index = 1; index < input.length; index++) {
-        const distribution = results[index - 1]?.next.probabilities;
+        const distribution = distributions[index - 1];
         prompt.push(
           distribution
             ? tokenLogprob(distribution, input[index] as number, request.promptLogprobs ?? 0)
@@ -241,7 +261,7 @@ export async function* exactTokens(
       onPromptLogprobs(prompt);
     }
     first = false;
-    const distribution = results[results.length - 1]?.next.probabilities;
+    const distribution = distributions[distributions.length - 1];
     if (!distribution) throw new Error("node-llama-cpp returned no distribution for the last token");
     const banned = new Set(bannedTokens(host, request, state.generated.length));
     const token = sampleToken(distribution, request.sampling, { outputCounts, promptTokens }, banned, rng);
