@@ -123,8 +123,8 @@ async function generate(
 
   let promptRest = prompt.slice(cachedTokens);
   // A long prompt is evaluated in chunks, so an abort (client gone, timeout) stops it within one chunk
-  // rather than after the whole prompt (as vLLM checks between chunked-prefill steps). Prompt logprobs
-  // need the whole prompt in one evaluation.
+  // rather than after the whole prompt (as vLLM checks between chunked-prefill steps). With prompt
+  // logprobs the exact token source reads every position's distribution, in chunks of its own.
   if (request.promptLogprobs === null) {
     while (promptRest.length > PREFILL_CHUNK_TOKENS && !options.signal?.aborted) {
       await sequence.evaluateWithoutGeneratingNewTokens(promptRest.slice(0, PREFILL_CHUNK_TOKENS) as Token[]);
