@@ -44,8 +44,16 @@ export class BatchGate {
   /** Rounds, members released in them, and rounds released without a straggler, for benchmarks and tests. */
   readonly stats = { rounds: 0, released: 0, timedOut: 0, batches: 0 };
 
-  constructor(maxWaitMs = 40) {
+  /** Shortest wait for stragglers, in milliseconds. */
+  readonly minWaitMs: number;
+
+  /**
+   * @param maxWaitMs longest wait for a straggler, in milliseconds.
+   * @param minWaitMs shortest wait for a straggler, in milliseconds (at most `maxWaitMs`).
+   */
+  constructor(maxWaitMs = 40, minWaitMs = 1) {
     this.maxWaitMs = maxWaitMs;
+    this.minWaitMs = minWaitMs;
   }
 
   /** Called with the number of tokens of every decode batch (metrics). */
@@ -186,9 +194,9 @@ export class BatchGate {
     if (timedOut) this.stats.timedOut++;
   }
 
-  /** A quarter of the last round, at least 1 ms and at most `maxWaitMs`. */
+  /** A quarter of the last round, at least `minWaitMs` and at most `maxWaitMs`. */
   private stragglerLimitMs(): number {
-    return Math.min(this.maxWaitMs, Math.max(1, this.lastRoundMs / 4));
+    return Math.min(this.maxWaitMs, Math.max(this.minWaitMs, this.lastRoundMs / 4));
   }
 
   private queuedSequences(): number | undefined {

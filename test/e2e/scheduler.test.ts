@@ -199,8 +199,9 @@ describe("continuous batching", () => {
     const single = sample(text, "vllm:iteration_tokens_total_bucket", 'le="1"') ?? 0;
     t.diagnostic(`${steps} steps, ${tokens} tokens, ${single} steps of one token`);
     assert.equal(sample(text, "vllm:generation_tokens_total"), 4 * 48);
-    // One step per token of each request would be 4 x 48 steps of 1 token; batched, about 48 steps of 4.
-    assert.ok(steps > 0 && steps < 96, `${steps} decode steps for 4 x 48 tokens`);
+    // One step per token of each request would be 4 x 48 steps of 1 token; batched, about 48 steps of 4
+    // (50 measured on a quiet machine). The bound leaves room for a loaded CI machine.
+    assert.ok(steps > 0 && steps < 128, `${steps} decode steps for 4 x 48 tokens`);
     assert.ok(single < steps / 2, `${single} of ${steps} steps held one token`);
     assert.ok(tokens >= 4 * 48, `${tokens} tokens evaluated`);
   });
