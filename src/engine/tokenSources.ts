@@ -171,38 +171,34 @@ export async function* nativeTokens(
     if (input && grammarEvaluationState) acceptIntoGrammar(host, grammarEvaluationState, input.slice(1));
     return input as Token[] | undefined;
   };
-  if (request.logprobs === null) {
-    const iterator = sequence.evaluate(promptRest as Token[], options);
+  /** Drives one of node-llama-cpp's evaluation generators, one sampled token per step, lined up by the gate. */
+  async function* steps<T>(
+    iterator: AsyncGenerator<T, void, Token[] | undefined>,
+    sampled: (value: T) => SampledToken,
+  ): AsyncGenerator<SampledToken> {
     try {
       let input: Token[] | undefined;
       for (;;) {
         const step = await iterator.next(input);
         state.onEvaluated?.();
         if (step.done) return;
-        yield { token: step.value };
-        input = nextInput(step.value);
+        const result = sampled(step.value);
+        yield result;
+        input = nextInput(result.token);
         await state.beforeStep?.();
       }
     } finally {
       await iterator.return(undefined);
     }
   }
-  // With a grammar and logprobs: the distribution llama.cpp sampled from (constrained, after temperature).
   const k = request.logprobs;
-  const iterator = sequence.evaluateWithMetadata(promptRest as Token[], { probabilities: true }, options);
-  try {
-    let input: Token[] | undefined;
-    for (;;) {
-      const step = await iterator.next(input);
-      state.onEvaluated?.();
-      if (step.done) return;
-      const { token, probabilities } = step.value;
-      yield { token, logprob: tokenLogprob(probabilities, token, k) };
-      input = nextInput(token);
-      await state.beforeStep?.();
-    }
-  } finally {
-    await iterator.return(undefined);
+  if (k === null) yield* steps(sequence.evaluate(promptRest as Token[], options), (token) => ({ token }));
+  else {
+    // With a grammar and logprobs: the distribution llama.cpp sampled from (constrained, after temperature).
+    yield* steps(
+      sequence.evaluateWithMetadata(promptRest as Token[], { probabilities: true }, options),
+      ({ token, probabilities }) => ({ token, logprob: tokenLogprob(probabilities, token, k) }),
+    );
   }
 }
 
