@@ -11,6 +11,7 @@ import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { projectRoot } from "../../src/paths.ts";
 import { PROBE_LINE_PREFIX } from "./engineProtocol.ts";
+import { awaitListening } from "./serverProcess.ts";
 import { ArrivalRecorder, type BatchStats, closedLoop, type LevelRaw, type RequestTiming } from "./stats.ts";
 import type { Sampling } from "./workload.ts";
 
@@ -82,32 +83,7 @@ export class ServerTarget {
         waiters.shift()?.(JSON.parse(line.slice(PROBE_LINE_PREFIX.length)) as BatchStats);
       } else stderr = `${stderr}${line}\n`.slice(-4000);
     });
-    const timeoutMs = options.timeoutMs ?? 300_000;
-    const url = await new Promise<string>((resolveUrl, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`server not listening in ${timeoutMs} ms: ${stderr}`)),
-        timeoutMs,
-      );
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`server exited with ${code} before listening: ${stderr.trim()}`));
-      });
-      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-        try {
-          const entry = JSON.parse(line) as { msg?: unknown; url?: unknown };
-          if (entry.msg === "listening" && typeof entry.url === "string") {
-            clearTimeout(timer);
-            resolveUrl(entry.url);
-          }
-        } catch {
-          // not a JSON log line
-        }
-      });
-    });
-    child.removeAllListeners("exit");
-    const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
-    const modelId = models.data[0]?.id;
-    if (!modelId) throw new Error("the server lists no model");
+    const { url, modelId } = await awaitListening(child, () => stderr, options.timeoutMs ?? 300_000);
     return new ServerTarget(child, url, modelId, [process.execPath, ...args], waiters);
   }
 

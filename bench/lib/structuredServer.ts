@@ -7,8 +7,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { resolve } from "node:path";
-import { createInterface } from "node:readline";
 import { projectRoot } from "../../src/paths.ts";
+import { awaitListening } from "./serverProcess.ts";
 
 /** The timings of one streamed completion. */
 export type StreamTiming = {
@@ -54,31 +54,7 @@ export class StructuredServer {
     child.stderr?.on("data", (bytes: Buffer) => {
       stderr = `${stderr}${bytes.toString()}`.slice(-4000);
     });
-    const url = await new Promise<string>((resolveUrl, reject) => {
-      const timer = setTimeout(
-        () => reject(new Error(`server not listening in ${timeoutMs} ms: ${stderr}`)),
-        timeoutMs,
-      );
-      child.once("exit", (code) => {
-        clearTimeout(timer);
-        reject(new Error(`server exited with ${code} before listening: ${stderr.trim()}`));
-      });
-      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
-        try {
-          const entry = JSON.parse(line) as { msg?: unknown; url?: unknown };
-          if (entry.msg === "listening" && typeof entry.url === "string") {
-            clearTimeout(timer);
-            resolveUrl(entry.url);
-          }
-        } catch {
-          // not a JSON log line
-        }
-      });
-    });
-    child.removeAllListeners("exit");
-    const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
-    const modelId = models.data[0]?.id;
-    if (!modelId) throw new Error("the server lists no model");
+    const { url, modelId } = await awaitListening(child, () => stderr, timeoutMs);
     return new StructuredServer(child, url, modelId, [process.execPath, ...args]);
   }
 
