@@ -2,12 +2,11 @@
 // `sh example` (run with sh) or `js example` (run as an ES module by node from the project root, so the
 // installed clients resolve), with only `http://127.0.0.1:8000` replaced by the test server's address.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { projectRoot } from "../../src/paths.ts";
+import { type ProcessOutput, runProcess } from "../helpers/runProcess.ts";
 import { startTestServer, type TestServer } from "../helpers/testServer.ts";
 
 type Example = { heading: string; language: "sh" | "js"; code: string };
@@ -25,28 +24,11 @@ function examplesOf(markdown: string): Example[] {
 }
 
 /** Runs one example to completion. */
-async function run(
-  example: Example,
-  baseUrl: string,
-): Promise<{ status: number | null; stdout: string; stderr: string }> {
+function run(example: Example, baseUrl: string): Promise<ProcessOutput> {
   const code = example.code.replaceAll("http://127.0.0.1:8000", baseUrl);
-  const child =
-    example.language === "sh"
-      ? spawn("sh", ["-c", code], { cwd: projectRoot, stdio: ["ignore", "pipe", "pipe"] })
-      : spawn(process.execPath, ["--input-type=module", "--eval", code], {
-          cwd: projectRoot,
-          stdio: ["ignore", "pipe", "pipe"],
-        });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const [status] = (await once(child, "close")) as [number | null];
-  return { status, stdout, stderr };
+  return example.language === "sh"
+    ? runProcess("sh", ["-c", code])
+    : runProcess(process.execPath, ["--input-type=module", "--eval", code]);
 }
 
 const examples = examplesOf(readFileSync(resolve(projectRoot, "docs/clients.md"), "utf8"));

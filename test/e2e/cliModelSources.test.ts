@@ -3,14 +3,13 @@
 // reach through HF_ENDPOINT. Nothing leaves 127.0.0.1; XDG_CACHE_HOME points into a temporary folder so
 // the default download folder never touches the real home directory.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
 import { FakeHub } from "../helpers/hfServer.ts";
+import { type ProcessOutput, runProcess } from "../helpers/runProcess.ts";
 import { startTestServer } from "../helpers/testServer.ts";
 
 const stories = readFileSync(resolve(sharedModelsDir, "stories260K.gguf"));
@@ -28,22 +27,10 @@ const savedEnv = {
 };
 
 /** Runs `lmserve ARGS` to completion (asynchronously: the fake hub lives in this process). */
-async function lmserve(args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [resolve(projectRoot, "bin/lmserve.js"), ...args], {
-    cwd: projectRoot,
+function lmserve(args: string[]): Promise<ProcessOutput> {
+  return runProcess(process.execPath, [resolve(projectRoot, "bin/lmserve.js"), ...args], {
     env: process.env,
-    stdio: ["ignore", "pipe", "pipe"],
   });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr.on("data", (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const [status] = (await once(child, "close")) as [number | null];
-  return { status, stdout, stderr };
 }
 
 /** The lines of a non-TTY output, without the trailing empty line. */
