@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
+import { saveEnv } from "../helpers/env.ts";
 import { FakeHub } from "../helpers/hfServer.ts";
 import { type ProcessOutput, runProcess } from "../helpers/runProcess.ts";
 import { startTestServer } from "../helpers/testServer.ts";
@@ -19,12 +20,7 @@ const hub = new FakeHub();
 const root = mkdtempSync(join(tmpdir(), "lmserve-cli-sources-"));
 const dir = join(root, "models");
 const xdg = join(root, "xdg");
-const savedEnv = {
-  HF_ENDPOINT: process.env.HF_ENDPOINT,
-  MODEL_ENDPOINT: process.env.MODEL_ENDPOINT,
-  HF_TOKEN: process.env.HF_TOKEN,
-  XDG_CACHE_HOME: process.env.XDG_CACHE_HOME,
-};
+const restoreEnv = saveEnv(["HF_ENDPOINT", "MODEL_ENDPOINT", "HF_TOKEN", "XDG_CACHE_HOME"]);
 
 /** Runs `lmserve ARGS` to completion (asynchronously: the fake hub lives in this process). */
 function lmserve(args: string[]): Promise<ProcessOutput> {
@@ -53,10 +49,7 @@ before(async () => {
 
 after(async () => {
   await hub.stop();
-  for (const [key, value] of Object.entries(savedEnv)) {
-    if (value === undefined) delete process.env[key];
-    else process.env[key] = value;
-  }
+  restoreEnv();
   rmSync(root, { recursive: true, force: true });
 });
 

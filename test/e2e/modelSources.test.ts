@@ -24,6 +24,7 @@ import {
   resolveModel,
 } from "../../src/models/index.ts";
 import { sharedModelsDir } from "../../src/paths.ts";
+import { saveEnv } from "../helpers/env.ts";
 import { FakeHub } from "../helpers/hfServer.ts";
 
 const storiesPath = resolve(sharedModelsDir, "stories260K.gguf");
@@ -35,7 +36,7 @@ const hub = new FakeHub();
 // Created at load time: describe() bodies (which call freshDir) run before the before() hooks.
 const root = mkdtempSync(join(tmpdir(), "lmserve-model-sources-"));
 let dirCount = 0;
-const savedEnv = { HF_ENDPOINT: process.env.HF_ENDPOINT, MODEL_ENDPOINT: process.env.MODEL_ENDPOINT };
+const restoreEnv = saveEnv(["HF_ENDPOINT", "MODEL_ENDPOINT"]);
 
 /** A fresh, empty download folder. */
 function freshDir(): string {
@@ -88,10 +89,7 @@ before(async () => {
 
 after(async () => {
   await hub.stop();
-  for (const [key, value] of Object.entries(savedEnv)) {
-    if (value === undefined) delete process.env[key];
-    else process.env[key] = value;
-  }
+  restoreEnv();
   rmSync(root, { recursive: true, force: true });
 });
 
