@@ -5,7 +5,26 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { startTestServer, TEST_MODEL } from "../helpers/testServer.ts";
+import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+
+/**
+ * Reads a chat stream to its end, stopping the server (SIGTERM) as soon as the first content arrives.
+ * @returns the stream's events and the server's exit (`server.stop()`).
+ */
+async function streamThroughShutdown(
+  response: Response,
+  server: TestServer,
+): Promise<{ events: unknown[]; exited: Promise<number | null> }> {
+  const events: unknown[] = [];
+  let exited: Promise<number | null> | undefined;
+  for await (const event of sseEvents(response)) {
+    events.push(event);
+    if (!exited && (event as Chunk).choices?.[0]?.delta.content) exited = server.stop();
+  }
+  assert.ok(exited, "the stream produced no content");
+  assert.equal(events.at(-1), "[DONE]");
+  return { events, exited };
+}
 
 /** The SSE `data:` payloads of a response as they arrive (JSON-parsed; `[DONE]` kept as the string). */
 async function* sseEvents(response: Response): AsyncGenerator<unknown> {
@@ -48,15 +67,8 @@ describe("graceful shutdown", () => {
       stream_options: { include_usage: true },
     });
     assert.equal(response.status, 200);
-    const events: unknown[] = [];
-    let exited: Promise<number | null> | undefined;
-    for await (const event of sseEvents(response)) {
-      events.push(event);
-      // SIGTERM as soon as the generation is under way.
-      if (!exited && (event as Chunk).choices?.[0]?.delta.content) exited = server.stop();
-    }
-    assert.ok(exited, "the stream produced no content");
-    assert.equal(events.at(-1), "[DONE]");
+    // SIGTERM as soon as the generation is under way.
+    const { events, exited } = await streamThroughShutdown(response, server);
     const chunks = events.slice(0, -1) as Chunk[];
     assert.ok(
       chunks.every((chunk) => chunk.error === undefined),
@@ -88,14 +100,7 @@ describe("graceful shutdown", () => {
     const plain = server.post("/v1/chat/completions", { model: TEST_MODEL, messages });
     const response = await server.post("/v1/chat/completions", { model: TEST_MODEL, messages, stream: true });
     assert.equal(response.status, 200);
-    const events: unknown[] = [];
-    let exited: Promise<number | null> | undefined;
-    for await (const event of sseEvents(response)) {
-      events.push(event);
-      if (!exited && (event as Chunk).choices?.[0]?.delta.content) exited = server.stop();
-    }
-    assert.ok(exited, "the stream produced no content");
-    assert.equal(events.at(-1), "[DONE]");
+    const { events, exited } = await streamThroughShutdown(response, server);
     const last = events.at(-2) as { object: string; code: number; error: { code: string; type: string } };
     assert.equal(last.object, "error");
     assert.equal(last.code, 503);
