@@ -19,6 +19,19 @@ const chatMessages: OpenAI.ChatCompletionMessageParam[] = [
   { role: "user", content: "Tell me about a girl and her dog." },
 ];
 
+/** A greedy chat request that forces one call of the weather tool, its parameters given as a zod schema. */
+function forcedWeatherCall() {
+  return {
+    model: TEST_MODEL,
+    messages: [{ role: "user" as const, content: "What is the weather in Paris?" }],
+    tools: [zodFunction({ ...weatherTool, parameters: weatherArgsSchema })],
+    tool_choice: "required" as const,
+    parallel_tool_calls: false,
+    max_tokens: FORCED_MAX_TOKENS,
+    temperature: 0,
+  };
+}
+
 /** A client that knows only the server's base URL and a key. No retries: a 429 must surface as is. */
 function clientFor(server: TestServer, apiKey = "sk-test"): OpenAI {
   return new OpenAI({ baseURL: `${server.url}/v1`, apiKey, maxRetries: 0 });
@@ -250,13 +263,7 @@ describe("openai SDK against lmserve", () => {
 
   it("a zodFunction tool with tool_choice 'required' gives a call whose arguments match the schema", async () => {
     const completion = await client.chat.completions.parse({
-      model: TEST_MODEL,
-      messages: [{ role: "user", content: "What is the weather in Paris?" }],
-      tools: [zodFunction({ ...weatherTool, parameters: weatherArgsSchema })],
-      tool_choice: "required",
-      parallel_tool_calls: false,
-      max_tokens: FORCED_MAX_TOKENS,
-      temperature: 0,
+      ...forcedWeatherCall(),
     });
     const choice = completion.choices[0];
     assert.equal(choice?.finish_reason, "tool_calls");
@@ -272,13 +279,7 @@ describe("openai SDK against lmserve", () => {
 
   it("a streamed tool call emits tool_calls.function.arguments events that assemble to valid arguments", async () => {
     const runner = client.chat.completions.stream({
-      model: TEST_MODEL,
-      messages: [{ role: "user", content: "What is the weather in Paris?" }],
-      tools: [zodFunction({ ...weatherTool, parameters: weatherArgsSchema })],
-      tool_choice: "required",
-      parallel_tool_calls: false,
-      max_tokens: FORCED_MAX_TOKENS,
-      temperature: 0,
+      ...forcedWeatherCall(),
     });
     let deltas = "";
     const done: { name: string; arguments: string; parsed: unknown }[] = [];
