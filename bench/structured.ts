@@ -149,7 +149,7 @@ async function main(): Promise<number> {
   const pure = await measureCompileTimes(options.compileRuns);
   log("compile times with llama.cpp's parse...");
   const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error, build: "never" });
-  const native = await measureCompileTimes(Math.max(3, Math.floor(options.compileRuns / 4)), llama);
+  const native = await measureCompileTimes(Math.max(3, Math.floor(options.compileRuns / 4)), true);
   sections.push(compileTable(pure, native), "");
 
   log(`server: ${options.modelPath} --threads ${options.threads} --max-model-len ${MAX_MODEL_LEN}`);

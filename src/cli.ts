@@ -6,6 +6,7 @@ import { Command, Option } from "commander";
 import { downloadDirFlag, downloadDirHelp, registerModelCommands } from "./cliModelCommands.ts";
 import { addOperationsOptions, serveFlagsInfo } from "./cliOperationsOptions.ts";
 import { ConfigError, loadServeConfig, type ServeFlags } from "./config.ts";
+import { DeviceUnavailableError } from "./engine/devices.ts";
 import { ModelLoadError } from "./engine/ModelHost.ts";
 import { ModelSourceError } from "./models/index.ts";
 import { defaultModelAvailable, defaultModelPath } from "./paths.ts";
@@ -50,8 +51,23 @@ program
   .option("--no-prefix-caching", "do not reuse cached prompt prefixes across requests")
   .option("--trust-request-chat-template", "honour a request's own chat_template (it runs arbitrary Jinja)")
   .option(
-    "--no-batch-invariant-seeds",
-    "batch requests that give a seed with others (faster under load, but their text may then vary with the load)",
+    "--batch-invariant-seeds",
+    "run requests that give a seed alone, so the same seed gives the same text under any load (costs throughput)",
+  )
+  .option("--no-batch-invariant-seeds", "let requests that give a seed share batches (the default)")
+  .addOption(
+    new Option(
+      "--device <device>",
+      "compute device: the first GPU backend found, else the CPU (auto)",
+    ).choices(["auto", "cpu", "cuda", "vulkan"]),
+  )
+  .option(
+    "--n-gpu-layers <n>",
+    "layers to offload to the GPU, also -ngl (default: all; 0 keeps the weights on the CPU)",
+  )
+  .option(
+    "--no-kv-unified",
+    "give each slot its own KV buffer instead of one shared buffer (llama.cpp's kv_unified)",
   )
   .option("--no-ui", "do not serve the web UI (playground, dashboard) at /")
   .option(downloadDirFlag, downloadDirHelp)
@@ -88,7 +104,12 @@ function defaultModel(): string {
 
 /** Prints a one-line error and exits with status 2 for user errors, 1 for anything else. */
 function fail(error: unknown): never {
-  if (error instanceof ConfigError || error instanceof ModelLoadError || error instanceof ModelSourceError) {
+  if (
+    error instanceof ConfigError ||
+    error instanceof ModelLoadError ||
+    error instanceof ModelSourceError ||
+    error instanceof DeviceUnavailableError
+  ) {
     process.stderr.write(`lmserve: error: ${error.message}\n`);
     process.exit(2);
   }
@@ -98,4 +119,7 @@ function fail(error: unknown): never {
   process.exit(1);
 }
 
-await program.parseAsync(process.argv);
+/** llama-server's spellings that commander cannot declare (multi-letter short flags), as our long flags. */
+const LLAMA_SERVER_ALIASES: Record<string, string> = { "-ngl": "--n-gpu-layers" };
+
+await program.parseAsync(process.argv.map((arg) => LLAMA_SERVER_ALIASES[arg] ?? arg));

@@ -61,6 +61,12 @@ const ServeConfigSchema = z.object({
   requestTimeout: z.number().positive().optional(),
   prefixCaching: z.boolean(),
   batchInvariantSeeds: z.boolean(),
+  /** `--device`: where the models run. */
+  device: z.enum(["auto", "cpu", "cuda", "vulkan"]),
+  /** `--n-gpu-layers` / `-ngl`: layers offloaded to a GPU; absent: all. */
+  nGpuLayers: z.number().int().min(-1).optional(),
+  /** One KV buffer shared by every slot (llama.cpp's `kv_unified`); `--no-kv-unified` turns it off. */
+  kvUnified: z.boolean(),
   trustRequestChatTemplate: z.boolean(),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
   /** Serve the web UI (playground, dashboard) at `/`; `--no-ui` turns it off. */
@@ -94,6 +100,9 @@ export type ServeFlags = {
   requestTimeout?: string;
   prefixCaching?: boolean;
   batchInvariantSeeds?: boolean;
+  device?: string;
+  nGpuLayers?: string;
+  kvUnified?: boolean;
   trustRequestChatTemplate?: boolean;
   logLevel?: string;
   downloadDir?: string;
@@ -188,7 +197,10 @@ export function loadServeConfig(
         ? undefined
         : parseSeconds(flags.requestTimeout, "--request-timeout"),
     prefixCaching: flags.prefixCaching ?? true,
-    batchInvariantSeeds: flags.batchInvariantSeeds ?? true,
+    batchInvariantSeeds: flags.batchInvariantSeeds ?? false,
+    device: flags.device ?? "auto",
+    nGpuLayers: optionalInteger(flags.nGpuLayers, "--n-gpu-layers"),
+    kvUnified: flags.kvUnified ?? true,
     trustRequestChatTemplate: flags.trustRequestChatTemplate ?? false,
     logLevel: flags.logLevel ?? env.LMSERVE_LOG_LEVEL ?? "info",
     ui: flags.ui ?? true,

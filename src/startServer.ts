@@ -52,11 +52,13 @@ export async function startServer(
         ...(maxModelLen !== undefined ? { maxModelLen } : {}),
         sequences: own?.maxNumSeqs ?? config.maxNumSeqs,
         threads: threadsFor(config, model.sizeBytes),
+        device: config.device,
+        ...(config.nGpuLayers !== undefined ? { nGpuLayers: config.nGpuLayers } : {}),
+        kvUnified: config.kvUnified,
         ...(chatTemplate !== undefined ? { chatTemplate } : {}),
         trustRequestChatTemplate: config.trustRequestChatTemplate,
         ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
         ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
-        ...(process.stderr.isTTY ? { onProgress: progressBar(model.path) } : {}),
       });
       hosts.push(host);
       registry.add(
@@ -75,6 +77,10 @@ export async function startServer(
           path: model.path,
           contextSize: host.contextSize,
           slots: own?.maxNumSeqs ?? config.maxNumSeqs,
+          backend: host.placement.backend,
+          ...(host.placement.devices.length > 0 ? { devices: host.placement.devices } : {}),
+          offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
+          threads: threadsFor(config, model.sizeBytes),
         },
         "model loaded",
       );
@@ -120,7 +126,7 @@ export async function startServer(
       // Graceful: stop accepting, let in-flight requests finish up to --shutdown-timeout, then end them.
       const outcome = await drainServer(app, config.shutdownTimeout);
       logger.info(outcome, "server closed");
-      await Promise.all(hosts.map((h) => h.dispose()));
+      await Promise.all(registry.all().map((scheduler) => scheduler.close()));
     })();
     return closing;
   };
@@ -140,16 +146,4 @@ export async function startServer(
     process.once("SIGINT", onSignal);
   }
   return { app, registry, url, close };
-}
-
-/** A one-line progress bar on stderr for model loading. */
-function progressBar(path: string): (fraction: number) => void {
-  return (fraction) => {
-    const width = 30;
-    const filled = Math.round(fraction * width);
-    process.stderr.write(
-      `\rloading ${path} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${Math.round(fraction * 100)}%`,
-    );
-    if (fraction >= 1) process.stderr.write("\n");
-  };
 }

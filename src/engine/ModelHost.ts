@@ -1,15 +1,8 @@
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
-import {
-  getLlama,
-  type Llama,
-  type LlamaContext,
-  LlamaLogLevel,
-  type LlamaModel,
-  readGgufFileInfo,
-  type Token,
-} from "node-llama-cpp";
-import { BatchGate } from "./BatchGate.ts";
+import { readGgufFileInfo } from "node-llama-cpp";
+import { type DeviceKind, type DevicePlan, planDevices } from "./devices.ts";
+import { type NativeContext, type NativeModel, type NativeModelInfo, nativeAddon } from "./native.ts";
 import { TokenVocabulary } from "./TokenVocabulary.ts";
 
 /** Options of {@link ModelHost.load}. */
@@ -24,6 +17,21 @@ export type ModelHostOptions = {
   sequences: number;
   /** CPU threads of the context; set it, the library default oversubscribes small machines. */
   threads: number;
+  /** `--device`. Defaults to `auto` (the first GPU backend with a device, else the CPU). */
+  device?: DeviceKind;
+  /**
+   * Layers stored and run on the GPU (`--n-gpu-layers`, llama-server's `-ngl`); negative = all. Defaults
+   * to all when a GPU is used; ignored on the CPU.
+   */
+  nGpuLayers?: number;
+  /**
+   * One KV buffer shared by every sequence (llama.cpp's `kv_unified`) instead of one per sequence.
+   * Defaults to true: with separate buffers a gap in the running sequence ids costs an extra pass over
+   * the weights (see docs/ARCHITECTURE.md).
+   */
+  kvUnified?: boolean;
+  /** Most tokens in one step (prompt chunks plus one per decoding sequence). Defaults to 512. */
+  batchSize?: number;
   /** Chat template overriding the GGUF's `tokenizer.chat_template`. */
   chatTemplate?: string;
   /** Tool-call parser name (`--tool-call-parser`); defaults to none: the chat serving detects one from the template. */
@@ -35,10 +43,6 @@ export type ModelHostOptions = {
    * runs arbitrary loops, so by default only the model's and the server's templates are used.
    */
   trustRequestChatTemplate?: boolean;
-  /** Longest wait for every running sequence to join a decode batch, in ms (see BatchGate). Defaults to 40. */
-  batchWaitMs?: number;
-  /** Called with the load progress, 0..1. */
-  onProgress?: (fraction: number) => void;
 };
 
 /** Output parser names configured for a model; an absent one is detected from the chat template per request. */
@@ -52,24 +56,28 @@ export class ModelLoadError extends Error {
   }
 }
 
-let llamaPromise: Promise<Llama> | undefined;
-
-/** The process-wide llama.cpp binding (CPU build, llama.cpp's own logs at warning level and above). */
-export function getSharedLlama(): Promise<Llama> {
-  llamaPromise ??= getLlama({ gpu: false, logLevel: LlamaLogLevel.error, build: "never" });
-  return llamaPromise;
-}
+/** Where a model runs: for the startup log and `/v1/models`. */
+export type ModelPlacement = {
+  /** "CPU", "CUDA" or "Vulkan". */
+  backend: string;
+  /** The GPU devices' descriptions (empty on the CPU). */
+  devices: readonly string[];
+  /** Layers offloaded to the GPU (0 on the CPU), of `layers` (+1 for the output layer). */
+  offloadedLayers: number;
+  layers: number;
+};
 
 /**
- * One loaded model and its context: owns the node-llama-cpp objects and the tokenizer.
- * The context holds `sequences` sequences of `contextSize` tokens each; the scheduler hands them out.
+ * One loaded model and its context, over the native engine: the model's weights and tokenizer, and one
+ * llama.cpp context whose `sequences` sequences of `contextSize` tokens are the scheduler's slots.
  */
 export class ModelHost {
   /** The served names; `names[0]` is the model id. */
   readonly names: readonly string[];
   readonly modelPath: string;
-  readonly model: LlamaModel;
-  readonly context: LlamaContext;
+  readonly model: NativeModel;
+  readonly context: NativeContext;
+  readonly info: NativeModelInfo;
   /** The Jinja chat template in use (flag override, else GGUF metadata), or null when the model has none. */
   readonly chatTemplate: string | null;
   /** The configured output parser names (`--tool-call-parser`, `--reasoning-parser`); absent ones are detected per request. */
@@ -80,41 +88,49 @@ export class ModelHost {
   readonly created: number;
   /** Token bytes and text, for logprobs. */
   readonly vocabulary: TokenVocabulary;
-  /** Lines up the running sequences' decode steps into one batch each and orders them (see BatchGate). */
-  readonly batchGate: BatchGate;
+  /** Tokens of context per sequence: prompt plus completion must fit in it. */
+  readonly contextSize: number;
+  /** Number of sequences (slots). */
+  readonly sequences: number;
+  /** Most tokens one step may hold. */
+  readonly batchSize: number;
+  readonly placement: ModelPlacement;
+  private readonly endOfGeneration: number[];
 
-  private constructor(
-    names: readonly string[],
-    modelPath: string,
-    model: LlamaModel,
-    context: LlamaContext,
-    chatTemplate: string | null,
-    batchGate: BatchGate,
-    chatParsers: ChatParserNames,
-  ) {
-    this.chatParsers = chatParsers;
-    this.batchGate = batchGate;
-    this.names = names;
-    this.modelPath = modelPath;
-    this.model = model;
-    this.context = context;
-    this.chatTemplate = chatTemplate;
+  private constructor(init: {
+    names: readonly string[];
+    modelPath: string;
+    model: NativeModel;
+    context: NativeContext;
+    chatTemplate: string | null;
+    chatParsers: ChatParserNames;
+    vocabulary: TokenVocabulary;
+    contextSize: number;
+    sequences: number;
+    batchSize: number;
+    placement: ModelPlacement;
+  }) {
+    this.names = init.names;
+    this.modelPath = init.modelPath;
+    this.model = init.model;
+    this.context = init.context;
+    this.info = init.model.info();
+    this.chatTemplate = init.chatTemplate;
+    this.chatParsers = init.chatParsers;
+    this.vocabulary = init.vocabulary;
+    this.contextSize = init.contextSize;
+    this.sequences = init.sequences;
+    this.batchSize = init.batchSize;
+    this.placement = init.placement;
     this.created = Math.floor(Date.now() / 1000);
-    const tokenizer = model.fileInfo.metadata.tokenizer.ggml as {
-      tokens: string[];
-      token_type?: number[];
-      model?: string;
-    };
-    this.vocabulary = new TokenVocabulary(
-      tokenizer.tokens,
-      tokenizer.token_type ?? [],
-      tokenizer.model ?? "llama",
-    );
+    const { eos, eot } = this.info;
+    this.endOfGeneration = [...new Set([eos, eot].filter((token) => token >= 0))];
   }
 
   /**
    * Loads a GGUF model and creates its context.
-   * @throws ModelLoadError when the file is missing, unreadable or not a valid GGUF model.
+   * @throws ModelLoadError when the file is missing, unreadable or not a valid GGUF model, or the
+   *   context cannot be created; DeviceUnavailableError when `--device cuda|vulkan` finds no such GPU.
    */
   static async load(options: ModelHostOptions): Promise<ModelHost> {
     const { modelPath } = options;
@@ -127,49 +143,60 @@ export class ModelHost {
         `Cannot read model file ${modelPath}: ${(error as NodeJS.ErrnoException).code ?? error}`,
       );
     }
-    let template: string | null;
+    let tokenizer: { tokens: string[]; token_type?: number[]; model?: string };
+    let metadataTemplate: unknown;
     try {
       const fileInfo = await readGgufFileInfo(modelPath, { readTensorInfo: false });
-      const metadataTemplate = (fileInfo.metadata as { tokenizer?: { chat_template?: unknown } }).tokenizer
-        ?.chat_template;
-      template = typeof metadataTemplate === "string" ? metadataTemplate : null;
+      const metadata = fileInfo.metadata as unknown as {
+        tokenizer?: {
+          chat_template?: unknown;
+          ggml?: { tokens: string[]; token_type?: number[]; model?: string };
+        };
+      };
+      metadataTemplate = metadata.tokenizer?.chat_template;
+      if (!metadata.tokenizer?.ggml?.tokens) throw new Error("the file has no tokenizer.ggml.tokens");
+      tokenizer = metadata.tokenizer.ggml;
     } catch (error) {
       throw new ModelLoadError(`Not a valid GGUF model file: ${modelPath} (${firstLine(error)})`, {
         cause: error,
       });
     }
-    const llama = await getSharedLlama();
-    let model: LlamaModel;
+    const engine = nativeAddon();
+    const plan: DevicePlan = planDevices(options.device ?? "auto");
+    const onGpu = plan.gpus.length > 0;
+    const nGpuLayers = onGpu ? (options.nGpuLayers ?? -1) : 0;
+    let model: NativeModel;
     try {
-      model = await llama.loadModel({
-        modelPath,
-        ...(options.onProgress ? { onLoadProgress: options.onProgress } : {}),
+      model = await engine.loadModel(modelPath, {
+        nGpuLayers,
+        devices: plan.gpus.map((device) => device.name),
+        cpuOnly: !onGpu,
       });
     } catch (error) {
       throw new ModelLoadError(`Failed to load model ${modelPath}: ${firstLine(error)}`, { cause: error });
     }
-    const trainContextSize = model.trainContextSize;
-    if (options.maxModelLen !== undefined && options.maxModelLen > trainContextSize) {
-      await model.dispose();
+    const info = model.info();
+    if (options.maxModelLen !== undefined && options.maxModelLen > info.nCtxTrain) {
+      model.dispose();
       // As vLLM: a context longer than the model was trained on is refused, not silently accepted.
       throw new ModelLoadError(
-        `--max-model-len ${options.maxModelLen} is greater than the model's training context (${trainContextSize} tokens).`,
+        `--max-model-len ${options.maxModelLen} is greater than the model's training context (${info.nCtxTrain} tokens).`,
       );
     }
-    const contextSize = options.maxModelLen ?? Math.min(model.trainContextSize, 8192);
-    const batchGate = new BatchGate(options.batchWaitMs);
-    let context: LlamaContext;
+    const contextSize = options.maxModelLen ?? Math.min(info.nCtxTrain, 8192);
+    const batchSize = Math.min(options.batchSize ?? 512, contextSize * options.sequences);
+    let context: NativeContext;
     try {
-      context = await model.createContext({
-        sequences: options.sequences,
-        contextSize,
+      context = new engine.Context(model, {
+        nCtx: contextSize * options.sequences,
+        nSeqMax: options.sequences,
+        nBatch: batchSize,
+        nUbatch: batchSize,
         threads: options.threads,
-        batchSize: Math.min(512, contextSize),
-        batching: { dispatchSchedule: batchGate.schedule, itemPrioritizationStrategy: batchGate.prioritize },
+        kvUnified: options.kvUnified ?? true,
       });
-      batchGate.attach(context);
     } catch (error) {
-      await model.dispose();
+      model.dispose();
       throw new ModelLoadError(`Failed to create a context of ${contextSize} tokens: ${firstLine(error)}`, {
         cause: error,
       });
@@ -179,19 +206,32 @@ export class ModelHost {
         ? options.servedModelNames
         : [basename(modelPath).replace(/\.gguf$/i, "")];
     const { toolCallParser, reasoningParser } = options;
-    const chatParsers: ChatParserNames = {
-      ...(toolCallParser !== undefined ? { toolCallParser } : {}),
-      ...(reasoningParser !== undefined ? { reasoningParser } : {}),
-    };
-    const host = new ModelHost(
+    const layers = info.nLayer;
+    const host = new ModelHost({
       names,
       modelPath,
       model,
       context,
-      options.chatTemplate ?? template,
-      batchGate,
-      chatParsers,
-    );
+      chatTemplate: options.chatTemplate ?? (typeof metadataTemplate === "string" ? metadataTemplate : null),
+      chatParsers: {
+        ...(toolCallParser !== undefined ? { toolCallParser } : {}),
+        ...(reasoningParser !== undefined ? { reasoningParser } : {}),
+      },
+      vocabulary: new TokenVocabulary(
+        tokenizer.tokens,
+        tokenizer.token_type ?? [],
+        tokenizer.model ?? "llama",
+      ),
+      contextSize,
+      sequences: options.sequences,
+      batchSize,
+      placement: {
+        backend: plan.backend,
+        devices: plan.gpus.map((device) => device.description || device.name),
+        offloadedLayers: onGpu ? Math.min(nGpuLayers < 0 ? layers + 1 : nGpuLayers, layers + 1) : 0,
+        layers,
+      },
+    });
     host.trustRequestChatTemplate = options.trustRequestChatTemplate ?? false;
     return host;
   }
@@ -201,20 +241,14 @@ export class ModelHost {
     return this.names[0] as string;
   }
 
-  /** Tokens of context per sequence: prompt plus completion must fit in it. */
-  get contextSize(): number {
-    return this.context.contextSize;
-  }
-
   /** Number of tokens in the vocabulary (valid token ids are 0..vocabularySize-1). */
   get vocabularySize(): number {
-    return this.vocabulary.size;
+    return this.info.nVocab;
   }
 
   /** The end-of-generation token ids (EOS, EOT), for `ignore_eos` and `min_tokens`. */
   get endOfGenerationTokens(): number[] {
-    const { eos, eot } = this.model.tokens;
-    return [eos, eot].filter((token): token is Token => token !== null);
+    return this.endOfGeneration;
   }
 
   /**
@@ -222,18 +256,18 @@ export class ModelHost {
    * (then `suffix` cannot be served).
    */
   get infillTokens(): [number, number, number] | null {
-    const { prefix, suffix, middle } = this.model.tokens.infill;
-    return prefix !== null && suffix !== null && middle !== null ? [prefix, suffix, middle] : null;
+    const { fimPre, fimSuf, fimMid } = this.info;
+    return fimPre >= 0 && fimSuf >= 0 && fimMid >= 0 ? [fimPre, fimSuf, fimMid] : null;
   }
 
   /** The BOS token's text, or "" when the model has none. */
   get bosText(): string {
-    return this.model.tokens.bosString ?? "";
+    return this.info.bos >= 0 ? this.vocabulary.piece(this.info.bos) : "";
   }
 
   /** The EOS token's text, or "" when the model has none. */
   get eosText(): string {
-    return this.model.tokens.eosString ?? "";
+    return this.info.eos >= 0 ? this.vocabulary.piece(this.info.eos) : "";
   }
 
   /**
@@ -242,28 +276,29 @@ export class ModelHost {
    * @param addSpecialTokens prepend BOS when the model asks for it (HF's `add_special_tokens`).
    */
   tokenize(text: string, addSpecialTokens: boolean): number[] {
-    const tokens = this.model.tokenize(text, true);
-    const bos = this.model.tokens.bos;
-    if (addSpecialTokens && bos !== null && this.model.tokens.shouldPrependBosToken && tokens[0] !== bos) {
-      return [bos, ...tokens];
-    }
+    const tokens = Array.from(this.model.tokenize(text, false, true));
+    const { bos, addBos } = this.info;
+    if (addSpecialTokens && bos >= 0 && addBos && tokens[0] !== bos) return [bos, ...tokens];
     return tokens;
   }
 
-  /** Detokenizes tokens, with `lastTokens` as preceding context; special tokens are not rendered. */
-  detokenize(tokens: readonly number[], lastTokens: readonly number[] = []): string {
-    return this.model.detokenize(tokens as readonly Token[], false, lastTokens as readonly Token[]);
+  /**
+   * Detokenizes tokens, with `lastTokens` as preceding context.
+   * @param renderSpecial render special tokens' text (as Hugging Face's `decode`). Defaults to false.
+   */
+  detokenize(tokens: readonly number[], lastTokens: readonly number[] = [], renderSpecial = false): string {
+    return this.model.detokenize(tokens, lastTokens, renderSpecial);
   }
 
   /** True for end-of-generation tokens (EOS, EOT, ...). */
   isEndOfGeneration(token: number): boolean {
-    return this.model.isEogToken(token as Token);
+    return this.model.isEog(token);
   }
 
-  /** Frees the context and the model. */
+  /** Frees the context and the model. Call only when no step is running. */
   async dispose(): Promise<void> {
-    await this.context.dispose();
-    await this.model.dispose();
+    this.context.dispose();
+    this.model.dispose();
   }
 }
 

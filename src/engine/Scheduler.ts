@@ -1,8 +1,16 @@
-import type { LlamaContextSequence } from "node-llama-cpp";
 import { ApiError, badRequest, overloaded } from "../errors.ts";
+import { commonPrefixLength } from "./commonPrefixLength.ts";
+import { Generation } from "./Generation.ts";
 import type { ModelHost } from "./ModelHost.ts";
-import { runGeneration } from "./runGeneration.ts";
-import type { GenerationObserver, GenerationRequest, GenerationResult, SchedulerEvents } from "./types.ts";
+import type { NativeStepInput, NativeStepOutput } from "./native.ts";
+import { samplerConfig } from "./samplerConfig.ts";
+import type {
+  GenerationObserver,
+  GenerationRequest,
+  GenerationResult,
+  SchedulerEvents,
+  TokenLogprob,
+} from "./types.ts";
 
 /**
  * The states of a slot (one sequence of the context):
@@ -22,9 +30,11 @@ export enum SlotState {
 
 /** One sequence of the context and what it is doing. */
 export type Slot = {
+  /** The llama.cpp sequence id. */
   readonly id: number;
-  readonly sequence: LlamaContextSequence;
   state: SlotState;
+  /** The tokens whose KV state the sequence holds, by position. */
+  kvTokens: number[];
   /** `performance.now()` when the slot last took a request, in milliseconds (0: never). */
   lastUsedAt: number;
 };
@@ -42,6 +52,11 @@ export type SchedulerOptions = {
    * is aborted with a 504 {@link ApiError} as the abort reason. Defaults to no limit.
    */
   requestTimeoutSeconds?: number;
+  /**
+   * Prompt tokens one step evaluates at most (chunked prefill): an abort stops a long prompt within
+   * one chunk, and decoding sequences wait at most one chunk's time. Defaults to 256 (or the batch size).
+   */
+  prefillChunkTokens?: number;
 };
 
 type Job = {
@@ -58,26 +73,48 @@ type Job = {
   dispose(): void;
 };
 
+/** A job running on a slot. */
+type Running = {
+  readonly slot: Slot;
+  readonly job: Job;
+  readonly generation: Generation;
+  readonly startedAt: number;
+  firstTokenAt: number | null;
+  lastTokenAt: number;
+};
+
+/** What one output row of a step is for. */
+type StepOutputFor =
+  | { kind: "sample"; running: Running }
+  | { kind: "prompt"; running: Running; topN: number };
+
 /**
- * The single owner of a model's slots and of its waiting queue (continuous batching).
+ * The single owner of a model's slots, its waiting queue and its step loop (continuous batching).
  *
- * Each running request has its own slot; the model's {@link BatchGate} lines up the decode steps of
- * all slots so node-llama-cpp decodes them as one batch. Requests beyond the slots wait in a queue
- * ordered by priority (lower first, as vLLM's `priority`) then arrival; a request joins as soon as a
- * slot frees, between decode steps. A new request takes the idle slot whose cached tokens share the
- * longest prefix with its prompt (see `pickSlot`).
+ * One loop per model runs one step at a time: one batch holding every decoding sequence's next token(s)
+ * plus prompt chunks up to the step's budget (decodes first, chunked prefill), one `llama_decode` on a
+ * native worker thread, every sequence sampled in C++; the results come back as typed arrays and each
+ * generation handles its token here (text, stop strings, deltas). Requests join and leave between steps;
+ * an abort takes effect before the next step. Requests beyond the slots wait in a queue ordered by
+ * priority (lower first, as vLLM's `priority`) then arrival. A new request takes the idle slot whose
+ * cached tokens share the longest prefix with its prompt (see `pickSlot`).
  */
 export class Scheduler {
   readonly host: ModelHost;
   private readonly slots: Slot[];
   private readonly waiting: Job[] = [];
+  private readonly running: Running[] = [];
   private readonly maxWaiting: number;
   private readonly prefixCaching: boolean;
   private readonly events: SchedulerEvents | undefined;
   private readonly requestTimeoutSeconds: number | undefined;
+  private readonly prefillChunkTokens: number;
   private nextOrder = 0;
   /** True while a batch-invariant job runs alone. */
   private exclusiveRunning = false;
+  /** The step loop, while it runs. */
+  private loop: Promise<void> | undefined;
+  private closed = false;
 
   constructor(host: ModelHost, options: SchedulerOptions = {}) {
     this.host = host;
@@ -85,11 +122,13 @@ export class Scheduler {
     this.prefixCaching = options.prefixCaching ?? true;
     this.events = options.events;
     this.requestTimeoutSeconds = options.requestTimeoutSeconds;
-    this.slots = [];
-    host.batchGate.onBatch = (tokens) => this.events?.onIteration?.(tokens);
-    for (let id = 0; host.context.sequencesLeft > 0; id++) {
-      this.slots.push({ id, sequence: host.context.getSequence(), state: SlotState.Idle, lastUsedAt: 0 });
-    }
+    this.prefillChunkTokens = Math.min(options.prefillChunkTokens ?? 256, host.batchSize);
+    this.slots = Array.from({ length: host.sequences }, (_, id) => ({
+      id,
+      state: SlotState.Idle,
+      kvTokens: [],
+      lastUsedAt: 0,
+    }));
   }
 
   /** Number of slots (the context's sequences). */
@@ -99,7 +138,7 @@ export class Scheduler {
 
   /** Slots currently prefilling or decoding. */
   get runningCount(): number {
-    return this.slots.filter((slot) => slot.state !== SlotState.Idle).length;
+    return this.running.length;
   }
 
   /** Requests waiting for a slot. */
@@ -112,9 +151,7 @@ export class Scheduler {
    * idle slots' cached prefixes are reusable, not in use).
    */
   kvCacheUsage(): number {
-    const used = this.slots
-      .filter((slot) => slot.state !== SlotState.Idle)
-      .reduce((sum, slot) => sum + slot.sequence.nextTokenIndex, 0);
+    const used = this.running.reduce((sum, { slot }) => sum + slot.kvTokens.length, 0);
     return used / (this.host.contextSize * this.slots.length);
   }
 
@@ -146,7 +183,7 @@ export class Scheduler {
 
   /**
    * Queues a generation and resolves with its result once it has finished; output goes to `observer`
-   * as it is produced. An aborted `signal` ends the generation within one decode step (or removes it
+   * as it is produced. An aborted `signal` ends the generation before its next step (or removes it
    * from the queue) and resolves with `finishReason: "abort"`.
    * Rejects with ApiError 503 when the waiting queue is full.
    */
@@ -156,6 +193,7 @@ export class Scheduler {
     callerSignal?: AbortSignal,
   ): Promise<GenerationResult> {
     try {
+      if (this.closed) throw overloaded("The server is shutting down.");
       this.assertCapacity(1);
     } catch (error) {
       return Promise.reject(error);
@@ -164,7 +202,11 @@ export class Scheduler {
     return new Promise<GenerationResult>((resolve, reject) => {
       const onAbort = () => {
         const index = this.waiting.indexOf(job);
-        if (index === -1) return;
+        if (index === -1) {
+          // Running: the loop ends it before the next step.
+          this.wake();
+          return;
+        }
         this.waiting.splice(index, 1);
         job.detach();
         job.dispose();
@@ -191,8 +233,25 @@ export class Scheduler {
       }
       signal?.addEventListener("abort", onAbort, { once: true });
       this.enqueue(job);
-      this.pump();
+      this.wake();
     });
+  }
+
+  /**
+   * Stops taking requests, lets the step loop finish its current step, then frees the model. Running
+   * and waiting requests should have been ended (aborted) by the caller; any left are aborted here.
+   */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const job of this.waiting.splice(0)) {
+      job.detach();
+      job.dispose();
+      job.resolve(abortedBeforeStart(job.request, new Error("shutting down")));
+    }
+    for (const running of this.running) running.generation.abort(new Error("shutting down"));
+    this.wake();
+    await this.loop;
+    await this.host.dispose();
   }
 
   /**
@@ -226,13 +285,57 @@ export class Scheduler {
     else this.waiting.splice(position, 0, job);
   }
 
+  /** Starts the step loop unless it runs (it runs while any sequence does). */
+  private wake(): void {
+    if (this.loop) return;
+    this.loop = this.runLoop().finally(() => {
+      this.loop = undefined;
+      // A request that arrived while the loop was ending.
+      const idle = this.slots.some((slot) => slot.state === SlotState.Idle);
+      if (!this.closed && ((this.waiting.length > 0 && idle) || this.running.length > 0)) this.wake();
+    });
+  }
+
+  private async runLoop(): Promise<void> {
+    for (;;) {
+      this.reap();
+      if (!this.closed) this.admit();
+      if (this.running.length === 0) return;
+      const { input, outputs } = this.planStep();
+      let output: NativeStepOutput;
+      try {
+        output = await this.host.context.step(input);
+      } catch (error) {
+        // The batch's KV state is unknown: every sequence in it fails and its slot starts from scratch.
+        const members = new Set(outputs.map((entry) => entry.running));
+        for (const running of this.running.filter(
+          (entry) => members.has(entry) || input.seqs.includes(entry.slot.id),
+        )) {
+          this.fail(running, error);
+        }
+        continue;
+      }
+      this.events?.onIteration?.(input.tokens.length);
+      this.applyStep(outputs, output);
+    }
+  }
+
+  /** Ends the generations that finished or were aborted, between steps. */
+  private reap(): void {
+    for (const running of [...this.running]) {
+      const { generation, job } = running;
+      if (generation.finishReason === null && job.signal?.aborted) generation.abort(job.signal.reason);
+      if (generation.finishReason !== null) this.complete(running);
+    }
+  }
+
   /**
    * Starts waiting jobs on idle slots, highest priority first. A batch-invariant job starts only once
-   * every slot is idle and nothing else starts while it runs, so its decode batches hold its tokens
-   * alone (llama.cpp's batched kernels give slightly different numbers for a row depending on what
-   * else is in the batch).
+   * every slot is idle and nothing else starts while it runs, so its batches hold its tokens alone
+   * (llama.cpp's batched kernels give slightly different numbers for a row depending on what else is in
+   * the batch).
    */
-  private pump(): void {
+  private admit(): void {
     while (this.waiting.length > 0) {
       if (this.exclusiveRunning) return;
       const idle = this.slots.filter((slot) => slot.state === SlotState.Idle);
@@ -240,28 +343,60 @@ export class Scheduler {
       const head = this.waiting[0] as Job;
       if (head.request.batchInvariant && idle.length < this.slots.length) return;
       const job = this.waiting.shift() as Job;
-      if (job.request.batchInvariant) this.exclusiveRunning = true;
       job.detach();
+      if (job.request.batchInvariant) this.exclusiveRunning = true;
       const slot = this.pickSlot(idle, job.request.promptTokens);
-      slot.state = SlotState.Prefill;
-      slot.lastUsedAt = performance.now();
-      void this.run(slot, job);
+      this.start(slot, job);
     }
+  }
+
+  /** Puts a job on a slot: trims the slot's KV cache to the reused prefix and configures its sampler. */
+  private start(slot: Slot, job: Job): void {
+    const { request } = job;
+    const prompt = request.promptTokens;
+    const { context } = this.host;
+    // Prompt logprobs need every prompt position's logits, and a batch-invariant job's prefill batch
+    // must always be the same: both evaluate the whole prompt.
+    const reuse = this.prefixCaching && request.promptLogprobs === null && !request.batchInvariant;
+    let cached = reuse ? commonPrefixLength(slot.kvTokens, prompt) : 0;
+    // At least one prompt token is evaluated, for the next token's logits.
+    if (cached >= prompt.length) cached = prompt.length - 1;
+    slot.state = SlotState.Prefill;
+    slot.lastUsedAt = performance.now();
+    const startedAt = performance.now();
+    try {
+      if (slot.kvTokens.length > cached) {
+        context.removeTokens(slot.id, cached, -1);
+        slot.kvTokens.length = cached;
+      }
+      context.configure(slot.id, samplerConfig(request, this.host.endOfGenerationTokens));
+    } catch (error) {
+      this.resetSlot(slot);
+      if (request.batchInvariant) this.exclusiveRunning = false;
+      job.dispose();
+      job.reject(error);
+      return;
+    }
+    const generation = new Generation(this.host, request, job.observer, cached, (tokens) => {
+      if (!context.accept(slot.id, Int32Array.from(tokens))) {
+        throw new Error(`injected tokens ${tokens.join(",")} are not allowed by the request's grammar`);
+      }
+    });
+    this.running.push({ slot, job, generation, startedAt, firstTokenAt: null, lastTokenAt: startedAt });
   }
 
   /**
    * The idle slot sharing the longest prefix with the prompt, if that prefix is at least a tenth of the
-   * prompt (llama-server's `--slot-prompt-similarity` default, 0.1). Otherwise (and without prefix
-   * caching) the idle slot that keeps the running sequences' ids in the fewest contiguous runs, which
-   * lets llama.cpp decode their tokens in that many ubatches (see `sequenceOrderedStrategy`); among
-   * those, the least recently used (as llama-server), so recent caches survive for the next request.
+   * prompt (llama-server's `--slot-prompt-similarity` default, 0.1); otherwise (and without prefix
+   * caching) the least recently used idle slot (as llama-server), so recent caches survive for the next
+   * request.
    */
   private pickSlot(idle: Slot[], prompt: readonly number[]): Slot {
     if (this.prefixCaching) {
       let best: Slot | undefined;
       let bestLength = 0;
       for (const slot of idle) {
-        const length = commonPrefixLength(slot.sequence.contextTokens, prompt);
+        const length = commonPrefixLength(slot.kvTokens, prompt);
         if (length > bestLength) {
           best = slot;
           bestLength = length;
@@ -269,71 +404,178 @@ export class Scheduler {
       }
       if (best && bestLength >= prompt.length / 10) return best;
     }
-    const running = new Set(
-      this.slots.filter((slot) => slot.state !== SlotState.Idle).map((slot) => slot.id),
-    );
-    const runsWith = (id: number): number => {
-      const ids = new Set(running).add(id);
-      let runs = 0;
-      for (const member of ids) if (!ids.has(member - 1)) runs++;
-      return runs;
-    };
-    let choice = idle[0] as Slot;
-    let choiceRuns = runsWith(choice.id);
-    for (const slot of idle.slice(1)) {
-      const runs = runsWith(slot.id);
-      if (runs < choiceRuns || (runs === choiceRuns && slot.lastUsedAt < choice.lastUsedAt)) {
-        choice = slot;
-        choiceRuns = runs;
-      }
-    }
-    return choice;
+    return idle.reduce((choice, slot) => (slot.lastUsedAt < choice.lastUsedAt ? slot : choice));
   }
 
-  private async run(slot: Slot, job: Job): Promise<void> {
-    const startedAt = performance.now();
-    let firstTokenAt: number | null = null;
-    let lastTokenAt = startedAt;
-    try {
-      const result = await runGeneration(this.host, slot, job.request, job.observer, {
-        signal: job.signal,
-        // A batch-invariant job evaluates its whole prompt, so its prefill batch is always the same.
-        prefixCaching: this.prefixCaching && !job.request.batchInvariant,
-        onFirstToken: () => {
-          slot.state = SlotState.Decode;
-        },
-        onToken: () => {
-          const now = performance.now();
-          if (firstTokenAt === null) firstTokenAt = now;
-          else this.events?.onInterTokenLatency?.((now - lastTokenAt) / 1000);
-          lastTokenAt = now;
-        },
-      });
-      this.events?.onFinished?.(result, {
-        queueSeconds: (startedAt - job.submittedAt) / 1000,
-        ttftSeconds: firstTokenAt === null ? null : (firstTokenAt - job.submittedAt) / 1000,
-        e2eSeconds: (performance.now() - job.submittedAt) / 1000,
-      });
-      job.resolve(result);
-    } catch (error) {
-      // The sequence's KV state is unknown after a failure: start the slot from scratch next time.
-      await this.host.batchGate.erase(() => slot.sequence.clearHistory()).catch(() => undefined);
-      job.reject(error);
-    } finally {
-      job.dispose();
-      slot.state = SlotState.Idle;
-      if (job.request.batchInvariant) this.exclusiveRunning = false;
-      this.pump();
+  /**
+   * The next step's batch: every decoding sequence's pending tokens first (in slot order), then prompt
+   * chunks of the prefilling sequences (in arrival order) up to the budget. A sequence's last row is
+   * sampled; with prompt logprobs, every prompt row is also scored against the next prompt token.
+   */
+  private planStep(): { input: NativeStepInput; outputs: StepOutputFor[] } {
+    const tokens: number[] = [];
+    const positions: number[] = [];
+    const seqs: number[] = [];
+    const outputRows: number[] = [];
+    const kinds: number[] = [];
+    const targets: number[] = [];
+    const topN: number[] = [];
+    const outputs: StepOutputFor[] = [];
+    const budget = this.host.batchSize;
+    const add = (running: Running, token: number) => {
+      seqs.push(running.slot.id);
+      positions.push(running.slot.kvTokens.length);
+      running.slot.kvTokens.push(token);
+      tokens.push(token);
+    };
+    const sampleLast = (running: Running) => {
+      outputRows.push(tokens.length - 1);
+      kinds.push(0);
+      targets.push(-1);
+      topN.push(running.job.request.logprobs ?? -1);
+      outputs.push({ kind: "sample", running });
+    };
+    const decoding = this.running
+      .filter((running) => !running.generation.prefilling)
+      .sort((a, b) => a.slot.id - b.slot.id);
+    for (const running of decoding) {
+      const pending = running.generation.pending;
+      const take = pending.splice(0, Math.max(1, budget - tokens.length));
+      for (const token of take) add(running, token);
+      if (pending.length === 0) sampleLast(running);
     }
+    let promptBudget = Math.min(this.prefillChunkTokens, budget - tokens.length);
+    for (const running of this.running) {
+      const { generation } = running;
+      if (!generation.prefilling || promptBudget <= 0) continue;
+      const prompt = generation.request.promptTokens;
+      const from = generation.prefilled;
+      const to = Math.min(prompt.length, from + promptBudget);
+      const promptTopN = generation.request.promptLogprobs;
+      for (let index = from; index < to; index++) {
+        add(running, prompt[index] as number);
+        if (promptTopN !== null && index + 1 < prompt.length) {
+          outputRows.push(tokens.length - 1);
+          kinds.push(1);
+          targets.push(prompt[index + 1] as number);
+          topN.push(promptTopN);
+          outputs.push({ kind: "prompt", running, topN: promptTopN });
+        }
+      }
+      generation.prefilled = to;
+      promptBudget -= to - from;
+      if (to === prompt.length) sampleLast(running);
+    }
+    return {
+      input: {
+        tokens: Int32Array.from(tokens),
+        positions: Int32Array.from(positions),
+        seqs: Int32Array.from(seqs),
+        outputRows: Int32Array.from(outputRows),
+        kinds: Int32Array.from(kinds),
+        targets: Int32Array.from(targets),
+        topN: Int32Array.from(topN),
+      },
+      outputs,
+    };
+  }
+
+  /** Hands each output of a step to its generation. */
+  private applyStep(outputs: StepOutputFor[], output: NativeStepOutput): void {
+    outputs.forEach((entry, index) => {
+      const { running } = entry;
+      const { generation } = running;
+      if (generation.finishReason !== null) return;
+      try {
+        const token = output.tokens[index] as number;
+        const wanted = entry.kind === "prompt" ? entry.topN : running.job.request.logprobs;
+        const logprob = wanted === null ? undefined : tokenLogprob(output, index, token);
+        if (entry.kind === "prompt") {
+          generation.addPromptLogprob(logprob as TokenLogprob);
+          return;
+        }
+        const now = performance.now();
+        if (running.firstTokenAt === null) {
+          running.firstTokenAt = now;
+          running.slot.state = SlotState.Decode;
+        } else this.events?.onInterTokenLatency?.((now - running.lastTokenAt) / 1000);
+        running.lastTokenAt = now;
+        generation.onToken(token, logprob);
+      } catch (error) {
+        this.fail(running, error);
+      }
+    });
+  }
+
+  /** Ends a finished (or aborted) generation: its result to the caller, its slot back to idle. */
+  private complete(running: Running): void {
+    this.remove(running);
+    const { job, slot, generation } = running;
+    let result: GenerationResult;
+    try {
+      result = generation.finish();
+    } catch (error) {
+      this.resetSlot(slot);
+      job.reject(error);
+      return;
+    }
+    this.host.context.release(slot.id);
+    slot.state = SlotState.Idle;
+    this.events?.onFinished?.(result, {
+      queueSeconds: (running.startedAt - job.submittedAt) / 1000,
+      ttftSeconds: running.firstTokenAt === null ? null : (running.firstTokenAt - job.submittedAt) / 1000,
+      e2eSeconds: (performance.now() - job.submittedAt) / 1000,
+    });
+    job.resolve(result);
+  }
+
+  /** Ends a generation with an error; its slot's KV state is dropped. */
+  private fail(running: Running, error: unknown): void {
+    if (!this.running.includes(running)) return;
+    this.remove(running);
+    this.resetSlot(running.slot);
+    running.job.reject(error);
+  }
+
+  private remove(running: Running): void {
+    const index = this.running.indexOf(running);
+    if (index !== -1) this.running.splice(index, 1);
+    running.job.dispose();
+    running.job.detach();
+    if (running.job.request.batchInvariant) this.exclusiveRunning = false;
+  }
+
+  /** Clears a slot (after a failure its KV state is unknown). */
+  private resetSlot(slot: Slot): void {
+    try {
+      this.host.context.removeTokens(slot.id, 0, -1);
+      this.host.context.release(slot.id);
+    } catch {
+      // A disposed context: nothing left to clear.
+    }
+    slot.kvTokens = [];
+    slot.state = SlotState.Idle;
   }
 }
 
-/** Length of the common prefix of two token lists. */
-export function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
-  const max = Math.min(a.length, b.length);
-  let index = 0;
-  while (index < max && a[index] === b[index]) index++;
-  return index;
+/** The logprob entry of output `index` of a step (vLLM's floor of -9999 for a probability of 0). */
+function tokenLogprob(output: NativeStepOutput, index: number, token: number): TokenLogprob {
+  const top: { id: number; logprob: number }[] = [];
+  for (let k = 0; k < output.topStride; k++) {
+    const id = output.topIds[index * output.topStride + k] as number;
+    if (id < 0) break;
+    top.push({ id, logprob: floorLogprob(output.topLogprobs[index * output.topStride + k] as number) });
+  }
+  return {
+    id: token,
+    logprob: floorLogprob(output.logprobs[index] as number),
+    rank: output.ranks[index] as number,
+    top,
+  };
+}
+
+function floorLogprob(value: number): number {
+  return Number.isFinite(value) ? Math.max(value, -9999) : -9999;
 }
 
 function abortedBeforeStart(request: GenerationRequest, reason: unknown): GenerationResult {

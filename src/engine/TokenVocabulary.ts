@@ -49,6 +49,11 @@ export class TokenVocabulary {
     return this.pieces.length;
   }
 
+  /** The token's piece as the GGUF stores it (`tokenizer.ggml.tokens`), or "" for an unknown id. */
+  piece(id: number): string {
+    return this.pieces[id] ?? "";
+  }
+
   /** The token's UTF-8 bytes as they appear in generated text (a control token: its own text). */
   bytes(id: number): Uint8Array {
     let bytes = this.cache.get(id);

@@ -1,9 +1,18 @@
-import type { LlamaGrammar } from "node-llama-cpp";
-
 /**
  * The engine's request and result types. The serving layer builds a {@link GenerationRequest} from a
  * validated API request; the engine knows nothing of HTTP or JSON.
  */
+
+/**
+ * A guided-decoding grammar as it crosses into the engine: GBNF text (compiled and validated by
+ * `structured/`), which the native sampler builds per sequence with llama.cpp's grammar sampler.
+ */
+export type Grammar = {
+  /** GBNF text. */
+  readonly gbnf: string;
+  /** The start rule. Defaults to "root". */
+  readonly root?: string;
+};
 
 /** Sampling parameters of one sequence, already validated and defaulted. */
 export type SamplingParams = {
@@ -15,7 +24,7 @@ export type SamplingParams = {
   topK: number;
   /** Drop tokens whose probability is below `minP` times the top one; 0 = off. */
   minP: number;
-  /** Seed of this sequence's sampler (a 32-bit unsigned integer). */
+  /** Seed of this sequence's own random generator (a 32-bit unsigned integer; mulberry32). */
   seed: number;
   /** Subtracted per occurrence of a token in the completion so far (OpenAI), -2..2; 0 = off. */
   frequencyPenalty: number;
@@ -65,26 +74,27 @@ export type GenerationRequest = {
   stopTokenIds: readonly number[];
   /**
    * Top log probabilities to report per generated token: null = none, 0 = only the sampled token's.
-   * Requesting them samples from the raw distribution in JS (see `engine/sampling/`).
+   * Computed natively from the raw logits of the step (see {@link TokenLogprob}).
    */
   logprobs: number | null;
   /** Top log probabilities to report per prompt token (vLLM `prompt_logprobs`); null = none. */
   promptLogprobs: number | null;
   /**
-   * The guided-decoding grammar the output must follow (llama.cpp's GBNF sampler), or null. With a
-   * grammar, sampling is native and logprobs are those of the constrained distribution.
+   * The guided-decoding grammar the output must follow (llama.cpp's GBNF sampler), or null. Logprobs
+   * stay those of the raw distribution.
    */
-  grammar: LlamaGrammar | null;
+  grammar: Grammar | null;
   /**
    * Run this generation with no other sequence in its decode batches, so that its numbers (and, with
-   * a seed, its sampled text) do not depend on the load. Costs throughput; see docs/ARCHITECTURE.md.
+   * a seed, its sampled text) do not depend on the load (`--batch-invariant-seeds`). Costs throughput;
+   * see docs/ARCHITECTURE.md.
    */
   batchInvariant: boolean;
   /**
    * Optional hook, asked once after each sampled token (after that token's text reached the
    * observer): token ids to append to the sequence now, as if the model had generated them, or
    * undefined. Injected tokens count as completion tokens, go through detokenization and stop strings
-   * like sampled ones (within `maxTokens` and the context), are fed to the grammar when there is one,
+   * like sampled ones (within `maxTokens` and the context), are fed to the sampler (penalties, grammar),
    * and carry no logprobs. The chat serving uses it for `nvext.max_thinking_tokens`: once the budget
    * is spent inside a thinking block, it injects the block's closing text.
    */
@@ -138,6 +148,6 @@ export type SchedulerEvents = {
   ): void;
   /** A completion token was sampled, `secondsSincePrevious` after the previous one of the same generation. */
   onInterTokenLatency?(secondsSincePrevious: number): void;
-  /** A decode batch (an engine step) goes to llama.cpp with `tokens` tokens: prompt chunks and one per decoding sequence. */
+  /** A step went to llama.cpp with `tokens` tokens: prompt chunks and one per decoding sequence. */
   onIteration?(tokens: number): void;
 };

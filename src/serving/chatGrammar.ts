@@ -6,7 +6,7 @@
  * A raw GBNF grammar (`guided_grammar`, `structured_outputs.grammar`) is the exception: it describes the
  * whole output as written, thinking included, so a client can constrain (or skip) the thinking too.
  */
-import type { LlamaGrammar } from "node-llama-cpp";
+import type { Grammar } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import { compileConstraint } from "../structured/index.ts";
@@ -31,7 +31,7 @@ export async function chatGrammar(
   body: ChatCompletionRequest,
   tools: ToolCalling,
   thinking: ThinkingStart,
-): Promise<LlamaGrammar | null> {
+): Promise<Grammar | null> {
   const constraint = resolveGuidedConstraint(body);
   if (tools.schema && constraint) {
     throw badRequest(

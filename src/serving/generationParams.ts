@@ -3,9 +3,8 @@
  * with the semantic checks that the schema cannot express.
  */
 import { randomInt } from "node:crypto";
-import type { LlamaGrammar } from "node-llama-cpp";
 import type { ModelHost } from "../engine/ModelHost.ts";
-import type { GenerationRequest, SamplingParams } from "../engine/types.ts";
+import type { GenerationRequest, Grammar, SamplingParams } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { CompletionRequest } from "../protocol/completions.ts";
@@ -43,14 +42,15 @@ export function refuseUnsupportedFields(body: CommonRequest): void {
  */
 export class SeedSource {
   private state: number | undefined;
-  /** Seeded requests run batch-invariant (`--batch-invariant-seeds`, default on). */
+  /** Seeded requests run batch-invariant (`--batch-invariant-seeds`, default off). */
   readonly seededBatchInvariant: boolean;
 
   /**
    * @param seed the server's `--seed`; undefined draws each request's seed at random.
-   * @param seededBatchInvariant run requests that give a `seed` batch-invariant. Defaults to true.
+   * @param seededBatchInvariant run requests that give a `seed` batch-invariant. Defaults to false: a
+   *   seeded request shares batches with its own random generator (OpenAI's best-effort `seed`).
    */
-  constructor(seed: number | undefined, seededBatchInvariant = true) {
+  constructor(seed: number | undefined, seededBatchInvariant = false) {
     this.state = seed === undefined ? undefined : seed >>> 0;
     this.seededBatchInvariant = seededBatchInvariant;
   }
@@ -159,9 +159,8 @@ export type LogprobCounts = { logprobs: number | null; promptLogprobs: number | 
 
 /**
  * Builds the engine request of one choice, with the request's guided-decoding grammar (or null).
- * @throws ApiError 400 for a stop token id outside the vocabulary, for `ignore_eos`, `min_tokens`, or
- *   `repetition_penalty` together with frequency/presence penalties with a grammar (and see
- *   {@link samplingParams}).
+ * @throws ApiError 400 for a stop token id outside the vocabulary, for `ignore_eos` or `min_tokens`
+ *   with a grammar (and see {@link samplingParams}).
  */
 export function generationRequest(
   body: CommonRequest,
@@ -171,7 +170,7 @@ export function generationRequest(
   choice: number,
   seeds: SeedSource,
   counts: LogprobCounts,
-  grammar: LlamaGrammar | null,
+  grammar: Grammar | null,
 ): GenerationRequest {
   const stopTokenIds = body.stop_token_ids ?? [];
   const outside = stopTokenIds.find((id) => id >= host.vocabularySize);
@@ -195,18 +194,6 @@ export function generationRequest(
     );
   }
   const sampling = samplingParams(body, host, choice, seeds);
-  if (
-    grammar &&
-    sampling.repetitionPenalty !== 1 &&
-    (sampling.frequencyPenalty !== 0 || sampling.presencePenalty !== 0)
-  ) {
-    // Only the JS sampler applies both kinds (vLLM: repetition_penalty over prompt and output, the
-    // OpenAI penalties over the output), and only the native sampler enforces a grammar.
-    throw badRequest(
-      `repetition_penalty cannot be combined with ${sampling.frequencyPenalty !== 0 ? "frequency_penalty" : "presence_penalty"} under a guided decoding constraint or a forced tool call; use one kind of penalty.`,
-      "repetition_penalty",
-    );
-  }
   return {
     promptTokens,
     maxTokens,

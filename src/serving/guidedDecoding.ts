@@ -4,8 +4,8 @@
  * `structured_outputs`, OpenAI's `response_format`), compiles it (`structured/`) and turns it into a
  * native llama.cpp grammar, cached by its GBNF text.
  */
-import type { LlamaGrammar } from "node-llama-cpp";
-import { getSharedLlama } from "../engine/ModelHost.ts";
+import { checkGrammar } from "../engine/grammar.ts";
+import type { Grammar } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import { type ConstraintKind, compileConstraint, validateGbnf } from "../structured/index.ts";
 import { LruCache } from "../structured/lru.ts";
@@ -22,7 +22,7 @@ export type GuidedConstraint = {
 /** Backend names `guided_decoding_backend` accepts: ours is llama.cpp's GBNF sampler. */
 const BACKENDS = new Set(["auto", "gbnf", "llama.cpp", "llamacpp"]);
 
-const grammars = new LruCache<string, Promise<LlamaGrammar>>(128);
+const grammars = new LruCache<string, Grammar>(128);
 
 /**
  * The request's guided-decoding constraint, or null when it has none.
@@ -95,7 +95,7 @@ export function whitespacePattern(body: CommonRequest): string | undefined {
  * Compiles the request's constraint into a native grammar (cached by GBNF text), or null without one.
  * @throws ApiError 400 naming the unsupported keyword, regex construct or grammar parse error.
  */
-export async function grammarForRequest(body: CommonRequest): Promise<LlamaGrammar | null> {
+export async function grammarForRequest(body: CommonRequest): Promise<Grammar | null> {
   const constraint = resolveGuidedConstraint(body);
   if (!constraint) return null;
   const pattern = whitespacePattern(body);
@@ -108,7 +108,7 @@ export async function grammarForRequest(body: CommonRequest): Promise<LlamaGramm
 
 /**
  * Refuses fields that would break the promise that an output finishing with `stop` satisfies the
- * constraint, or that the constrained (native) sampler does not honour: `stop` strings and
+ * constraint, or that are not computed under a constraint yet: `stop` strings and
  * `stop_token_ids` can end the output before the grammar is complete, and prompt logprobs (also
  * `echo` with `logprobs`) are only computed by the JS sampler, which cannot apply a grammar.
  * (`ignore_eos` and `min_tokens` are refused in `generationParams.ts`.)
@@ -142,13 +142,16 @@ function refuseConflictingFields(body: CommonRequest): void {
   }
 }
 
-/** A native grammar for GBNF text, cached; a failed build is not cached. */
-export function grammarForGbnf(gbnf: string, param: string): Promise<LlamaGrammar> {
+/**
+ * The engine grammar for GBNF text, validated by llama.cpp's parser once and cached; a refused text is
+ * not cached.
+ * @throws ApiError 400 naming `param` when the grammar does not parse.
+ */
+export function grammarForGbnf(gbnf: string, param: string): Grammar {
   let grammar = grammars.get(gbnf);
   if (!grammar) {
-    grammar = getSharedLlama().then((llama) => validateGbnf(llama, gbnf, param));
+    grammar = { gbnf: validateGbnf(gbnf, checkGrammar, param) };
     grammars.set(gbnf, grammar);
-    grammar.catch(() => grammars.delete(gbnf));
   }
   return grammar;
 }

@@ -3,7 +3,6 @@
  * or chat messages (rendered exactly as a chat completion would render them) to token ids, and token
  * ids back to text.
  */
-import type { Token } from "node-llama-cpp";
 import type { ModelHost } from "../engine/ModelHost.ts";
 import { badRequest } from "../errors.ts";
 import type {
@@ -44,12 +43,11 @@ export function tokenize(
   } else {
     tokens = host.tokenize(body.prompt, body.add_special_tokens ?? true);
   }
-  const pieces = host.model.fileInfo.metadata.tokenizer.ggml.tokens;
   return {
     count: tokens.length,
     max_model_len: host.contextSize,
     tokens,
-    ...(body.return_token_strs ? { token_strs: tokens.map((token) => pieces[token] ?? "") } : {}),
+    ...(body.return_token_strs ? { token_strs: tokens.map((token) => host.vocabulary.piece(token)) } : {}),
   };
 }
 
@@ -68,7 +66,7 @@ export function detokenize(registry: ModelRegistry, body: DetokenizeRequest): De
       `tokens[${index}]`,
     );
   }
-  return { prompt: host.model.detokenize(body.tokens as readonly number[] as readonly Token[], true) };
+  return { prompt: host.detokenize(body.tokens, [], true) };
 }
 
 /** The named model's host, or the first served model's when no name is given (as vLLM). */

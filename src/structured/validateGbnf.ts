@@ -1,9 +1,8 @@
 /**
  * Validation of client GBNF grammars (`guided_grammar`, the `grammar` kind). Two layers:
  * {@link checkGbnfText} runs our port of llama.cpp's parser (pure, gives llama.cpp's own message), and
- * {@link validateGbnf} additionally builds the native `LlamaGrammar`, which is the final judge.
+ * {@link validateGbnf} additionally asks llama.cpp's own parser, which is the final judge.
  */
-import type { Llama, LlamaGrammar } from "node-llama-cpp";
 import { badRequest } from "../errors.ts";
 import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
 
@@ -46,55 +45,28 @@ export function checkGbnfText(text: string, param = "guided_grammar"): void {
   }
 }
 
-/** Per-Llama log tap: node-llama-cpp has one logger per `Llama`; we wrap it once and fan out to listeners. */
-const logTaps = new WeakMap<Llama, Set<(message: string) => void>>();
-
-function tapLogs(llama: Llama, listener: (message: string) => void): () => void {
-  let listeners = logTaps.get(llama);
-  if (listeners === undefined) {
-    const set = new Set<(message: string) => void>();
-    listeners = set;
-    logTaps.set(llama, set);
-    const original = llama.logger;
-    llama.logger = (level, message) => {
-      for (const fn of set) fn(message);
-      original(level, message);
-    };
-  }
-  listeners.add(listener);
-  const own = listeners;
-  return () => own.delete(listener);
-}
-
 /**
- * Validates GBNF text and builds the native grammar: first {@link checkGbnfText} (llama.cpp's parse messages),
- * then `llama.createGrammar({grammar})`. node-llama-cpp 3.21.1 throws only "Failed to parse grammar" (its
- * addon calls `llama_grammar_init_impl`; the parser's detail goes to stderr, while the post-parse checks —
- * missing root, left recursion — go through llama.cpp's log), so the error-level log lines emitted while
- * creating are appended to the 400 message. Returns the ready `LlamaGrammar`.
- * Throws `ApiError` 400 with `param` (default `"guided_grammar"`).
+ * Validates GBNF text: first {@link checkGbnfText} (our port of llama.cpp's parser, with its messages and
+ * the line/column), then `nativeCheck`, llama.cpp's own parser and post-parse checks (missing root, left
+ * recursion), which is the final judge. Returns the text.
+ * @param nativeCheck returns null when llama.cpp accepts the grammar, else its message.
+ * @throws ApiError 400 with `param` (default `"guided_grammar"`).
  */
-export async function validateGbnf(
-  llama: Llama,
+export function validateGbnf(
   text: string,
+  nativeCheck: (text: string) => string | null,
   param = "guided_grammar",
-): Promise<LlamaGrammar> {
+): string {
   checkGbnfText(text, param);
-  const logged: string[] = [];
-  const untap = tapLogs(llama, (message) => {
-    if (/grammar|parse/i.test(message)) logged.push(message.trim());
-  });
-  try {
-    return await llama.createGrammar({ grammar: text });
-  } catch (error) {
-    // The addon's log lines reach JS through a thread-safe function: give them a turn to arrive.
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    const detail = logged.length > 0 ? `: ${logged.join("; ")}` : "";
-    throw badRequest(
-      `Invalid GBNF grammar: ${error instanceof Error ? error.message : String(error)}${detail}`,
-      param,
-    );
-  } finally {
-    untap();
+  const problem = nativeCheck(text);
+  if (problem !== null) {
+    const detail = problem
+      .split("\n")
+      .map((line) => line.trim())
+      .filter((line) => line.length > 0)
+      .slice(0, 3)
+      .join("; ");
+    throw badRequest(`Invalid GBNF grammar: ${detail.slice(0, 500)}`, param);
   }
+  return text;
 }

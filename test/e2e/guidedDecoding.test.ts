@@ -341,9 +341,6 @@ describe("guided decoding over HTTP", () => {
       [{ stop: ["}"] }, "stop"],
       [{ stop_token_ids: [13] }, "stop_token_ids"],
       [{ prompt_logprobs: 1 }, "prompt_logprobs"],
-      // The native sampler that enforces a grammar has one penalty list; vLLM's two kinds need the JS one.
-      [{ repetition_penalty: 1.2, frequency_penalty: 0.5 }, "repetition_penalty"],
-      [{ repetition_penalty: 1.2, presence_penalty: 0.5 }, "repetition_penalty"],
     ];
     for (const endpoint of ENDPOINTS)
       for (const [fields, param] of conflicts)
@@ -353,6 +350,13 @@ describe("guided decoding over HTTP", () => {
     await client.generate("completions", { stop: ["}"], max_tokens: 4 });
     await client.generate("chat", { guided_choice: CHOICES, stop: [], temperature: 0 });
     await client.generate("chat", { guided_choice: CHOICES, repetition_penalty: 1.2, temperature: 0 });
+    // Both kinds of penalty apply under a constraint (the native sampler has vLLM's two lists).
+    await client.generate("chat", {
+      guided_choice: CHOICES,
+      repetition_penalty: 1.2,
+      frequency_penalty: 0.5,
+    });
+    await client.generate("chat", { guided_choice: CHOICES, repetition_penalty: 1.2, presence_penalty: 0.5 });
     await client.generate("completions", {
       guided_choice: CHOICES,
       frequency_penalty: 0.5,

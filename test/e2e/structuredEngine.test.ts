@@ -10,17 +10,13 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import {
-  getLlama,
-  type Llama,
-  type LlamaContext,
-  LlamaGrammarEvaluationState,
-  type LlamaModel,
-  type Token,
-} from "node-llama-cpp";
+import { checkGrammar } from "../../src/engine/grammar.ts";
+import { ModelHost } from "../../src/engine/ModelHost.ts";
+import { Scheduler } from "../../src/engine/Scheduler.ts";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
 import { type ConstraintKind, compileConstraint, validateGbnf } from "../../src/structured/index.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
+import { nativeMatcher } from "../unit/structured/nativeMatcher.ts";
 
 const MODEL = join(sharedModelsDir, "stories260K.gguf");
 const SEEDS = [1, 2, 3];
@@ -41,19 +37,22 @@ type Job = {
   validate: (text: string) => boolean | Promise<boolean>;
 };
 
-let llama: Llama;
-let model: LlamaModel;
-let context: LlamaContext;
+let host: ModelHost;
+let scheduler: Scheduler;
 
 before(async () => {
-  llama = await getLlama({ gpu: false, logLevel: "error" as never });
-  model = await llama.loadModel({ modelPath: MODEL });
-  context = await model.createContext({ sequences: SEQUENCES, contextSize: 512, threads: THREADS });
+  host = await ModelHost.load({
+    modelPath: MODEL,
+    sequences: SEQUENCES,
+    maxModelLen: 512,
+    threads: THREADS,
+    device: "cpu",
+  });
+  scheduler = new Scheduler(host, { prefixCaching: false });
 });
 
 after(async () => {
-  await context?.dispose();
-  await model?.dispose();
+  await scheduler?.close();
 });
 
 function fullMatch(pattern: string): (text: string) => boolean {
@@ -139,39 +138,48 @@ type Outcome = {
 
 async function generate(job: Job, seed: number): Promise<Outcome> {
   const { gbnf } = compileConstraint(job.kind, job.spec);
-  const grammar =
-    job.kind === "grammar" ? await validateGbnf(llama, gbnf) : await llama.createGrammar({ grammar: gbnf });
-  const sequence = context.getSequence();
-  try {
-    const state = new LlamaGrammarEvaluationState({ model, grammar });
-    const prompt = [...model.tokenize("Once upon a time", true)];
-    const tokens: Token[] = [];
-    let finish: "stop" | "length" = "length";
-    for await (const token of sequence.evaluate(prompt, {
-      temperature: 1,
-      seed,
-      grammarEvaluationState: state,
-      yieldEogToken: true,
-    })) {
-      if (model.isEogToken(token)) {
-        finish = "stop";
-        break;
-      }
-      tokens.push(token);
-      if (tokens.length >= MAX_TOKENS) break;
-    }
-    const text = model.detokenize(tokens);
-    let valid = false;
-    if (finish === "stop") {
-      valid = await job.validate(text);
-      // Grammars are validated by llama.cpp's matcher: the stopped text must be a complete match.
-      if (job.kind === "grammar")
-        valid = (grammar as unknown as { _testText(t: string): boolean })._testText(text);
-    }
-    return { kind: job.kind, label: job.label, seed, finish, text, valid };
-  } finally {
-    await sequence.dispose();
+  if (job.kind === "grammar") validateGbnf(gbnf, checkGrammar);
+  let text = "";
+  const result = await scheduler.submit(
+    {
+      promptTokens: host.tokenize("Once upon a time", true),
+      maxTokens: MAX_TOKENS,
+      sampling: {
+        temperature: 1,
+        topP: 1,
+        topK: 0,
+        minP: 0,
+        seed,
+        frequencyPenalty: 0,
+        presencePenalty: 0,
+        repetitionPenalty: 1,
+        logitBias: new Map(),
+      },
+      stop: [],
+      includeStopStrInOutput: false,
+      priority: 0,
+      minTokens: 0,
+      ignoreEos: false,
+      stopTokenIds: [],
+      logprobs: null,
+      promptLogprobs: null,
+      grammar: { gbnf },
+      batchInvariant: false,
+    },
+    {
+      onDelta: (delta) => {
+        text += delta.text;
+      },
+    },
+  );
+  const finish = result.finishReason === "stop" ? "stop" : "length";
+  let valid = false;
+  if (finish === "stop") {
+    valid = await job.validate(text);
+    // Grammars are validated by llama.cpp's matcher: the stopped text must be a complete match.
+    if (job.kind === "grammar") valid = (await nativeMatcher(gbnf))(text);
   }
+  return { kind: job.kind, label: job.label, seed, finish, text, valid };
 }
 
 test("stories260K output under every compiled grammar is valid when the grammar completes", {

@@ -1,0 +1,771 @@
+// lmserve's native engine: a narrow Node-API surface over llama.cpp's C API (models, one context per
+// model with a sequence per slot, one batched llama_decode per step on a worker thread, per-sequence
+// sampling and raw logprobs in C++). Only src/engine/ calls it; see docs/ARCHITECTURE.md.
+#include <napi.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "ggml-backend.h"
+#include "llama.h"
+#include "sampler.h"
+
+namespace lmserve {
+namespace {
+
+// ---------------------------------------------------------------------------------------------------
+// Logging: llama.cpp's log lines at or above the chosen level go to stderr; a thread may also capture
+// them (grammar validation reports the parser's message that way).
+
+std::atomic<int> gLogLevel{GGML_LOG_LEVEL_ERROR};
+thread_local std::string* tCapture = nullptr;
+thread_local int tLastLevel = GGML_LOG_LEVEL_NONE;
+
+void logCallback(ggml_log_level level, const char* text, void*) {
+  const int effective = level == GGML_LOG_LEVEL_CONT ? tLastLevel : level;
+  if (level != GGML_LOG_LEVEL_CONT) tLastLevel = level;
+  if (tCapture != nullptr && effective >= GGML_LOG_LEVEL_WARN) tCapture->append(text);
+  if (effective >= gLogLevel.load()) std::fputs(text, stderr);
+}
+
+/** Captures llama.cpp's log lines on this thread while alive. */
+struct LogCapture {
+  std::string text;
+  LogCapture() { tCapture = &text; }
+  ~LogCapture() { tCapture = nullptr; }
+};
+
+bool gInitialized = false;
+
+std::vector<int32_t> toIntVector(const Napi::Value& value) {
+  std::vector<int32_t> out;
+  if (value.IsTypedArray()) {
+    auto array = value.As<Napi::Int32Array>();
+    out.assign(array.Data(), array.Data() + array.ElementLength());
+  } else if (value.IsArray()) {
+    auto array = value.As<Napi::Array>();
+    out.reserve(array.Length());
+    for (uint32_t i = 0; i < array.Length(); i++) out.push_back(array.Get(i).As<Napi::Number>().Int32Value());
+  }
+  return out;
+}
+
+std::vector<float> toFloatVector(const Napi::Value& value) {
+  std::vector<float> out;
+  if (value.IsTypedArray()) {
+    auto array = value.As<Napi::Float32Array>();
+    out.assign(array.Data(), array.Data() + array.ElementLength());
+  }
+  return out;
+}
+
+double numberOr(const Napi::Object& object, const char* key, double fallback) {
+  Napi::Value value = object.Get(key);
+  return value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : fallback;
+}
+
+Napi::Object deviceList(Napi::Env env) {
+  Napi::Array devices = Napi::Array::New(env);
+  uint32_t index = 0;
+  for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+    ggml_backend_dev_t device = ggml_backend_dev_get(i);
+    size_t free = 0;
+    size_t total = 0;
+    ggml_backend_dev_memory(device, &free, &total);
+    Napi::Object entry = Napi::Object::New(env);
+    entry.Set("name", ggml_backend_dev_name(device));
+    entry.Set("description", ggml_backend_dev_description(device));
+    const auto type = ggml_backend_dev_type(device);
+    entry.Set("type", type == GGML_BACKEND_DEVICE_TYPE_CPU   ? "cpu"
+                      : type == GGML_BACKEND_DEVICE_TYPE_GPU ? "gpu"
+                      : type == GGML_BACKEND_DEVICE_TYPE_IGPU ? "igpu"
+                                                               : "accel");
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(device);
+    entry.Set("backend", reg != nullptr ? ggml_backend_reg_name(reg) : "");
+    entry.Set("memoryFree", static_cast<double>(free));
+    entry.Set("memoryTotal", static_cast<double>(total));
+    devices.Set(index++, entry);
+  }
+  return devices;
+}
+
+/**
+ * init({cpuBinsDir, logLevel}) -> devices. Loads ggml's CPU variants from the prebuilt folder (ggml
+ * picks the best one for this processor) and initialises llama.cpp; later calls only set the log level.
+ */
+Napi::Value Init(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object options = info[0].As<Napi::Object>();
+  if (options.Get("logLevel").IsNumber()) gLogLevel = options.Get("logLevel").As<Napi::Number>().Int32Value();
+  if (!gInitialized) {
+    llama_log_set(logCallback, nullptr);
+    std::string cpuBinsDir = options.Get("cpuBinsDir").As<Napi::String>().Utf8Value();
+    ggml_backend_load_all_from_path(cpuBinsDir.c_str());
+    llama_backend_init();
+    gInitialized = true;
+  }
+  return deviceList(env);
+}
+
+/**
+ * loadBackend(path) -> boolean: loads a GPU backend module (libggml-cuda.so, libggml-vulkan.so). False
+ * when it does not load (missing runtime libraries, no driver); then its devices are simply absent.
+ */
+Napi::Value LoadBackend(const Napi::CallbackInfo& info) {
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  return Napi::Boolean::New(info.Env(), ggml_backend_load(path.c_str()) != nullptr);
+}
+
+/** validateGrammar(text, root) -> null when llama.cpp's grammar parser takes it, else its message. */
+Napi::Value ValidateGrammar(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string text = info[0].As<Napi::String>().Utf8Value();
+  std::string root = info[1].As<Napi::String>().Utf8Value();
+  LogCapture capture;
+  llama_sampler* grammar = nullptr;
+  try {
+    grammar = llama_sampler_init_grammar(nullptr, text.c_str(), root.c_str());
+  } catch (const std::exception& error) {
+    capture.text += error.what();
+  }
+  if (grammar != nullptr) {
+    llama_sampler_free(grammar);
+    return env.Null();
+  }
+  return Napi::String::New(env, capture.text.empty() ? "failed to parse grammar" : capture.text);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Model
+
+class Model : public Napi::ObjectWrap<Model> {
+ public:
+  static Napi::FunctionReference constructor;
+
+  static void Define(Napi::Env env, Napi::Object exports) {
+    Napi::Function fn = DefineClass(env, "Model",
+                                    {
+                                        InstanceMethod("info", &Model::Info),
+                                        InstanceMethod("tokenize", &Model::Tokenize),
+                                        InstanceMethod("detokenize", &Model::Detokenize),
+                                        InstanceMethod("isEog", &Model::IsEog),
+                                        InstanceMethod("dispose", &Model::Dispose),
+                                    });
+    constructor = Napi::Persistent(fn);
+    constructor.SuppressDestruct();
+    exports.Set("Model", fn);
+  }
+
+  explicit Model(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Model>(info) {
+    model_ = static_cast<llama_model*>(info[0].As<Napi::External<llama_model>>().Data());
+    vocab_ = llama_model_get_vocab(model_);
+  }
+
+  ~Model() override { free(); }
+
+  llama_model* get() const { return model_; }
+  const llama_vocab* vocab() const { return vocab_; }
+
+ private:
+  void free() {
+    if (model_ != nullptr) llama_model_free(model_);
+    model_ = nullptr;
+  }
+
+  void check(Napi::Env env) const {
+    if (model_ == nullptr) throw Napi::Error::New(env, "the model has been disposed");
+  }
+
+  Napi::Value Info(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("nVocab", llama_vocab_n_tokens(vocab_));
+    out.Set("nCtxTrain", llama_model_n_ctx_train(model_));
+    out.Set("nEmbd", llama_model_n_embd(model_));
+    out.Set("nLayer", llama_model_n_layer(model_));
+    out.Set("size", static_cast<double>(llama_model_size(model_)));
+    char desc[256];
+    llama_model_desc(model_, desc, sizeof desc);
+    out.Set("description", desc);
+    out.Set("bos", llama_vocab_bos(vocab_));
+    out.Set("eos", llama_vocab_eos(vocab_));
+    out.Set("eot", llama_vocab_eot(vocab_));
+    out.Set("addBos", llama_vocab_get_add_bos(vocab_));
+    out.Set("fimPre", llama_vocab_fim_pre(vocab_));
+    out.Set("fimSuf", llama_vocab_fim_suf(vocab_));
+    out.Set("fimMid", llama_vocab_fim_mid(vocab_));
+    const char* tmpl = llama_model_chat_template(model_, nullptr);
+    out.Set("chatTemplate", tmpl != nullptr ? Napi::Value(Napi::String::New(env, tmpl)) : env.Null());
+    return out;
+  }
+
+  /** tokenize(text, addSpecial, parseSpecial) -> Int32Array */
+  Napi::Value Tokenize(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    std::string text = info[0].As<Napi::String>().Utf8Value();
+    const bool addSpecial = info[1].ToBoolean();
+    const bool parseSpecial = info[2].ToBoolean();
+    std::vector<llama_token> tokens(text.size() + 8);
+    int32_t n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), tokens.data(),
+                               static_cast<int32_t>(tokens.size()), addSpecial, parseSpecial);
+    if (n < 0) {
+      if (n == INT32_MIN) throw Napi::RangeError::New(env, "the text is too long to tokenize");
+      tokens.resize(static_cast<size_t>(-n));
+      n = llama_tokenize(vocab_, text.data(), static_cast<int32_t>(text.size()), tokens.data(),
+                         static_cast<int32_t>(tokens.size()), addSpecial, parseSpecial);
+    }
+    auto out = Napi::Int32Array::New(env, static_cast<size_t>(std::max(n, 0)));
+    std::copy(tokens.begin(), tokens.begin() + std::max(n, 0), out.Data());
+    return out;
+  }
+
+  std::string bytesOf(const std::vector<llama_token>& tokens, bool renderSpecial = false) const {
+    std::string text(tokens.size() * 8 + 16, '\0');
+    int32_t n = llama_detokenize(vocab_, tokens.data(), static_cast<int32_t>(tokens.size()), text.data(),
+                                 static_cast<int32_t>(text.size()), false, renderSpecial);
+    if (n < 0) {
+      text.resize(static_cast<size_t>(-n));
+      n = llama_detokenize(vocab_, tokens.data(), static_cast<int32_t>(tokens.size()), text.data(),
+                           static_cast<int32_t>(text.size()), false, renderSpecial);
+    }
+    text.resize(static_cast<size_t>(std::max(n, 0)));
+    return text;
+  }
+
+  /**
+   * detokenize(tokens, lastTokens, renderSpecial) -> string: the text `tokens` add after `lastTokens`
+   * (context for tokenizers whose pieces depend on what precedes them); special tokens are rendered only
+   * with `renderSpecial`.
+   */
+  Napi::Value Detokenize(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    std::vector<llama_token> tokens = toIntVector(info[0]);
+    std::vector<llama_token> last = info.Length() > 1 ? toIntVector(info[1]) : std::vector<llama_token>{};
+    for (llama_token token : last) {
+      if (token < 0 || token >= llama_vocab_n_tokens(vocab_)) throw Napi::RangeError::New(env, "token id out of range");
+    }
+    for (llama_token token : tokens) {
+      if (token < 0 || token >= llama_vocab_n_tokens(vocab_)) throw Napi::RangeError::New(env, "token id out of range");
+    }
+    const bool renderSpecial = info.Length() > 2 && info[2].ToBoolean();
+    if (last.empty()) return Napi::String::New(env, bytesOf(tokens, renderSpecial));
+    std::string before = bytesOf(last);
+    std::vector<llama_token> all = last;
+    all.insert(all.end(), tokens.begin(), tokens.end());
+    std::string after = bytesOf(all);
+    if (after.compare(0, before.size(), before) == 0) return Napi::String::New(env, after.substr(before.size()));
+    return Napi::String::New(env, bytesOf(tokens));
+  }
+
+  Napi::Value IsEog(const Napi::CallbackInfo& info) {
+    check(info.Env());
+    return Napi::Boolean::New(info.Env(), llama_vocab_is_eog(vocab_, info[0].As<Napi::Number>().Int32Value()));
+  }
+
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    free();
+    return info.Env().Undefined();
+  }
+
+  llama_model* model_ = nullptr;
+  const llama_vocab* vocab_ = nullptr;
+};
+
+Napi::FunctionReference Model::constructor;
+
+/** Loads a model off the JS thread. */
+class LoadModelWorker : public Napi::AsyncWorker {
+ public:
+  LoadModelWorker(Napi::Env env, std::string path, int32_t nGpuLayers, std::vector<std::string> devices,
+                  bool cpuOnly)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        path_(std::move(path)),
+        nGpuLayers_(nGpuLayers),
+        deviceNames_(std::move(devices)),
+        cpuOnly_(cpuOnly) {}
+
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    LogCapture capture;
+    llama_model_params params = llama_model_default_params();
+    params.n_gpu_layers = nGpuLayers_;
+    std::vector<ggml_backend_dev_t> devices;
+    if (cpuOnly_ || !deviceNames_.empty()) {
+      for (const std::string& name : deviceNames_) {
+        ggml_backend_dev_t device = ggml_backend_dev_by_name(name.c_str());
+        if (device != nullptr) devices.push_back(device);
+      }
+      devices.push_back(nullptr);
+      params.devices = devices.data();
+    }
+    model_ = llama_model_load_from_file(path_.c_str(), params);
+    if (model_ == nullptr) {
+      std::string message = capture.text;
+      while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+      const size_t newline = message.rfind('\n');
+      if (newline != std::string::npos) message = message.substr(newline + 1);
+      SetError(message.empty() ? "llama.cpp could not load the model" : message);
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    Napi::Object model = Model::constructor.New({Napi::External<llama_model>::New(env, model_)});
+    deferred_.Resolve(model);
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::string path_;
+  int32_t nGpuLayers_;
+  std::vector<std::string> deviceNames_;
+  bool cpuOnly_;
+  llama_model* model_ = nullptr;
+};
+
+/** loadModel(path, {nGpuLayers, devices: string[], cpuOnly}) -> Promise<Model> */
+Napi::Value LoadModel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  Napi::Object options = info[1].As<Napi::Object>();
+  std::vector<std::string> devices;
+  Napi::Value list = options.Get("devices");
+  if (list.IsArray()) {
+    auto array = list.As<Napi::Array>();
+    for (uint32_t i = 0; i < array.Length(); i++) devices.push_back(array.Get(i).As<Napi::String>().Utf8Value());
+  }
+  auto* worker = new LoadModelWorker(env, path, static_cast<int32_t>(numberOr(options, "nGpuLayers", 0)),
+                                     devices, options.Get("cpuOnly").ToBoolean());
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Context and the step
+
+/** What one step asks for, copied out of the JS typed arrays. */
+struct StepPlan {
+  std::vector<int32_t> tokens, positions, seqs;
+  /** Batch rows whose logits are read, in order. */
+  std::vector<int32_t> outputRows;
+  /** Per output: 0 = sample the row's sequence, 1 = prompt logprob of `targets[i]`. */
+  std::vector<int32_t> kinds;
+  std::vector<int32_t> targets;
+  /** Per output: top logprobs to report (-1: no logprobs at all). */
+  std::vector<int32_t> topN;
+};
+
+/** What one step returns per output. */
+struct StepResult {
+  std::vector<int32_t> tokens, ranks;
+  std::vector<float> logprobs;
+  int32_t stride = 0;
+  std::vector<int32_t> topIds;
+  std::vector<float> topLogprobs;
+};
+
+SamplingParams paramsFrom(const Napi::Object& config) {
+  SamplingParams params;
+  params.temperature = numberOr(config, "temperature", 1.0);
+  params.topK = static_cast<int32_t>(numberOr(config, "topK", 0));
+  params.topP = numberOr(config, "topP", 1.0);
+  params.minP = numberOr(config, "minP", 0.0);
+  params.repetitionPenalty = numberOr(config, "repetitionPenalty", 1.0);
+  params.frequencyPenalty = numberOr(config, "frequencyPenalty", 0.0);
+  params.presencePenalty = numberOr(config, "presencePenalty", 0.0);
+  params.seed = static_cast<uint32_t>(static_cast<int64_t>(numberOr(config, "seed", 0)) & 0xffffffff);
+  params.minTokens = static_cast<int32_t>(numberOr(config, "minTokens", 0));
+  return params;
+}
+
+/**
+ * A SequenceSampler from a JS config: {temperature, topK, topP, minP, repetitionPenalty,
+ * frequencyPenalty, presencePenalty, seed, minTokens, biasIds, biasValues, banAlways, banEarly,
+ * promptTokens, grammar?, grammarRoot?}. Throws a JS Error when the grammar does not parse.
+ */
+std::unique_ptr<SequenceSampler> samplerFrom(Napi::Env env, const Napi::Object& config, int32_t nVocab,
+                                             const llama_vocab* vocab) {
+  std::vector<int32_t> biasIds = toIntVector(config.Get("biasIds"));
+  std::vector<float> biasValues = toFloatVector(config.Get("biasValues"));
+  std::vector<std::pair<int32_t, float>> bias;
+  for (size_t i = 0; i < biasIds.size() && i < biasValues.size(); i++) bias.emplace_back(biasIds[i], biasValues[i]);
+  llama_sampler* grammar = nullptr;
+  Napi::Value text = config.Get("grammar");
+  if (text.IsString()) {
+    std::string gbnf = text.As<Napi::String>().Utf8Value();
+    Napi::Value rootValue = config.Get("grammarRoot");
+    std::string root = rootValue.IsString() ? rootValue.As<Napi::String>().Utf8Value() : "root";
+    LogCapture capture;
+    try {
+      grammar = llama_sampler_init_grammar(vocab, gbnf.c_str(), root.c_str());
+    } catch (const std::exception& error) {
+      capture.text += error.what();
+    }
+    if (grammar == nullptr) throw Napi::Error::New(env, "grammar: " + capture.text);
+  }
+  return std::make_unique<SequenceSampler>(nVocab, paramsFrom(config), std::move(bias),
+                                           toIntVector(config.Get("banAlways")), toIntVector(config.Get("banEarly")),
+                                           toIntVector(config.Get("promptTokens")), grammar);
+}
+
+class Context : public Napi::ObjectWrap<Context> {
+ public:
+  static void Define(Napi::Env env, Napi::Object exports) {
+    Napi::Function fn = DefineClass(env, "Context",
+                                    {
+                                        InstanceMethod("info", &Context::Info),
+                                        InstanceMethod("configure", &Context::Configure),
+                                        InstanceMethod("release", &Context::Release),
+                                        InstanceMethod("accept", &Context::Accept),
+                                        InstanceMethod("removeTokens", &Context::RemoveTokens),
+                                        InstanceMethod("step", &Context::Step),
+                                        InstanceMethod("dispose", &Context::Dispose),
+                                    });
+    exports.Set("Context", fn);
+  }
+
+  /** new Context(model, {nCtx, nSeqMax, nBatch, nUbatch, threads, kvUnified, offloadKqv}) */
+  explicit Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(info) {
+    Napi::Env env = info.Env();
+    Model* model = Model::Unwrap(info[0].As<Napi::Object>());
+    modelRef_ = Napi::Persistent(info[0].As<Napi::Object>());
+    Napi::Object options = info[1].As<Napi::Object>();
+    llama_context_params params = llama_context_default_params();
+    params.n_ctx = static_cast<uint32_t>(numberOr(options, "nCtx", 0));
+    params.n_seq_max = static_cast<uint32_t>(numberOr(options, "nSeqMax", 1));
+    params.n_batch = static_cast<uint32_t>(numberOr(options, "nBatch", 512));
+    params.n_ubatch = static_cast<uint32_t>(numberOr(options, "nUbatch", 512));
+    const int32_t threads = static_cast<int32_t>(numberOr(options, "threads", 4));
+    params.n_threads = threads;
+    params.n_threads_batch = threads;
+    params.kv_unified = options.Get("kvUnified").ToBoolean();
+    params.offload_kqv = options.Get("offloadKqv").IsBoolean() ? options.Get("offloadKqv").ToBoolean().Value() : true;
+    params.no_perf = true;
+    LogCapture capture;
+    ctx_ = llama_init_from_model(model->get(), params);
+    if (ctx_ == nullptr) throw Napi::Error::New(env, "llama.cpp could not create the context: " + capture.text);
+    vocab_ = model->vocab();
+    nVocab_ = llama_vocab_n_tokens(vocab_);
+    nBatch_ = static_cast<int32_t>(llama_n_batch(ctx_));
+    batch_ = llama_batch_init(nBatch_, 0, 1);
+    samplers_.resize(params.n_seq_max);
+  }
+
+  ~Context() override { free(); }
+
+  /** The step's work on the worker thread: one llama_decode, then every output row sampled. */
+  int runStep(const StepPlan& plan, StepResult& result, std::string& error) {
+    const int32_t n = static_cast<int32_t>(plan.tokens.size());
+    batch_.n_tokens = n;
+    for (int32_t i = 0; i < n; i++) {
+      batch_.token[i] = plan.tokens[i];
+      batch_.pos[i] = plan.positions[i];
+      batch_.n_seq_id[i] = 1;
+      batch_.seq_id[i][0] = plan.seqs[i];
+      batch_.logits[i] = 0;
+    }
+    for (int32_t row : plan.outputRows) batch_.logits[row] = 1;
+    const int32_t status = llama_decode(ctx_, batch_);
+    if (status != 0) {
+      error = status == 1 ? "llama_decode found no room in the KV cache for the batch"
+                          : "llama_decode failed with status " + std::to_string(status);
+      return status;
+    }
+    const size_t outputs = plan.outputRows.size();
+    int32_t stride = 0;
+    for (int32_t k : plan.topN) stride = std::max(stride, k);
+    result.stride = stride;
+    result.tokens.assign(outputs, -1);
+    result.ranks.assign(outputs, 0);
+    result.logprobs.assign(outputs, 0.0f);
+    result.topIds.assign(outputs * static_cast<size_t>(stride), -1);
+    result.topLogprobs.assign(outputs * static_cast<size_t>(stride), 0.0f);
+    for (size_t i = 0; i < outputs; i++) {
+      const int32_t row = plan.outputRows[i];
+      const float* logits = llama_get_logits_ith(ctx_, row);
+      if (logits == nullptr) {
+        error = "llama.cpp returned no logits for batch row " + std::to_string(row);
+        return -100;
+      }
+      int32_t token = plan.targets[i];
+      if (plan.kinds[i] == 0) {
+        const int32_t seq = plan.seqs[static_cast<size_t>(row)];
+        SequenceSampler* sampler = samplers_[static_cast<size_t>(seq)].get();
+        if (sampler == nullptr) {
+          error = "sequence " + std::to_string(seq) + " has no sampler";
+          return -101;
+        }
+        token = sampler->sample(logits);
+      }
+      result.tokens[i] = token;
+      if (plan.topN[i] >= 0) {
+        RowLogprobs lp = rawLogprobs(logits, nVocab_, token, plan.topN[i]);
+        result.logprobs[i] = lp.logprob;
+        result.ranks[i] = lp.rank;
+        for (size_t k = 0; k < lp.topIds.size(); k++) {
+          result.topIds[i * static_cast<size_t>(stride) + k] = lp.topIds[k];
+          result.topLogprobs[i * static_cast<size_t>(stride) + k] = lp.topLogprobs[k];
+        }
+      }
+    }
+    return 0;
+  }
+
+  void setBusy(bool busy) { busy_ = busy; }
+
+ private:
+  void free() {
+    samplers_.clear();
+    if (ctx_ != nullptr) {
+      llama_batch_free(batch_);
+      llama_free(ctx_);
+      ctx_ = nullptr;
+    }
+    if (!modelRef_.IsEmpty()) modelRef_.Reset();
+  }
+
+  void check(Napi::Env env) const {
+    if (ctx_ == nullptr) throw Napi::Error::New(env, "the context has been disposed");
+    if (busy_) throw Napi::Error::New(env, "the context is running a step");
+  }
+
+  int32_t seqArg(const Napi::CallbackInfo& info) const {
+    const int32_t seq = info[0].As<Napi::Number>().Int32Value();
+    if (seq < 0 || static_cast<size_t>(seq) >= samplers_.size()) {
+      throw Napi::RangeError::New(info.Env(), "sequence id out of range");
+    }
+    return seq;
+  }
+
+  Napi::Value Info(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("nCtx", llama_n_ctx(ctx_));
+    out.Set("nCtxSeq", llama_n_ctx_seq(ctx_));
+    out.Set("nBatch", llama_n_batch(ctx_));
+    out.Set("nUbatch", llama_n_ubatch(ctx_));
+    out.Set("nSeqMax", llama_n_seq_max(ctx_));
+    return out;
+  }
+
+  /** configure(seq, config): a fresh sampler for the sequence (see samplerFrom). */
+  Napi::Value Configure(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    const int32_t seq = seqArg(info);
+    samplers_[static_cast<size_t>(seq)] = samplerFrom(env, info[1].As<Napi::Object>(), nVocab_, vocab_);
+    return env.Undefined();
+  }
+
+  Napi::Value Release(const Napi::CallbackInfo& info) {
+    check(info.Env());
+    samplers_[static_cast<size_t>(seqArg(info))].reset();
+    return info.Env().Undefined();
+  }
+
+  /** accept(seq, tokens) -> boolean: feeds tokens that were not sampled (injected) to the sampler. */
+  Napi::Value Accept(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    SequenceSampler* sampler = samplers_[static_cast<size_t>(seqArg(info))].get();
+    if (sampler == nullptr) throw Napi::Error::New(env, "the sequence has no sampler");
+    for (int32_t token : toIntVector(info[1])) {
+      if (!sampler->accept(token)) return Napi::Boolean::New(env, false);
+    }
+    return Napi::Boolean::New(env, true);
+  }
+
+  /** removeTokens(seq, from, to) -> boolean: drops KV cells of positions [from, to) (to < 0: to the end). */
+  Napi::Value RemoveTokens(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    const int32_t seq = seqArg(info);
+    const bool ok = llama_memory_seq_rm(llama_get_memory(ctx_), seq, info[1].As<Napi::Number>().Int32Value(),
+                                        info[2].As<Napi::Number>().Int32Value());
+    return Napi::Boolean::New(env, ok);
+  }
+
+  Napi::Value Step(const Napi::CallbackInfo& info);
+
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    check(info.Env());
+    free();
+    return info.Env().Undefined();
+  }
+
+  llama_context* ctx_ = nullptr;
+  const llama_vocab* vocab_ = nullptr;
+  int32_t nVocab_ = 0;
+  int32_t nBatch_ = 0;
+  llama_batch batch_{};
+  std::vector<std::unique_ptr<SequenceSampler>> samplers_;
+  Napi::ObjectReference modelRef_;
+  std::atomic<bool> busy_{false};
+
+  friend class StepWorker;
+};
+
+class StepWorker : public Napi::AsyncWorker {
+ public:
+  StepWorker(Napi::Env env, Context* context, Napi::Object contextObject, StepPlan plan)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        context_(context),
+        contextRef_(Napi::Persistent(contextObject)),
+        plan_(std::move(plan)) {}
+
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    try {
+      if (context_->runStep(plan_, result_, error_) != 0) SetError(error_);
+    } catch (const std::exception& exception) {
+      SetError(std::string("step failed: ") + exception.what());
+    }
+  }
+
+  void OnOK() override {
+    context_->setBusy(false);
+    Napi::Env env = Env();
+    Napi::Object out = Napi::Object::New(env);
+    const size_t n = result_.tokens.size();
+    auto tokens = Napi::Int32Array::New(env, n);
+    auto ranks = Napi::Int32Array::New(env, n);
+    auto logprobs = Napi::Float32Array::New(env, n);
+    std::copy(result_.tokens.begin(), result_.tokens.end(), tokens.Data());
+    std::copy(result_.ranks.begin(), result_.ranks.end(), ranks.Data());
+    std::copy(result_.logprobs.begin(), result_.logprobs.end(), logprobs.Data());
+    auto topIds = Napi::Int32Array::New(env, result_.topIds.size());
+    auto topLogprobs = Napi::Float32Array::New(env, result_.topLogprobs.size());
+    std::copy(result_.topIds.begin(), result_.topIds.end(), topIds.Data());
+    std::copy(result_.topLogprobs.begin(), result_.topLogprobs.end(), topLogprobs.Data());
+    out.Set("tokens", tokens);
+    out.Set("ranks", ranks);
+    out.Set("logprobs", logprobs);
+    out.Set("topStride", result_.stride);
+    out.Set("topIds", topIds);
+    out.Set("topLogprobs", topLogprobs);
+    deferred_.Resolve(out);
+  }
+
+  void OnError(const Napi::Error& error) override {
+    context_->setBusy(false);
+    deferred_.Reject(error.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Context* context_;
+  Napi::ObjectReference contextRef_;
+  StepPlan plan_;
+  StepResult result_;
+  std::string error_;
+};
+
+/**
+ * step({tokens, positions, seqs, outputRows, kinds, targets, topN}) -> Promise<{tokens, ranks,
+ * logprobs, topStride, topIds, topLogprobs}>: one llama_decode of the batch on a worker thread, then
+ * each output row sampled (kind 0) or scored against its target (kind 1, prompt logprobs).
+ */
+Napi::Value Context::Step(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  check(env);
+  Napi::Object input = info[0].As<Napi::Object>();
+  StepPlan plan;
+  plan.tokens = toIntVector(input.Get("tokens"));
+  plan.positions = toIntVector(input.Get("positions"));
+  plan.seqs = toIntVector(input.Get("seqs"));
+  plan.outputRows = toIntVector(input.Get("outputRows"));
+  plan.kinds = toIntVector(input.Get("kinds"));
+  plan.targets = toIntVector(input.Get("targets"));
+  plan.topN = toIntVector(input.Get("topN"));
+  const size_t n = plan.tokens.size();
+  const size_t outputs = plan.outputRows.size();
+  if (n == 0 || static_cast<int32_t>(n) > nBatch_) throw Napi::RangeError::New(env, "step: batch size out of range");
+  if (plan.positions.size() != n || plan.seqs.size() != n) throw Napi::RangeError::New(env, "step: array lengths differ");
+  if (plan.kinds.size() != outputs || plan.targets.size() != outputs || plan.topN.size() != outputs) {
+    throw Napi::RangeError::New(env, "step: output array lengths differ");
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (plan.tokens[i] < 0 || plan.tokens[i] >= nVocab_) throw Napi::RangeError::New(env, "step: token id out of range");
+    if (plan.seqs[i] < 0 || static_cast<size_t>(plan.seqs[i]) >= samplers_.size()) {
+      throw Napi::RangeError::New(env, "step: sequence id out of range");
+    }
+  }
+  for (int32_t row : plan.outputRows) {
+    if (row < 0 || static_cast<size_t>(row) >= n) throw Napi::RangeError::New(env, "step: output row out of range");
+  }
+  busy_ = true;
+  auto* worker = new StepWorker(env, this, info.This().As<Napi::Object>(), std::move(plan));
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Test entry points: the sampler and the logprobs on given logits, without a model.
+
+/** sampleLogits(logits: Float32Array, config, steps) -> Int32Array: `steps` draws of one sampler on the same row. */
+Napi::Value SampleLogits(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto logits = info[0].As<Napi::Float32Array>();
+  const int32_t nVocab = static_cast<int32_t>(logits.ElementLength());
+  auto sampler = samplerFrom(env, info[1].As<Napi::Object>(), nVocab, nullptr);
+  const int32_t steps = info[2].As<Napi::Number>().Int32Value();
+  auto out = Napi::Int32Array::New(env, static_cast<size_t>(std::max(steps, 0)));
+  for (int32_t i = 0; i < steps; i++) out[static_cast<size_t>(i)] = sampler->sample(logits.Data());
+  return out;
+}
+
+/** rowLogprobs(logits, token, topN) -> {logprob, rank, topIds, topLogprobs} */
+Napi::Value RowLogprobsJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto logits = info[0].As<Napi::Float32Array>();
+  RowLogprobs lp = rawLogprobs(logits.Data(), static_cast<int32_t>(logits.ElementLength()),
+                               info[1].As<Napi::Number>().Int32Value(), info[2].As<Napi::Number>().Int32Value());
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("logprob", lp.logprob);
+  out.Set("rank", lp.rank);
+  auto ids = Napi::Int32Array::New(env, lp.topIds.size());
+  auto values = Napi::Float32Array::New(env, lp.topLogprobs.size());
+  std::copy(lp.topIds.begin(), lp.topIds.end(), ids.Data());
+  std::copy(lp.topLogprobs.begin(), lp.topLogprobs.end(), values.Data());
+  out.Set("topIds", ids);
+  out.Set("topLogprobs", values);
+  return out;
+}
+
+}  // namespace
+
+Napi::Object Initialize(Napi::Env env, Napi::Object exports) {
+  exports.Set("init", Napi::Function::New(env, Init));
+  exports.Set("devices", Napi::Function::New(env, [](const Napi::CallbackInfo& info) { return deviceList(info.Env()); }));
+  exports.Set("loadBackend", Napi::Function::New(env, LoadBackend));
+  exports.Set("validateGrammar", Napi::Function::New(env, ValidateGrammar));
+  exports.Set("loadModel", Napi::Function::New(env, LoadModel));
+  exports.Set("sampleLogits", Napi::Function::New(env, SampleLogits));
+  exports.Set("rowLogprobs", Napi::Function::New(env, RowLogprobsJs));
+  Model::Define(env, exports);
+  Context::Define(env, exports);
+  return exports;
+}
+
+}  // namespace lmserve
+
+static Napi::Object InitModule(Napi::Env env, Napi::Object exports) { return lmserve::Initialize(env, exports); }
+
+NODE_API_MODULE(lmserve_engine, InitModule)

@@ -1,0 +1,279 @@
+#include "sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "llama.h"
+
+namespace lmserve {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/** Candidate order: higher logit first, then lower id (deterministic on ties). */
+struct Better {
+  const float* logits;
+  bool operator()(int32_t a, int32_t b) const {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  }
+};
+
+/**
+ * The `k` best finite entries of `logits` by {@link Better}, best first. O(n log k) with a k-entry heap
+ * (the heap's front is the worst kept entry).
+ */
+void selectTop(const float* logits, int32_t n, int32_t k, std::vector<int32_t>& out) {
+  out.clear();
+  if (k <= 0) return;
+  Better better{logits};
+  for (int32_t id = 0; id < n; id++) {
+    if (!std::isfinite(logits[id])) continue;
+    if (static_cast<int32_t>(out.size()) < k) {
+      out.push_back(id);
+      std::push_heap(out.begin(), out.end(), better);
+    } else if (better(id, out.front())) {
+      std::pop_heap(out.begin(), out.end(), better);
+      out.back() = id;
+      std::push_heap(out.begin(), out.end(), better);
+    }
+  }
+  std::sort_heap(out.begin(), out.end(), better);
+}
+
+}  // namespace
+
+double Mulberry32::next() {
+  state_ += 0x6d2b79f5u;
+  uint32_t t = state_;
+  t = (t ^ (t >> 15)) * (t | 1u);
+  t ^= t + (t ^ (t >> 7)) * (t | 61u);
+  return static_cast<double>(t ^ (t >> 14)) / 4294967296.0;
+}
+
+RowLogprobs rawLogprobs(const float* logits, int32_t nVocab, int32_t token, int32_t topN) {
+  float max = kNegInf;
+  for (int32_t id = 0; id < nVocab; id++) max = std::max(max, logits[id]);
+  double sum = 0;
+  for (int32_t id = 0; id < nVocab; id++) {
+    if (std::isfinite(logits[id])) sum += std::exp(static_cast<double>(logits[id]) - max);
+  }
+  const double lse = static_cast<double>(max) + std::log(sum);
+  RowLogprobs result;
+  const float target = token >= 0 && token < nVocab ? logits[token] : kNegInf;
+  result.logprob = static_cast<float>(static_cast<double>(target) - lse);
+  int32_t above = 0;
+  for (int32_t id = 0; id < nVocab; id++) above += logits[id] > target ? 1 : 0;
+  result.rank = above + 1;
+  if (topN > 0) {
+    std::vector<int32_t> top;
+    selectTop(logits, nVocab, topN, top);
+    for (int32_t id : top) {
+      result.topIds.push_back(id);
+      result.topLogprobs.push_back(static_cast<float>(static_cast<double>(logits[id]) - lse));
+    }
+  }
+  return result;
+}
+
+SequenceSampler::SequenceSampler(int32_t nVocab, const SamplingParams& params,
+                                 std::vector<std::pair<int32_t, float>> bias, std::vector<int32_t> banAlways,
+                                 std::vector<int32_t> banEarly, const std::vector<int32_t>& promptTokens,
+                                 llama_sampler* grammar)
+    : nVocab_(nVocab),
+      params_(params),
+      bias_(std::move(bias)),
+      banAlways_(std::move(banAlways)),
+      banEarly_(std::move(banEarly)),
+      promptSet_(promptTokens),
+      grammar_(grammar),
+      rng_(params.seed),
+      work_(static_cast<size_t>(nVocab)) {
+  std::sort(promptSet_.begin(), promptSet_.end());
+  promptSet_.erase(std::unique(promptSet_.begin(), promptSet_.end()), promptSet_.end());
+}
+
+SequenceSampler::~SequenceSampler() {
+  if (grammar_ != nullptr) llama_sampler_free(grammar_);
+}
+
+void SequenceSampler::transform(const float* logits) {
+  std::copy(logits, logits + nVocab_, work_.begin());
+  // As vLLM v1: logits processors (bans, logit_bias) first, then the penalties.
+  for (const auto& [id, value] : bias_) {
+    if (id >= 0 && id < nVocab_) work_[id] += value;
+  }
+  for (int32_t id : banAlways_) {
+    if (id >= 0 && id < nVocab_) work_[id] = kNegInf;
+  }
+  if (generated_ < params_.minTokens) {
+    for (int32_t id : banEarly_) {
+      if (id >= 0 && id < nVocab_) work_[id] = kNegInf;
+    }
+  }
+  if (params_.repetitionPenalty != 1.0) {
+    const auto penalize = [&](int32_t id) {
+      if (id < 0 || id >= nVocab_ || !std::isfinite(work_[id])) return;
+      const double logit = work_[id];
+      work_[id] = static_cast<float>(logit > 0 ? logit / params_.repetitionPenalty
+                                               : logit * params_.repetitionPenalty);
+    };
+    for (int32_t id : promptSet_) penalize(id);
+    for (const auto& [id, count] : outputCounts_) {
+      if (!std::binary_search(promptSet_.begin(), promptSet_.end(), id)) penalize(id);
+    }
+  }
+  if (params_.frequencyPenalty != 0.0 || params_.presencePenalty != 0.0) {
+    for (const auto& [id, count] : outputCounts_) {
+      if (id < 0 || id >= nVocab_ || !std::isfinite(work_[id])) continue;
+      work_[id] = static_cast<float>(work_[id] - (params_.frequencyPenalty * count + params_.presencePenalty));
+    }
+  }
+}
+
+int32_t SequenceSampler::draw() {
+  const float* logits = work_.data();
+  if (params_.temperature <= 0.0) {
+    int32_t best = -1;
+    for (int32_t id = 0; id < nVocab_; id++) {
+      if (std::isfinite(logits[id]) && (best < 0 || logits[id] > logits[best])) best = id;
+    }
+    return best;
+  }
+  const double temperature = params_.temperature;
+  // Candidates: sorted (best first) when top-k or top-p needs an order, else every finite id in id order.
+  bool sorted = false;
+  if (params_.topK > 0 && params_.topK < nVocab_) {
+    selectTop(logits, nVocab_, params_.topK, order_);
+    sorted = true;
+  } else {
+    order_.clear();
+    for (int32_t id = 0; id < nVocab_; id++) {
+      if (std::isfinite(logits[id])) order_.push_back(id);
+    }
+  }
+  if (order_.empty()) return -1;
+  float top = kNegInf;
+  for (int32_t id : order_) top = std::max(top, logits[id]);
+  double total = 0;
+  weights_.resize(order_.size());
+  for (size_t i = 0; i < order_.size(); i++) {
+    weights_[i] = std::exp((static_cast<double>(logits[order_[i]]) - top) / temperature);
+    total += weights_[i];
+  }
+  if (params_.topP < 1.0) {
+    if (!sorted) {
+      // Sort only as much of the head as the nucleus needs: grow the sorted prefix until it holds the mass.
+      const double needed = params_.topP * total;
+      std::vector<int32_t> head;
+      for (int32_t k = 256;; k *= 8) {
+        selectTop(logits, nVocab_, k, head);
+        double mass = 0;
+        for (int32_t id : head) mass += std::exp((static_cast<double>(logits[id]) - top) / temperature);
+        if (mass >= needed || static_cast<size_t>(k) >= order_.size()) break;
+      }
+      order_.swap(head);
+      weights_.resize(order_.size());
+      for (size_t i = 0; i < order_.size(); i++) {
+        weights_[i] = std::exp((static_cast<double>(logits[order_[i]]) - top) / temperature);
+      }
+      sorted = true;
+    }
+    double mass = 0;
+    size_t keep = 0;
+    while (keep < order_.size() && mass < params_.topP * total) mass += weights_[keep++];
+    keep = std::max<size_t>(keep, 1);
+    order_.resize(keep);
+    weights_.resize(keep);
+    total = 0;
+    for (double weight : weights_) total += weight;
+  }
+  if (params_.minP > 0.0) {
+    double max = 0;
+    for (double weight : weights_) max = std::max(max, weight);
+    const double threshold = max * params_.minP;
+    size_t kept = 0;
+    total = 0;
+    for (size_t i = 0; i < order_.size(); i++) {
+      if (weights_[i] < threshold) continue;
+      order_[kept] = order_[i];
+      weights_[kept] = weights_[i];
+      total += weights_[i];
+      kept++;
+    }
+    order_.resize(kept);
+    weights_.resize(kept);
+  }
+  double r = rng_.next() * total;
+  for (size_t i = 0; i < order_.size(); i++) {
+    r -= weights_[i];
+    if (r < 0) return order_[i];
+  }
+  return order_.back();
+}
+
+bool SequenceSampler::grammarAllows(int32_t token) {
+  llama_token_data data{token, work_[token], 0.0f};
+  llama_token_data_array array{&data, 1, -1, false};
+  llama_sampler_apply(grammar_, &array);
+  return std::isfinite(data.logit);
+}
+
+void SequenceSampler::applyGrammarToAll() {
+  std::vector<llama_token_data> candidates;
+  candidates.reserve(static_cast<size_t>(nVocab_));
+  for (int32_t id = 0; id < nVocab_; id++) {
+    if (std::isfinite(work_[id])) candidates.push_back({id, work_[id], 0.0f});
+  }
+  llama_token_data_array array{candidates.data(), candidates.size(), -1, false};
+  llama_sampler_apply(grammar_, &array);
+  for (size_t i = 0; i < array.size; i++) {
+    if (!std::isfinite(array.data[i].logit)) work_[array.data[i].id] = kNegInf;
+  }
+}
+
+int32_t SequenceSampler::sample(const float* logits) {
+  transform(logits);
+  int32_t token = draw();
+  if (grammar_ != nullptr && token >= 0 && !grammarAllows(token)) {
+    // As llama.cpp's common sampler: check the pick first; only a rejected pick pays for the full mask.
+    applyGrammarToAll();
+    token = draw();
+  }
+  if (token < 0) {
+    // Everything was masked or banned: the raw argmax (the serving layer refuses the requests that get here).
+    token = 0;
+    for (int32_t id = 1; id < nVocab_; id++) {
+      if (logits[id] > logits[token]) token = id;
+    }
+  }
+  if (grammar_ != nullptr) {
+    try {
+      llama_sampler_accept(grammar_, token);
+    } catch (...) {
+      // A token the grammar cannot take leaves its state as it was.
+    }
+  }
+  outputCounts_[token]++;
+  generated_++;
+  return token;
+}
+
+bool SequenceSampler::accept(int32_t token) {
+  if (token < 0 || token >= nVocab_) return false;
+  if (grammar_ != nullptr) {
+    work_[token] = 0.0f;
+    if (!grammarAllows(token)) return false;
+    try {
+      llama_sampler_accept(grammar_, token);
+    } catch (...) {
+      return false;
+    }
+  }
+  outputCounts_[token]++;
+  generated_++;
+  return true;
+}
+
+}  // namespace lmserve

@@ -1,0 +1,118 @@
+// Per-sequence sampling over one row of raw logits, in vLLM's order of transforms. Pure C++ over
+// llama.cpp's grammar sampler only: no Node-API here, so the unit-test entry point and the step worker
+// share it.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+struct llama_sampler;
+
+namespace lmserve {
+
+/** mulberry32 (32-bit state), bit for bit the same as src/engine/sampling/Mulberry32.ts. */
+class Mulberry32 {
+ public:
+  explicit Mulberry32(uint32_t seed) : state_(seed) {}
+  /** The next number in [0, 1). */
+  double next();
+
+ private:
+  uint32_t state_;
+};
+
+/** A sequence's sampling parameters, already validated and defaulted by the TypeScript side. */
+struct SamplingParams {
+  /** 0 = greedy. */
+  double temperature = 1.0;
+  /** 0 = off. */
+  int32_t topK = 0;
+  /** 1 = off. */
+  double topP = 1.0;
+  /** 0 = off. */
+  double minP = 0.0;
+  /** 1 = off; prompt and completion tokens (vLLM). */
+  double repetitionPenalty = 1.0;
+  /** 0 = off; completion tokens (OpenAI). */
+  double frequencyPenalty = 0.0;
+  /** 0 = off; completion tokens (OpenAI). */
+  double presencePenalty = 0.0;
+  uint32_t seed = 0;
+  /** `banEarly` holds until this many tokens have been generated (vLLM `min_tokens`). */
+  int32_t minTokens = 0;
+};
+
+/** The raw log-softmax facts of one token of a row, and the row's top-N (most likely first). */
+struct RowLogprobs {
+  float logprob = 0;
+  int32_t rank = 0;
+  std::vector<int32_t> topIds;
+  std::vector<float> topLogprobs;
+};
+
+/**
+ * Log-softmax of a raw logits row (temperature 1, no truncation): `token`'s logprob and 1-based rank
+ * (1 + the number of tokens with a strictly larger logit) and the `topN` most likely tokens, ties by
+ * lower id. O(n_vocab) with an N-entry heap; never sorts the vocabulary.
+ */
+RowLogprobs rawLogprobs(const float* logits, int32_t nVocab, int32_t token, int32_t topN);
+
+/**
+ * One sequence's sampler: penalties, logit bias, bans, the guided-decoding grammar, temperature,
+ * top-k, top-p, min-p and a draw from its own {@link Mulberry32}. Holds the completion's token counts
+ * for the penalties and the grammar's state; owns the grammar sampler.
+ */
+class SequenceSampler {
+ public:
+  /**
+   * @param bias `logit_bias` pairs (token id, value added to the logit).
+   * @param banAlways ids never sampled (EOS with `ignore_eos`).
+   * @param banEarly ids not sampled before `minTokens` tokens (EOS and stop ids under `min_tokens`).
+   * @param promptTokens the prompt, for `repetition_penalty` (vLLM applies it to prompt and completion).
+   * @param grammar a grammar sampler (llama_sampler_init_grammar) or nullptr; owned from now on.
+   */
+  SequenceSampler(int32_t nVocab, const SamplingParams& params, std::vector<std::pair<int32_t, float>> bias,
+                  std::vector<int32_t> banAlways, std::vector<int32_t> banEarly,
+                  const std::vector<int32_t>& promptTokens, llama_sampler* grammar);
+  ~SequenceSampler();
+  SequenceSampler(const SequenceSampler&) = delete;
+  SequenceSampler& operator=(const SequenceSampler&) = delete;
+
+  /** Samples the next token from a raw logits row and accepts it (counts, grammar). */
+  int32_t sample(const float* logits);
+
+  /**
+   * Accepts a token that was not sampled here (an injected one): counts it and advances the grammar.
+   * @returns false, changing nothing, when the grammar does not allow it.
+   */
+  bool accept(int32_t token);
+
+  /** Tokens generated (sampled or accepted) so far. */
+  int32_t generated() const { return generated_; }
+
+ private:
+  void transform(const float* logits);
+  int32_t draw();
+  bool grammarAllows(int32_t token);
+  void applyGrammarToAll();
+
+  int32_t nVocab_;
+  SamplingParams params_;
+  std::vector<std::pair<int32_t, float>> bias_;
+  std::vector<int32_t> banAlways_;
+  std::vector<int32_t> banEarly_;
+  /** Distinct prompt token ids. */
+  std::vector<int32_t> promptSet_;
+  std::unordered_map<int32_t, int32_t> outputCounts_;
+  llama_sampler* grammar_;
+  Mulberry32 rng_;
+  int32_t generated_ = 0;
+  /** The row after bias, bans, penalties (and grammar, once rejected): the work buffer. */
+  std::vector<float> work_;
+  std::vector<int32_t> order_;
+  std::vector<double> weights_;
+};
+
+}  // namespace lmserve

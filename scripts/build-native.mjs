@@ -1,0 +1,186 @@
+#!/usr/bin/env node
+// Builds lmserve's native engine (native/src/*.cpp) into native/build/lmserve_engine.node: compiled with
+// g++ against the headers of the exact llama.cpp commit node-llama-cpp ships (its llama/gitRelease.bundle,
+// cloned once into native/build/llama.cpp) and linked to node-llama-cpp's prebuilt shared libraries for
+// this platform. Runs from `npm ci` (the root project's postinstall) and at first start when the addon is
+// missing; does nothing when the addon is up to date. Needs git and a C++17 compiler (g++ or $CXX).
+// Usage: node scripts/build-native.mjs [--force] [--quiet]
+import { spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const buildDir = join(root, "native", "build");
+const output = join(buildDir, "lmserve_engine.node");
+const sources = ["sampler.cpp", "engine.cpp"].map((name) => join(root, "native", "src", name));
+const headers = readdirSync(join(root, "native", "src"))
+  .filter((name) => name.endsWith(".h"))
+  .map((name) => join(root, "native", "src", name));
+const force = process.argv.includes("--force");
+const quiet = process.argv.includes("--quiet");
+
+/** Prints one line and exits 1: every failure of this script is a one-line message. */
+function fail(message) {
+  console.error(`lmserve: native engine build failed: ${message}`);
+  process.exit(1);
+}
+
+const say = (message) => {
+  if (!quiet) console.error(`lmserve: ${message}`);
+};
+
+/** The folder holding package `name`, searched as Node's resolver would from `fromDir`, or undefined. */
+function packageDir(name, fromDir) {
+  const require = createRequire(join(fromDir, "package.json"));
+  for (const base of require.resolve.paths(name) ?? []) {
+    if (existsSync(join(base, name, "package.json"))) return join(base, name);
+  }
+  return undefined;
+}
+
+/** The folder of node-llama-cpp's prebuilt libraries for this platform (CPU build). */
+function prebuiltBinsDir() {
+  const nlcDir = packageDir("node-llama-cpp", root);
+  if (!nlcDir) fail("node-llama-cpp is not installed (run npm ci first)");
+  const platform = `${process.platform}-${process.arch}`;
+  const platformDir = packageDir(`@node-llama-cpp/${platform}`, nlcDir);
+  if (!platformDir) {
+    fail(`node-llama-cpp ships no prebuilt llama.cpp for ${platform} (package @node-llama-cpp/${platform})`);
+  }
+  const bins = join(platformDir, "bins", platform);
+  if (!existsSync(join(bins, "libllama.v0.4.0.so"))) fail(`no libllama.v0.4.0.so in ${bins}`);
+  // GPU builds of the same llama.cpp commit, loaded at run time as ggml backend modules when present.
+  const gpu = {};
+  for (const [name, file] of [
+    ["cuda", "libggml-cuda.so"],
+    ["vulkan", "libggml-vulkan.so"],
+  ]) {
+    const dir = packageDir(`@node-llama-cpp/${platform}-${name}`, nlcDir);
+    const path = dir && join(dir, "bins", `${platform}-${name}`, file);
+    if (path && existsSync(path)) gpu[name] = path;
+  }
+  return { nlcDir, bins, gpu };
+}
+
+/** The compiler to use: $CXX, else g++; a missing one is a one-line error naming the package. */
+function compiler() {
+  const cxx = process.env.CXX || "g++";
+  const probe = spawnSync(cxx, ["--version"], { encoding: "utf8" });
+  if (probe.error || probe.status !== 0) {
+    fail(
+      `no C++ compiler found (${cxx}): install one, e.g. on Debian/Ubuntu "apt-get install g++" (or build-essential)`,
+    );
+  }
+  return cxx;
+}
+
+/** Clones the llama.cpp bundle once (headers for the build; tools/ sources for later targets). */
+function llamaSource(nlcDir) {
+  const bundle = join(nlcDir, "llama", "gitRelease.bundle");
+  const source = join(buildDir, "llama.cpp");
+  if (existsSync(join(source, "include", "llama.h"))) return source;
+  if (!existsSync(bundle)) fail(`llama.cpp bundle not found: ${bundle}`);
+  say("extracting llama.cpp headers from node-llama-cpp's bundle");
+  mkdirSync(buildDir, { recursive: true });
+  const result = spawnSync("git", ["clone", "-q", bundle, source], { encoding: "utf8" });
+  if (result.error || result.status !== 0) {
+    fail(`git clone of ${bundle} failed: ${(result.stderr || String(result.error)).trim().split("\n")[0]}`);
+  }
+  return source;
+}
+
+function newestMtime(paths) {
+  return Math.max(...paths.map((path) => statSync(path).mtimeMs));
+}
+
+function run(cxx, args) {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(cxx, args, { stdio: ["ignore", "inherit", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => {
+      if (code === 0) resolvePromise();
+      else reject(new Error(stderr.trim() || `${cxx} exited with ${code}`));
+    });
+  });
+}
+
+async function main() {
+  const { nlcDir, bins, gpu } = prebuiltBinsDir();
+  const nodeInclude = join(dirname(dirname(process.execPath)), "include", "node");
+  if (!existsSync(join(nodeInclude, "node_api.h"))) fail(`Node.js headers not found in ${nodeInclude}`);
+  const addonApi = packageDir("node-addon-api", root);
+  if (!addonApi) fail("node-addon-api is not installed (run npm ci first)");
+  const stampPath = join(buildDir, "stamp.json");
+  // Where the runtime finds the prebuilt backends (src/engine/native.ts reads it), relative to the project.
+  const paths = {
+    cpuBinsDir: relative(root, bins),
+    gpuBackends: Object.fromEntries(Object.entries(gpu).map(([name, path]) => [name, relative(root, path)])),
+  };
+  const stamp = JSON.stringify({ ...paths, node: process.versions.modules });
+  if (
+    !force &&
+    existsSync(output) &&
+    existsSync(stampPath) &&
+    readFileSync(stampPath, "utf8") === stamp &&
+    statSync(output).mtimeMs >= newestMtime([...sources, ...headers, fileURLToPath(import.meta.url)])
+  ) {
+    return;
+  }
+  const cxx = compiler();
+  const source = llamaSource(nlcDir);
+  const started = performance.now();
+  say(`building the native engine (${cxx}, llama.cpp from node-llama-cpp ${readPackageVersion(nlcDir)})`);
+  const flags = [
+    "-O2",
+    "-std=c++17",
+    "-fPIC",
+    "-fexceptions",
+    "-fvisibility=hidden",
+    "-DNAPI_VERSION=8",
+    "-DNAPI_CPP_EXCEPTIONS",
+    `-I${nodeInclude}`,
+    `-I${addonApi}`,
+    `-I${join(source, "include")}`,
+    `-I${join(source, "ggml", "include")}`,
+  ];
+  mkdirSync(buildDir, { recursive: true });
+  const objects = sources.map((path) => join(buildDir, `${path.split("/").pop()}.o`));
+  try {
+    await Promise.all(sources.map((path, index) => run(cxx, [...flags, "-c", path, "-o", objects[index]])));
+    const rpath = `$ORIGIN/${relative(buildDir, bins)}`;
+    await run(cxx, [
+      "-shared",
+      "-o",
+      output,
+      ...objects,
+      `-L${bins}`,
+      "-l:libllama.v0.4.0.so",
+      "-l:libggml.v0.4.0.so",
+      "-l:libggml-base.so",
+      `-Wl,-rpath,${rpath}`,
+    ]);
+  } catch (error) {
+    fail(String(error.message).split("\n").slice(0, 20).join("\n"));
+  }
+  writeFileSync(join(buildDir, "paths.json"), `${JSON.stringify(paths, null, 2)}\n`);
+  writeFileSync(stampPath, stamp);
+  say(
+    `native engine built in ${((performance.now() - started) / 1000).toFixed(1)} s: ${relative(root, output)}`,
+  );
+}
+
+function readPackageVersion(dir) {
+  try {
+    return JSON.parse(readFileSync(join(dir, "package.json"), "utf8")).version;
+  } catch {
+    return "?";
+  }
+}
+
+await main();

@@ -1,0 +1,60 @@
+/**
+ * Choosing the compute device of a model (`--device`, `--n-gpu-layers`): llama.cpp's GPU backends from
+ * node-llama-cpp's `-cuda` / `-vulkan` packages are loaded as ggml backend modules on demand; a backend
+ * whose runtime libraries, driver or GPU are missing registers no device and the CPU serves alone.
+ */
+import { gpuBackendPath, type NativeDevice, nativeAddon } from "./native.ts";
+
+/** `--device`: `auto` takes the first GPU backend with a device (CUDA, then Vulkan), else the CPU. */
+export type DeviceKind = "auto" | "cpu" | "cuda" | "vulkan";
+
+/** The device kinds `--device` accepts. */
+export const DEVICE_KINDS: readonly DeviceKind[] = ["auto", "cpu", "cuda", "vulkan"];
+
+/** Raised when the requested device is not there; its message is one line. */
+export class DeviceUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "DeviceUnavailableError";
+  }
+}
+
+/** The devices a model runs on: GPUs of one backend (empty: CPU only). */
+export type DevicePlan = {
+  /** "CPU", "CUDA" or "Vulkan". */
+  backend: string;
+  gpus: readonly NativeDevice[];
+};
+
+const BACKEND_NAMES: Record<"cuda" | "vulkan", string> = { cuda: "CUDA", vulkan: "Vulkan" };
+
+function gpusOf(kind: "cuda" | "vulkan"): NativeDevice[] {
+  const engine = nativeAddon();
+  const path = gpuBackendPath(kind);
+  const name = BACKEND_NAMES[kind];
+  const registered = () =>
+    engine.devices().filter((device) => device.backend === name && device.type !== "cpu");
+  if (registered().length === 0 && path !== undefined) engine.loadBackend(path);
+  return registered();
+}
+
+/**
+ * The devices for `--device`.
+ * @throws DeviceUnavailableError when `cuda` or `vulkan` was asked for and no such device registers.
+ */
+export function planDevices(kind: DeviceKind): DevicePlan {
+  nativeAddon();
+  if (kind === "cpu") return { backend: "CPU", gpus: [] };
+  const order: ("cuda" | "vulkan")[] = kind === "auto" ? ["cuda", "vulkan"] : [kind];
+  for (const candidate of order) {
+    const gpus = gpusOf(candidate);
+    if (gpus.length > 0) return { backend: BACKEND_NAMES[candidate], gpus };
+  }
+  if (kind === "auto") return { backend: "CPU", gpus: [] };
+  const installed = gpuBackendPath(kind) !== undefined;
+  throw new DeviceUnavailableError(
+    installed
+      ? `--device ${kind}: no ${BACKEND_NAMES[kind]} device found (the backend loaded no GPU: check the driver and ${kind === "cuda" ? "the CUDA runtime" : "libvulkan.so.1"}).`
+      : `--device ${kind}: node-llama-cpp's ${kind} build is not installed (@node-llama-cpp/${process.platform}-${process.arch}-${kind}).`,
+  );
+}

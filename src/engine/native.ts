@@ -1,0 +1,199 @@
+/**
+ * The native engine (native/, C++ over llama.cpp's C API): its typed surface, and loading it, building it
+ * first when it is missing (`scripts/build-native.mjs`, also run by `npm ci`). Only `src/engine/` imports
+ * this file.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join } from "node:path";
+import { projectRoot } from "../paths.ts";
+
+/** A ggml device as llama.cpp sees it. */
+export type NativeDevice = {
+  /** ggml's device name, e.g. "CPU", "CUDA0", "Vulkan0". */
+  name: string;
+  description: string;
+  type: "cpu" | "gpu" | "igpu" | "accel";
+  /** The backend's registry name, e.g. "CPU", "CUDA", "Vulkan". */
+  backend: string;
+  /** Bytes. */
+  memoryFree: number;
+  /** Bytes. */
+  memoryTotal: number;
+};
+
+/** What a loaded model tells about itself; token ids are -1 where the model has none. */
+export type NativeModelInfo = {
+  nVocab: number;
+  nCtxTrain: number;
+  nEmbd: number;
+  nLayer: number;
+  /** Bytes of weights. */
+  size: number;
+  description: string;
+  bos: number;
+  eos: number;
+  eot: number;
+  /** Whether the tokenizer prepends BOS (`tokenizer.ggml.add_bos_token`). */
+  addBos: boolean;
+  fimPre: number;
+  fimSuf: number;
+  fimMid: number;
+  chatTemplate: string | null;
+};
+
+/** A model loaded by llama.cpp. */
+export interface NativeModel {
+  info(): NativeModelInfo;
+  /** Token ids of UTF-8 text; `parseSpecial` reads special-token text (`<|im_start|>`) as those tokens. */
+  tokenize(text: string, addSpecial: boolean, parseSpecial: boolean): Int32Array;
+  /**
+   * The text `tokens` add after `lastTokens`; special tokens are rendered only with `renderSpecial`.
+   * @throws RangeError for an id out of range.
+   */
+  detokenize(
+    tokens: readonly number[] | Int32Array,
+    lastTokens?: readonly number[] | Int32Array,
+    renderSpecial?: boolean,
+  ): string;
+  isEog(token: number): boolean;
+  dispose(): void;
+}
+
+/** One sequence's sampler settings (see native/src/sampler.h); every field has the neutral default. */
+export type NativeSamplerConfig = {
+  temperature: number;
+  topK: number;
+  topP: number;
+  minP: number;
+  repetitionPenalty: number;
+  frequencyPenalty: number;
+  presencePenalty: number;
+  /** Low 32 bits used. */
+  seed: number;
+  minTokens: number;
+  biasIds?: Int32Array;
+  biasValues?: Float32Array;
+  banAlways?: Int32Array;
+  banEarly?: Int32Array;
+  promptTokens?: Int32Array;
+  /** GBNF text, or absent. */
+  grammar?: string;
+  /** Defaults to "root". */
+  grammarRoot?: string;
+};
+
+/** One step's batch: row i is `tokens[i]` at `positions[i]` of sequence `seqs[i]`. */
+export type NativeStepInput = {
+  tokens: Int32Array;
+  positions: Int32Array;
+  seqs: Int32Array;
+  /** Rows whose logits are read, in order; each has one output below. */
+  outputRows: Int32Array;
+  /** Per output: 0 = sample the row's sequence, 1 = score `targets[i]` (a prompt logprob). */
+  kinds: Int32Array;
+  /** Per output: the token scored by kind 1 (ignored by kind 0). */
+  targets: Int32Array;
+  /** Per output: top logprobs to report; -1 = no logprobs. */
+  topN: Int32Array;
+};
+
+/** One step's results, per output of the input (top entries: `topStride` per output, -1 padded). */
+export type NativeStepOutput = {
+  tokens: Int32Array;
+  /** Raw log-softmax of each output's token (temperature 1, nothing truncated). */
+  logprobs: Float32Array;
+  /** 1-based rank of each output's token under the raw distribution. */
+  ranks: Int32Array;
+  topStride: number;
+  topIds: Int32Array;
+  topLogprobs: Float32Array;
+};
+
+/** A llama.cpp context: the KV cache of `nSeqMax` sequences, their samplers, and the step. */
+export interface NativeContext {
+  info(): { nCtx: number; nCtxSeq: number; nBatch: number; nUbatch: number; nSeqMax: number };
+  /** A fresh sampler for sequence `seq`. @throws Error when the grammar does not parse. */
+  configure(seq: number, config: NativeSamplerConfig): void;
+  release(seq: number): void;
+  /** Feeds tokens that were not sampled (injected) to the sequence's sampler; false when its grammar refuses one. */
+  accept(seq: number, tokens: Int32Array): boolean;
+  /** Drops the KV cells of positions [from, to) of `seq`; `to` < 0 means to the end. */
+  removeTokens(seq: number, from: number, to: number): boolean;
+  /** One llama_decode of the batch off the JS thread, then every output sampled or scored. */
+  step(input: NativeStepInput): Promise<NativeStepOutput>;
+  dispose(): void;
+}
+
+/** Options of a native context. */
+export type NativeContextOptions = {
+  /** KV cells in all: sequences x context per sequence. */
+  nCtx: number;
+  nSeqMax: number;
+  /** Most tokens in one step. */
+  nBatch: number;
+  nUbatch: number;
+  threads: number;
+  /** One KV buffer for every sequence (llama.cpp's `kv_unified`). */
+  kvUnified: boolean;
+};
+
+/** The addon's exports. */
+export interface NativeAddon {
+  init(options: { cpuBinsDir: string; logLevel?: number }): NativeDevice[];
+  loadBackend(path: string): boolean;
+  devices(): NativeDevice[];
+  validateGrammar(text: string, root: string): string | null;
+  loadModel(
+    path: string,
+    options: { nGpuLayers: number; devices?: string[]; cpuOnly?: boolean },
+  ): Promise<NativeModel>;
+  Context: new (model: NativeModel, options: NativeContextOptions) => NativeContext;
+  /** Test entry point: `steps` draws of one sampler on the same logits row. */
+  sampleLogits(logits: Float32Array, config: NativeSamplerConfig, steps: number): Int32Array;
+  /** Test entry point: the raw logprob, rank and top-N of `token` in a logits row. */
+  rowLogprobs(
+    logits: Float32Array,
+    token: number,
+    topN: number,
+  ): { logprob: number; rank: number; topIds: Int32Array; topLogprobs: Float32Array };
+}
+
+/** Where `scripts/build-native.mjs` found node-llama-cpp's prebuilt libraries, relative to the project. */
+type NativePaths = { cpuBinsDir: string; gpuBackends: Partial<Record<"cuda" | "vulkan", string>> };
+
+const buildDir = join(projectRoot, "native", "build");
+const addonPath = join(buildDir, "lmserve_engine.node");
+
+let addon: NativeAddon | undefined;
+let paths: NativePaths | undefined;
+
+/**
+ * The native addon, built first when missing or out of date (a visible step on stderr, seconds).
+ * @throws Error with the build's one-line message when it cannot be built (e.g. no C++ compiler).
+ */
+export function nativeAddon(): NativeAddon {
+  if (addon) return addon;
+  const build = spawnSync(process.execPath, [join(projectRoot, "scripts", "build-native.mjs")], {
+    stdio: ["ignore", "inherit", "pipe"],
+    encoding: "utf8",
+  });
+  if (build.status !== 0 || !existsSync(addonPath)) {
+    const message = (build.stderr || String(build.error ?? "")).trim().split("\n")[0];
+    throw new Error(message || "lmserve: the native engine could not be built");
+  }
+  paths = JSON.parse(readFileSync(join(buildDir, "paths.json"), "utf8")) as NativePaths;
+  const loaded = createRequire(import.meta.url)(addonPath) as NativeAddon;
+  // ggml log levels: 2 info, 3 warn, 4 error. llama.cpp's own chatter stays off unless it is an error.
+  loaded.init({ cpuBinsDir: join(projectRoot, paths.cpuBinsDir), logLevel: 4 });
+  addon = loaded;
+  return loaded;
+}
+
+/** The GPU backend module of node-llama-cpp's `-cuda` / `-vulkan` package, when installed. */
+export function gpuBackendPath(kind: "cuda" | "vulkan"): string | undefined {
+  nativeAddon();
+  const relativePath = paths?.gpuBackends[kind];
+  return relativePath === undefined ? undefined : join(projectRoot, relativePath);
+}
