@@ -501,6 +501,7 @@ class Context : public Napi::ObjectWrap<Context> {
         return -100;
       }
       int32_t token = plan.targets[i];
+      const float* scored = logits;
       if (plan.kinds[i] == 0) {
         const int32_t seq = plan.seqs[static_cast<size_t>(row)];
         SequenceSampler* sampler = samplers_[static_cast<size_t>(seq)].get();
@@ -508,11 +509,13 @@ class Context : public Napi::ObjectWrap<Context> {
           error = "sequence " + std::to_string(seq) + " has no sampler";
           return -101;
         }
-        token = sampler->sample(logits);
+        const bool maskedLogprobs = plan.topN[i] >= 0 && sampler->constrained();
+        token = sampler->sample(logits, maskedLogprobs ? &masked_ : nullptr);
+        if (maskedLogprobs) scored = masked_.data();
       }
       result.tokens[i] = token;
       if (plan.topN[i] >= 0) {
-        RowLogprobs lp = rawLogprobs(logits, nVocab_, token, plan.topN[i]);
+        RowLogprobs lp = rawLogprobs(scored, nVocab_, token, plan.topN[i]);
         result.logprobs[i] = lp.logprob;
         result.ranks[i] = lp.rank;
         for (size_t k = 0; k < lp.topIds.size(); k++) {
@@ -613,6 +616,8 @@ class Context : public Napi::ObjectWrap<Context> {
   int32_t nBatch_ = 0;
   llama_batch batch_{};
   std::vector<std::unique_ptr<SequenceSampler>> samplers_;
+  /** The grammar-masked row of the output being scored (logprobs under a constraint). */
+  std::vector<float> masked_;
   Napi::ObjectReference modelRef_;
   std::atomic<bool> busy_{false};
 

@@ -220,26 +220,40 @@ bool SequenceSampler::grammarAllows(int32_t token) {
   return std::isfinite(data.logit);
 }
 
-void SequenceSampler::applyGrammarToAll() {
+void SequenceSampler::maskByGrammar(std::vector<float>& row, const float* logits) {
   std::vector<llama_token_data> candidates;
   candidates.reserve(static_cast<size_t>(nVocab_));
   for (int32_t id = 0; id < nVocab_; id++) {
-    if (std::isfinite(work_[id])) candidates.push_back({id, work_[id], 0.0f});
+    if (std::isfinite(logits[id])) candidates.push_back({id, logits[id], 0.0f});
   }
   llama_token_data_array array{candidates.data(), candidates.size(), -1, false};
   llama_sampler_apply(grammar_, &array);
   for (size_t i = 0; i < array.size; i++) {
-    if (!std::isfinite(array.data[i].logit)) work_[array.data[i].id] = kNegInf;
+    if (!std::isfinite(array.data[i].logit)) row[array.data[i].id] = kNegInf;
   }
 }
 
-int32_t SequenceSampler::sample(const float* logits) {
+int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked) {
   transform(logits);
-  int32_t token = draw();
-  if (grammar_ != nullptr && token >= 0 && !grammarAllows(token)) {
-    // As llama.cpp's common sampler: check the pick first; only a rejected pick pays for the full mask.
-    applyGrammarToAll();
+  int32_t token;
+  if (grammar_ != nullptr && masked != nullptr) {
+    // Logprobs under a constraint: one full grammar pass gives both the masked row and the draw's mask.
+    masked->assign(logits, logits + nVocab_);
+    maskByGrammar(*masked, logits);
+    for (int32_t id = 0; id < nVocab_; id++) {
+      if (!std::isfinite((*masked)[id])) work_[id] = kNegInf;
+    }
     token = draw();
+  } else {
+    if (masked != nullptr) masked->clear();
+    token = draw();
+    if (grammar_ != nullptr && token >= 0 && !grammarAllows(token)) {
+      // As llama.cpp's common sampler: check the pick first; only a rejected pick pays for the full mask.
+      std::vector<float> row(work_);
+      maskByGrammar(row, logits);
+      work_.swap(row);
+      token = draw();
+    }
   }
   if (token < 0) {
     // Everything was masked or banned: the raw argmax (the serving layer refuses the requests that get here).

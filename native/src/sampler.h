@@ -80,8 +80,15 @@ class SequenceSampler {
   SequenceSampler(const SequenceSampler&) = delete;
   SequenceSampler& operator=(const SequenceSampler&) = delete;
 
-  /** Samples the next token from a raw logits row and accepts it (counts, grammar). */
-  int32_t sample(const float* logits);
+  /**
+   * Samples the next token from a raw logits row and accepts it (counts, grammar). With `masked`, it
+   * also receives the raw row with the grammar's disallowed tokens at -inf (the distribution logprobs
+   * are reported from under a constraint); without a grammar it is left empty.
+   */
+  int32_t sample(const float* logits, std::vector<float>* masked = nullptr);
+
+  /** Whether the sequence samples under a grammar. */
+  bool constrained() const { return grammar_ != nullptr; }
 
   /**
    * Accepts a token that was not sampled here (an injected one): counts it and advances the grammar.
@@ -96,7 +103,8 @@ class SequenceSampler {
   void transform(const float* logits);
   int32_t draw();
   bool grammarAllows(int32_t token);
-  void applyGrammarToAll();
+  /** Sets to -inf, in `row`, every token the grammar does not allow now (one full grammar pass). */
+  void maskByGrammar(std::vector<float>& row, const float* logits);
 
   int32_t nVocab_;
   SamplingParams params_;
