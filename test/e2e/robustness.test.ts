@@ -1,0 +1,93 @@
+/**
+ * Issue #14 on a real server: no single request may stop it. Template bombs under
+ * `--trust-request-chat-template`, unknown methods, prototype-looking JSON keys.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+
+/** Polls `GET url` every 50 ms until `stop()`; returns the slowest answer in ms and whether all were 200. */
+function pollHealth(url: string): { stop(): Promise<{ slowestMs: number; allOk: boolean; count: number }> } {
+  let running = true;
+  let slowestMs = 0;
+  let allOk = true;
+  let count = 0;
+  const loop = (async () => {
+    while (running) {
+      const started = Date.now();
+      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(10_000) });
+      await response.arrayBuffer();
+      slowestMs = Math.max(slowestMs, Date.now() - started);
+      allOk &&= response.status === 200;
+      count++;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return { slowestMs, allOk, count };
+    },
+  };
+}
+
+describe("no single request stops the server", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(["--trust-request-chat-template"]);
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0);
+  });
+
+  const chat = (chatTemplate: string) =>
+    server.post("/v1/chat/completions", {
+      model: TEST_MODEL,
+      messages: [{ role: "user", content: "Once upon a time" }],
+      max_tokens: 4,
+      chat_template: chatTemplate,
+    });
+
+  it("answers a range() bomb with a 400 naming chat_template, at once", async () => {
+    const started = Date.now();
+    const response = await chat("{% for i in range(1000000000) %}x{% endfor %}");
+    assert.equal(response.status, 400);
+    const body = (await response.json()) as { error: { param: string; code: string; message: string } };
+    assert.equal(body.error.param, "chat_template");
+    assert.equal(body.error.code, "chat_template_limit");
+    assert.match(body.error.message, /range\(\) of 1000000000 items/);
+    assert.ok(Date.now() - started < 2_000);
+  });
+
+  it("ends nested loops at the deadline with a 400 while /health stays fast", async () => {
+    const health = pollHealth(server.url);
+    const started = Date.now();
+    const [chatResponse, tokenizeResponse] = await Promise.all([
+      chat("{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}"),
+      server.post("/tokenize", {
+        model: TEST_MODEL,
+        messages: [{ role: "user", content: "hi" }],
+        chat_template: "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+      }),
+    ]);
+    const elapsed = Date.now() - started;
+    const { slowestMs, allOk, count } = await health.stop();
+    for (const response of [chatResponse, tokenizeResponse]) {
+      assert.equal(response.status, 400);
+      const body = (await response.json()) as { error: { param: string; message: string } };
+      assert.equal(body.error.param, "chat_template");
+      assert.match(body.error.message, /longer than 5 s/);
+    }
+    assert.ok(elapsed >= 5_000 && elapsed < 9_000, `the bombs took ${elapsed} ms (deadline 5 s)`);
+    assert.ok(allOk && count >= 10, `${count} health checks, all 200: ${allOk}`);
+    assert.ok(slowestMs < 1_000, `slowest /health took ${slowestMs} ms`);
+    // The server still generates with the model's own template.
+    const ok = await server.post("/v1/chat/completions", {
+      model: TEST_MODEL,
+      messages: [{ role: "user", content: "Once upon a time" }],
+      max_tokens: 4,
+    });
+    assert.equal(ok.status, 200);
+  });
+});
