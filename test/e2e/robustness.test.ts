@@ -90,4 +90,47 @@ describe("no single request stops the server", () => {
     });
     assert.equal(ok.status, 200);
   });
+
+  it("answers an unknown method on a known path with 405 and Allow, even QUERY without a body", async () => {
+    for (const method of ["QUERY", "PROPFIND", "DELETE"]) {
+      const response = await fetch(`${server.url}/v1/health/live`, { method });
+      assert.equal(response.status, 405, method);
+      assert.equal(response.headers.get("allow"), "GET, HEAD");
+      const body = (await response.json()) as { error: { code: string } };
+      assert.equal(body.error.code, "method_not_allowed");
+    }
+    const unknown = await fetch(`${server.url}/v1/nowhere`, { method: "QUERY" });
+    assert.equal(unknown.status, 404);
+  });
+
+  it("refuses __proto__ and constructor.prototype keys with a 400 that names them, not 'invalid JSON'", async () => {
+    const cases: [string, string][] = [
+      [`{"model":"${TEST_MODEL}","prompt":"a","__proto__":{"polluted":true}}`, "__proto__"],
+      [
+        `{"model":"${TEST_MODEL}","prompt":"a","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"constructor":{"prototype":{}}}}}}`,
+        "response_format.json_schema.schema.constructor",
+      ],
+      [`{"model":"${TEST_MODEL}","prompt":"a","nvext":{"\u005f_proto__":1}}`, "nvext.__proto__"],
+    ];
+    for (const [raw, path] of cases) {
+      const response = await server.post("/v1/completions", raw);
+      assert.equal(response.status, 400, raw);
+      const body = (await response.json()) as { error: { code: string; message: string } };
+      assert.equal(body.error.code, "forbidden_json_key");
+      assert.ok(body.error.message.includes(`\`${path}\``), body.error.message);
+      assert.doesNotMatch(body.error.message, /not valid JSON/);
+    }
+    // A `constructor` key that is plain data is just an unknown field, ignored as any other.
+    const plain = await server.post("/v1/completions", {
+      model: TEST_MODEL,
+      prompt: "a",
+      max_tokens: 1,
+      constructor: "x",
+    });
+    assert.equal(plain.status, 200);
+    // Malformed JSON still says so.
+    const malformed = await server.post("/v1/completions", '{"model":');
+    assert.equal(malformed.status, 400);
+    assert.equal(((await malformed.json()) as { error: { code: string } }).error.code, "malformed_json");
+  });
 });
