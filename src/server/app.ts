@@ -146,7 +146,9 @@ function isBodyError(error: unknown): boolean {
 
 /** Sends an error as the JSON error body (headers already sent: the connection is just closed). */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
-  if (error.status >= 500) request.log.error({ err: error.cause ?? error }, "request failed");
+  // A changed model file is logged once, by its watch (startServer.ts), not on every refused request.
+  if (error.status >= 500 && error.code !== "model_file_changed")
+    request.log.error({ err: error.cause ?? error }, "request failed");
   return reply.code(error.status).headers(errorHeaders(error)).send(errorBody(error));
 }
 

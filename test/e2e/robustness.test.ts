@@ -1,9 +1,14 @@
 /**
  * Issue #14 on a real server: no single request may stop it. Template bombs under
- * `--trust-request-chat-template`, unknown methods, prototype-looking JSON keys.
+ * `--trust-request-chat-template`, unknown methods, prototype-looking JSON keys, a model file truncated
+ * while served.
  */
 import assert from "node:assert/strict";
+import { copyFileSync, mkdtempSync, rmSync, statSync, truncateSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { defaultModelPath } from "../../src/paths.ts";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
 
 /** Polls `GET url` every 50 ms until `stop()`; returns the slowest answer in ms and whether all were 200. */
@@ -132,5 +137,41 @@ describe("no single request stops the server", () => {
     const malformed = await server.post("/v1/completions", '{"model":');
     assert.equal(malformed.status, 400);
     assert.equal(((await malformed.json()) as { error: { code: string } }).error.code, "malformed_json");
+  });
+});
+
+describe("a model file truncated while served", () => {
+  it("stops serving that model with a 503 and fails readiness, logging one line, instead of dying (SIGBUS)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "lmserve-truncate-"));
+    const path = join(dir, "copy.gguf");
+    copyFileSync(defaultModelPath, path);
+    const server = await startTestServer([path, "--served-model-name", TEST_MODEL]);
+    try {
+      const generate = () =>
+        server.post("/v1/completions", { model: TEST_MODEL, prompt: "Once upon", max_tokens: 4 });
+      assert.equal((await generate()).status, 200);
+      assert.equal((await fetch(`${server.url}/v1/health/ready`)).status, 200);
+      truncateSync(path, Math.floor(statSync(path).size / 2));
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const refused = await generate();
+        assert.equal(refused.status, 503);
+        const body = (await refused.json()) as { error: { code: string; message: string } };
+        assert.equal(body.error.code, "model_file_changed");
+        assert.match(body.error.message, /shrank from \d+ to \d+ bytes.*replace model files by rename/);
+      }
+      const ready = await fetch(`${server.url}/v1/health/ready`);
+      assert.equal(ready.status, 503);
+      assert.equal(((await ready.json()) as { error: { code: string } }).error.code, "model_file_changed");
+      assert.equal((await fetch(`${server.url}/v1/health/live`)).status, 200);
+      assert.equal(server.process.exitCode, null, "the process is alive");
+      assert.equal(server.process.signalCode, null);
+      const lines = server.logs.filter((line) => String(line.msg).startsWith("model file changed on disk"));
+      assert.equal(lines.length, 1, JSON.stringify(lines));
+      assert.equal(lines[0]?.path, path);
+      assert.equal(server.logs.filter((line) => line.level === 50).length, 1, "no other error lines");
+    } finally {
+      assert.equal(await server.stop(), 0);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
