@@ -165,6 +165,19 @@ export function payloadTooLarge(limitBytes: number): ApiError {
   );
 }
 
+/**
+ * 503: the model's file changed on disk while served (truncated or rewritten in place), so the server
+ * stops serving it rather than crash on the memory-mapped file (`models/modelFileWatch.ts`).
+ */
+export function modelFileChanged(model: string, reason: string): ApiError {
+  return new ApiError(
+    503,
+    "service_unavailable",
+    "model_file_changed",
+    `The model '${model}' is no longer served: its file changed on disk while loaded (${reason}). Restart the server; replace model files by rename, never rewrite them in place.`,
+  );
+}
+
 /** 503: the server is shutting down (SIGTERM/SIGINT); also the reason in-flight work is ended with. */
 export function shuttingDown(): ApiError {
   return new ApiError(

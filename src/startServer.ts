@@ -4,6 +4,7 @@ import { pino } from "pino";
 import { ConfigError, type ServeConfig, threadsFor } from "./config.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
+import { ModelFileWatch } from "./models/modelFileWatch.ts";
 import { resolveServeModels } from "./resolveServeModels.ts";
 import { buildApp } from "./server/app.ts";
 import { ServerMetrics } from "./server/metrics.ts";
@@ -39,6 +40,7 @@ export async function startServer(
   let ready = false;
 
   const hosts: ModelHost[] = [];
+  const watches: ModelFileWatch[] = [];
   try {
     // Local paths, hf: URIs and URLs become verified local files first (downloads show progress on stderr).
     for (const [index, model] of (await resolveServeModels(config, process.stderr)).entries()) {
@@ -61,6 +63,16 @@ export async function startServer(
         ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
       });
       hosts.push(host);
+      // A model file truncated or rewritten in place while mapped would kill the process (SIGBUS) on the
+      // next read: the watch stops serving it instead, with one log line (see modelFileWatch.ts).
+      const watch = new ModelFileWatch(model.path, {
+        onChange: (reason) =>
+          logger.error(
+            { model: host.id, path: model.path, reason },
+            "model file changed on disk: the model is no longer served and the server is not ready; restart it (replace model files by rename, never in place)",
+          ),
+      });
+      watches.push(watch);
       registry.add(
         new Scheduler(host, {
           prefixCaching: config.prefixCaching,
@@ -68,6 +80,7 @@ export async function startServer(
           ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
           events: metrics.eventsFor(host.id),
         }),
+        watch,
       );
       metrics.track(registry.all().at(-1) as Scheduler);
       logger.info(
@@ -86,6 +99,7 @@ export async function startServer(
       );
     }
   } catch (error) {
+    for (const watch of watches) watch.stop();
     await Promise.all(hosts.map((host) => host.dispose()));
     throw error;
   }
@@ -125,6 +139,7 @@ export async function startServer(
       ready = false;
       // Graceful: stop accepting, let in-flight requests finish up to --shutdown-timeout, then end them.
       const outcome = await drainServer(app, config.shutdownTimeout);
+      for (const watch of watches) watch.stop();
       logger.info(outcome, "server closed");
       await Promise.all(registry.all().map((scheduler) => scheduler.close()));
     })();

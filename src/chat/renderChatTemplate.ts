@@ -5,6 +5,7 @@
 import { Template } from "@huggingface/jinja";
 import { badRequest } from "../errors.ts";
 import type { TemplateMessage } from "./messages.ts";
+import { TemplateRenderError, TemplateSandbox } from "./TemplateSandbox.ts";
 import type { ChatTool } from "./toolSchema.ts";
 
 /**
@@ -57,11 +58,7 @@ function parsedTemplate(text: string): Template {
   try {
     template = new Template(text);
   } catch (error) {
-    throw badRequest(
-      `The chat template does not parse: ${errorMessage(error)}`,
-      "chat_template",
-      "invalid_chat_template",
-    );
+    throw parseFailed(errorMessage(error));
   }
   if (templateCache.size >= MAX_CACHED_TEMPLATES) {
     const oldest = templateCache.keys().next().value;
@@ -105,6 +102,57 @@ function cutAfterFinalMessage(rendered: string, finalContent: string): string {
  * message (`param: "messages"`, code `chat_template_error`).
  */
 export function renderChatTemplate(template: string, ctx: RenderChatTemplateContext): string {
+  const variables = templateVariables(ctx);
+  const compiled = parsedTemplate(template);
+  let rendered: string;
+  try {
+    rendered = compiled.render(variables);
+  } catch (error) {
+    throw renderFailed(errorMessage(error));
+  }
+  return finishRender(rendered, ctx);
+}
+
+/**
+ * {@link renderChatTemplate} in a {@link TemplateSandbox} (worker threads under hard limits), so that no
+ * template can crash the process or block the event loop. Same variables, same result, same errors,
+ * plus a 400 `chat_template_limit` (`param: "chat_template"`) when the template goes past a limit: a
+ * `range()` over 100,000 items (as jinja2's sandbox, which vLLM uses), a prompt over 16 Mi characters,
+ * more than 256 MiB of heap or 5 s of rendering (see `DEFAULT_TEMPLATE_LIMITS`).
+ * @param sandbox Defaults to one shared sandbox with the default limits, created on first use.
+ */
+export async function renderChatTemplateSandboxed(
+  template: string,
+  ctx: RenderChatTemplateContext,
+  sandbox: TemplateSandbox = sharedSandbox(),
+): Promise<string> {
+  const variables = templateVariables(ctx);
+  let rendered: string;
+  try {
+    rendered = await sandbox.render(template, variables);
+  } catch (error) {
+    if (!(error instanceof TemplateRenderError)) throw error;
+    if (error.stage === "parse") throw parseFailed(error.message);
+    if (error.stage === "render") throw renderFailed(error.message);
+    throw badRequest(
+      `The chat template went past the server's limits: ${error.message}`,
+      "chat_template",
+      "chat_template_limit",
+    );
+  }
+  return finishRender(rendered, ctx);
+}
+
+let shared: TemplateSandbox | undefined;
+
+/** The process-wide sandbox with the default limits (its idle workers never keep the process alive). */
+function sharedSandbox(): TemplateSandbox {
+  shared ??= new TemplateSandbox();
+  return shared;
+}
+
+/** The template's variables (see {@link renderChatTemplate}); throws 400 for conflicting flags. */
+function templateVariables(ctx: RenderChatTemplateContext): Record<string, unknown> {
   const continueFinal = ctx.continueFinalMessage ?? false;
   if (continueFinal && ctx.addGenerationPrompt) {
     throw badRequest(
@@ -112,8 +160,7 @@ export function renderChatTemplate(template: string, ctx: RenderChatTemplateCont
       "continue_final_message",
     );
   }
-  const compiled = parsedTemplate(template);
-  const variables: Record<string, unknown> = {
+  return {
     ...(ctx.kwargs ?? {}),
     messages: ctx.messages,
     tools: ctx.tools && ctx.tools.length > 0 ? ctx.tools : null,
@@ -122,20 +169,22 @@ export function renderChatTemplate(template: string, ctx: RenderChatTemplateCont
     bos_token: ctx.bosToken,
     eos_token: ctx.eosToken,
   };
-  let rendered: string;
-  try {
-    rendered = compiled.render(variables);
-  } catch (error) {
-    throw badRequest(
-      `The chat template failed to render: ${errorMessage(error)}`,
-      "messages",
-      "chat_template_error",
-    );
-  }
-  if (!continueFinal) return rendered;
+}
+
+/** The rendered text, cut after the final message under `continueFinalMessage`. */
+function finishRender(rendered: string, ctx: RenderChatTemplateContext): string {
+  if (!(ctx.continueFinalMessage ?? false)) return rendered;
   const last = ctx.messages[ctx.messages.length - 1];
   if (!last) throw badRequest("continue_final_message needs at least one message.", "messages");
   return cutAfterFinalMessage(rendered, last.content);
+}
+
+function parseFailed(message: string) {
+  return badRequest(`The chat template does not parse: ${message}`, "chat_template", "invalid_chat_template");
+}
+
+function renderFailed(message: string) {
+  return badRequest(`The chat template failed to render: ${message}`, "messages", "chat_template_error");
 }
 
 /**

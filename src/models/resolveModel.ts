@@ -76,6 +76,19 @@ export type ResolvedModel = {
 const defaultProbeTimeoutMs = 30_000;
 
 /** Error codes of Node/undici network failures that mean "the host cannot be reached". */
+/** fs errors of writing the download: each is a one-line error naming the folder (exit 2), never a stack. */
+const writeErrorCodes = new Set([
+  "ENOSPC",
+  "EDQUOT",
+  "EFBIG",
+  "EIO",
+  "EROFS",
+  "EACCES",
+  "EPERM",
+  "ENOTDIR",
+  "EISDIR",
+]);
+
 const networkErrorCodes = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -454,7 +467,7 @@ function networkCode(error: unknown): string | undefined {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current !== null && typeof current === "object"; depth++) {
     const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && (networkErrorCodes.has(code) || code === "ENOSPC")) return code;
+    if (typeof code === "string" && (networkErrorCodes.has(code) || writeErrorCodes.has(code))) return code;
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;
@@ -525,6 +538,13 @@ function toModelSourceError(
     return new ModelSourceError(
       "download_failed",
       `No space left in ${resolve(options.downloadDir)} to download ${shown}.`,
+      source,
+      error,
+    );
+  if (code !== undefined && writeErrorCodes.has(code))
+    return new ModelSourceError(
+      "download_failed",
+      `Cannot write the download of ${shown} to ${resolve(options.downloadDir)} (${code}); the partial \`.ipull\` file, if any, is resumed by the next attempt.`,
       source,
       error,
     );

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { ApiError } from "../errors.ts";
+import { type ApiError, shuttingDown } from "../errors.ts";
+import { onGenerationStart } from "../serving/generationStart.ts";
 import { errorBody, errorHeaders } from "./errorBody.ts";
 
 declare module "fastify" {
@@ -9,7 +10,13 @@ declare module "fastify" {
   }
 }
 
-type Entry = { request: FastifyRequest; reply: FastifyReply; controller: AbortController };
+type Entry = {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  controller: AbortController;
+  /** True once the request's generation has produced output (`serving/generationStart.ts`). */
+  started: boolean;
+};
 
 /**
  * The generation requests in flight, each with the abort controller of its generations
@@ -36,14 +43,36 @@ export class InFlightRequests {
     return this.entries.size;
   }
 
-  /** Tracks a request until its response is finished or its connection closes. */
+  /**
+   * Tracks a request until its response is finished or its connection closes. A request that arrives
+   * while draining (it got past the 503 check before shutdown began) is ended at once: it has not started.
+   */
   track(request: FastifyRequest, reply: FastifyReply, controller: AbortController): void {
-    const entry: Entry = { request, reply, controller };
+    const entry: Entry = { request, reply, controller, started: false };
     this.entries.add(entry);
+    onGenerationStart(controller.signal, () => {
+      entry.started = true;
+    });
     reply.raw.once("close", () => {
       this.entries.delete(entry);
       if (this.entries.size === 0) for (const wake of this.waiters.splice(0)) wake();
     });
+    if (this.isDraining) this.abort(entry, shuttingDown());
+  }
+
+  /**
+   * Aborts, with `reason`, every request whose generation has not started (still queued in the
+   * scheduler, or not yet submitted); returns how many. The scheduler drops an aborted queued job at
+   * once, so these get their error now instead of at the shutdown deadline.
+   */
+  abortWaiting(reason: ApiError): number {
+    let count = 0;
+    for (const entry of this.entries) {
+      if (entry.started || entry.controller.signal.aborted) continue;
+      this.abort(entry, reason);
+      count++;
+    }
+    return count;
   }
 
   /** Resolves once no request is in flight (at once when none is). */
@@ -58,14 +87,16 @@ export class InFlightRequests {
    * `finishStream`); a response not yet started is answered with `reason` as a JSON error.
    */
   abortAll(reason: ApiError): void {
-    for (const { request, reply, controller } of this.entries) {
-      controller.abort(reason);
-      // A non-streamed request ends with no response once aborted: answer it after the abort settles.
-      setImmediate(() => {
-        if (reply.sent || reply.raw.headersSent || reply.raw.destroyed) return;
-        request.log.warn({ code: reason.code }, "request ended by shutdown");
-        reply.code(reason.status).headers(errorHeaders(reason)).send(errorBody(reason));
-      });
-    }
+    for (const entry of this.entries) this.abort(entry, reason);
+  }
+
+  private abort({ request, reply, controller }: Entry, reason: ApiError): void {
+    controller.abort(reason);
+    // A non-streamed request ends with no response once aborted: answer it after the abort settles.
+    setImmediate(() => {
+      if (reply.sent || reply.raw.headersSent || reply.raw.destroyed) return;
+      request.log.warn({ code: reason.code }, "request ended by shutdown");
+      reply.code(reason.status).headers(errorHeaders(reason)).send(errorBody(reason));
+    });
   }
 }

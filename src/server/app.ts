@@ -19,6 +19,7 @@ import type { SeedSource } from "../serving/generationParams.ts";
 import type { ModelRegistry } from "../serving/ModelRegistry.ts";
 import { errorBody, errorHeaders } from "./errorBody.ts";
 import { answerClientError, answerFrameworkError } from "./frameworkErrors.ts";
+import { registerJsonBodyParser } from "./jsonBody.ts";
 import { registerMetricsRoute, type ServerMetrics } from "./metrics.ts";
 import { DEFAULT_OPERATIONS, type OperationsOptions, registerOperations } from "./operations.ts";
 
@@ -75,6 +76,7 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
 
   // JSON only: any other Content-Type on a request with a body is a 415.
   app.removeContentTypeParser("text/plain");
+  registerJsonBodyParser(app);
 
   app.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
@@ -82,9 +84,9 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
   });
 
   app.setErrorHandler((error, request, reply) => {
-    // A body that does not parse on a path or method that does not exist: the 404/405 comes first.
-    const code = (error as { code?: unknown }).code;
-    if (request.is404 && typeof code === "string" && code.startsWith("FST_ERR_CTP_")) {
+    // A body that does not parse (or a QUERY without Content-Type) on a path or method that does not
+    // exist: the 404/405 comes first.
+    if (request.is404 && isBodyError(error)) {
       return sendError(request, reply, unmatchedRoute(request.method, request.url));
     }
     return sendError(request, reply, fromFrameworkError(error, request));
@@ -132,9 +134,21 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
   return app;
 }
 
+/** Errors of reading the body: Fastify's (`FST_ERR_CTP_*`, QUERY's missing Content-Type) and our JSON parser's. */
+function isBodyError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  if (error instanceof ApiError) return code === "malformed_json" || code === "forbidden_json_key";
+  return (
+    typeof code === "string" &&
+    (code.startsWith("FST_ERR_CTP_") || code === "FST_ERR_ROUTE_MISSING_CONTENT_TYPE")
+  );
+}
+
 /** Sends an error as the JSON error body (headers already sent: the connection is just closed). */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
-  if (error.status >= 500) request.log.error({ err: error.cause ?? error }, "request failed");
+  // A changed model file is logged once, by its watch (startServer.ts), not on every refused request.
+  if (error.status >= 500 && error.code !== "model_file_changed")
+    request.log.error({ err: error.cause ?? error }, "request failed");
   return reply.code(error.status).headers(errorHeaders(error)).send(errorBody(error));
 }
 

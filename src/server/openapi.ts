@@ -61,17 +61,24 @@ export type RouteDoc = {
   auth: boolean | "with --protect-metrics";
   /** Request body schema(s); several = any one of them. */
   request?: SchemaName[];
-  /** The 200 body: a schema, or raw content of a media type. */
-  response: SchemaName | { mediaType: string; description: string };
+  /** The 200 body: a schema, or raw content of a media type (typed by `schema`; a string by default). */
+  response: SchemaName | { mediaType: string; description: string; schema?: Record<string, unknown> };
   /** The schema of each `data:` event when the request asks for `stream: true`. */
   stream?: SchemaName;
-  /** Error statuses beyond the ones every route can answer (401 when `auth`, 429 under a rate limit, 500). */
+  /**
+   * Error statuses beyond the ones {@link operation} adds: 400 (an undecodable URL), 408
+   * (`--receive-timeout`), 431 (headers over 16 KiB), 500 and 503 (shutting down) on every route but
+   * liveness; 413 and 415 with a request body; 401 and 429 when `auth` is true.
+   */
   errors?: number[];
+  /** Answered 200 even while the server drains for shutdown (liveness): no 503. */
+  alwaysUp?: boolean;
   /** A route another part of the server may not register (e.g. `/metrics`); not an error when absent. */
   optional?: boolean;
 };
 
-const GENERATION_ERRORS = [400, 404, 413, 415, 422, 503];
+/** Generation routes: a bad value, an unknown model, a schema violation, `--request-timeout` (504). */
+const GENERATION_ERRORS = [404, 422, 504];
 
 /** Every route of the API, as `test/unit/openapi.test.ts` checks against the registered ones. */
 export const API_ROUTES: readonly RouteDoc[] = [
@@ -129,7 +136,7 @@ export const API_ROUTES: readonly RouteDoc[] = [
     auth: true,
     request: ["TokenizeCompletionRequest", "TokenizeChatRequest"],
     response: "TokenizeResponse",
-    errors: [400, 404, 413, 415, 422],
+    errors: [404, 422],
   },
   {
     method: "POST",
@@ -139,7 +146,7 @@ export const API_ROUTES: readonly RouteDoc[] = [
     auth: true,
     request: ["DetokenizeRequest"],
     response: "DetokenizeResponse",
-    errors: [400, 404, 413, 415, 422],
+    errors: [404, 422],
   },
   {
     method: "GET",
@@ -156,7 +163,6 @@ export const API_ROUTES: readonly RouteDoc[] = [
     tag: "Health",
     auth: false,
     response: "HealthResponse",
-    errors: [503],
   },
   {
     method: "GET",
@@ -165,6 +171,7 @@ export const API_ROUTES: readonly RouteDoc[] = [
     tag: "Health",
     auth: false,
     response: "HealthResponse",
+    alwaysUp: true,
   },
   {
     method: "GET",
@@ -173,7 +180,6 @@ export const API_ROUTES: readonly RouteDoc[] = [
     tag: "Health",
     auth: false,
     response: "HealthResponse",
-    errors: [503],
   },
   {
     method: "GET",
@@ -190,7 +196,11 @@ export const API_ROUTES: readonly RouteDoc[] = [
     summary: "This OpenAPI document",
     tag: "Server",
     auth: false,
-    response: { mediaType: "application/json", description: "OpenAPI 3.1 document." },
+    response: {
+      mediaType: "application/json",
+      description: "OpenAPI 3.1 document.",
+      schema: { type: "object", required: ["openapi", "info", "paths"] },
+    },
   },
   {
     method: "GET",
@@ -203,15 +213,26 @@ export const API_ROUTES: readonly RouteDoc[] = [
 ];
 
 const STATUS_TEXT: Record<number, string> = {
-  400: "Malformed JSON, or a value out of range or conflicting (the field in `param`).",
+  400: "Malformed JSON, a refused key, an undecodable URL, or a value out of range or conflicting (the field in `param`).",
   401: "Missing or wrong API key (`WWW-Authenticate: Bearer`).",
   404: "Unknown model or route.",
+  408: "The request was not received within `--receive-timeout`.",
   413: "The body is larger than `--max-body-size`.",
   415: "The Content-Type is not `application/json`.",
   422: "A field is missing or has the wrong type (FastAPI's `detail`).",
   429: "Over `--rate-limit` (`Retry-After`, `x-ratelimit-*` headers).",
+  431: "The request headers are larger than 16 KiB.",
   500: "Internal error (no internals in the message).",
-  503: "Overloaded, loading or shutting down (`Retry-After`).",
+  503: "Overloaded, loading, the model file changed on disk, or shutting down (`Retry-After`).",
+  504: "The request did not finish within `--request-timeout`.",
+};
+
+/** How the server is configured, for the parts of the document that depend on it. */
+export type DocumentOptions = {
+  /** The server has API keys (`--api-key`): protected routes require `bearerAuth`. Defaults to true. */
+  keyed?: boolean;
+  /** `--protect-metrics`: `/metrics` requires the key too. Defaults to false. */
+  protectMetrics?: boolean;
 };
 
 /** The Fastify `METHOD pattern` of a documented route, as the route list spells it. */
@@ -248,13 +269,17 @@ export function registeredRoutes(app: FastifyInstance): string[] {
  * @param registered the registered routes (`METHOD pattern`); optional routes not among them are left
  *   out. Undefined keeps every route.
  */
-export function openApiDocument(version: string, registered?: readonly string[]): Record<string, unknown> {
+export function openApiDocument(
+  version: string,
+  registered?: readonly string[],
+  options: DocumentOptions = {},
+): Record<string, unknown> {
   const present = registered ? new Set(registered) : undefined;
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of API_ROUTES) {
     if (route.optional && present && !present.has(routeKey(route))) continue;
     const operations = paths[route.path] ?? {};
-    operations[route.method.toLowerCase()] = operation(route);
+    operations[route.method.toLowerCase()] = operation(route, options);
     paths[route.path] = operations;
   }
   const schemas = Object.fromEntries(
@@ -269,7 +294,7 @@ export function openApiDocument(version: string, registered?: readonly string[])
       title: "lmserve",
       version,
       description:
-        "OpenAI-compatible inference server for GGUF models. Errors use OpenAI's body plus NIM's top-level fields (schema `Error`). With `--api-key`, routes marked with `bearerAuth` need `Authorization: Bearer KEY`.",
+        "OpenAI-compatible inference server for GGUF models. Errors use OpenAI's body plus NIM's top-level fields (schema `Error`). The document describes the running configuration: with `--api-key`, routes whose `security` is `bearerAuth` need `Authorization: Bearer KEY`; without keys a bearer token is optional and ignored.",
       license: { name: "MIT", identifier: "MIT" },
     },
     tags: [...new Set(API_ROUTES.map((route) => route.tag))].map((name) => ({ name })),
@@ -287,7 +312,24 @@ export function openApiDocument(version: string, registered?: readonly string[])
   };
 }
 
-function operation(route: RouteDoc): Record<string, unknown> {
+/** The `security` of a route under `options`: required, optional (`{}` first) or none. */
+function securityOf(route: RouteDoc, options: DocumentOptions): Record<string, string[]>[] {
+  if (route.auth === false) return [];
+  const required = (options.keyed ?? true) && (route.auth === true || (options.protectMetrics ?? false));
+  return required ? [{ bearerAuth: [] }] : [{}, { bearerAuth: [] }];
+}
+
+/** The path parameters of an OpenAPI path (`{model}`): required strings. */
+function pathParameters(path: string): Record<string, unknown>[] {
+  return [...path.matchAll(/\{([^}]+)\}/g)].map(([, name]) => ({
+    name,
+    in: "path",
+    required: true,
+    schema: { type: "string", minLength: 1 },
+  }));
+}
+
+function operation(route: RouteDoc, options: DocumentOptions): Record<string, unknown> {
   const ok =
     typeof route.response === "string"
       ? {
@@ -307,22 +349,23 @@ function operation(route: RouteDoc): Record<string, unknown> {
         }
       : {
           description: route.response.description,
-          content: { [route.response.mediaType]: { schema: { type: "string" } } },
+          content: { [route.response.mediaType]: { schema: route.response.schema ?? { type: "string" } } },
         };
-  const statuses = new Set([...(route.errors ?? []), ...(route.auth === false ? [] : [401]), 500]);
-  if (route.auth === true) statuses.add(429);
   const request = route.request;
+  const statuses = new Set([400, 408, 431, 500, ...(route.errors ?? [])]);
+  if (!route.alwaysUp) statuses.add(503);
+  if (request) for (const status of [413, 415]) statuses.add(status);
+  if (route.auth !== false) statuses.add(401);
+  if (route.auth === true) statuses.add(429);
+  const parameters = pathParameters(route.path);
   return {
     summary: route.summary,
     ...(route.description ? { description: route.description } : {}),
     tags: [route.tag],
     operationId: `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+(.)?/g, (_, c?: string) => (c ?? "").toUpperCase())}`,
-    ...(route.auth === false
-      ? { security: [] }
-      : {
-          security: [{ bearerAuth: [] }],
-          ...(route.auth === true ? {} : { "x-auth": route.auth }),
-        }),
+    security: securityOf(route, options),
+    ...(typeof route.auth === "string" ? { "x-auth": route.auth } : {}),
+    ...(parameters.length > 0 ? { parameters } : {}),
     ...(request
       ? {
           requestBody: {
@@ -338,7 +381,9 @@ function operation(route: RouteDoc): Record<string, unknown> {
     responses: {
       200: ok,
       ...Object.fromEntries(
-        [...statuses].sort().map((status) => [status, { $ref: `#/components/responses/Error${status}` }]),
+        [...statuses]
+          .sort((a, b) => a - b)
+          .map((status) => [status, { $ref: `#/components/responses/Error${status}` }]),
       ),
     },
   };

@@ -69,5 +69,5 @@ export function registerOperations(
   registerRequestCaps(app, { maxTokensCap: options.maxTokensCap, maxN: options.maxN });
 
   registerTokenizeRoutes(app, context);
-  registerMetaRoutes(app);
+  registerMetaRoutes(app, { keyed: options.apiKeys.length > 0, protectMetrics: options.protectMetrics });
 }

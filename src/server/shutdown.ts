@@ -7,13 +7,17 @@ export type DrainOutcome = {
   drained: boolean;
   /** Requests ended at the deadline with a shutdown error. */
   aborted: number;
+  /** Requests ended at once because their generation had not started (still queued). */
+  abortedWaiting: number;
 };
 
 /**
  * Graceful shutdown of the HTTP side (as Kubernetes expects on SIGTERM):
  * 1. stop accepting: the listening socket closes, idle keep-alive connections close, readiness and any
  *    new request on an open connection answer 503 `shutting_down` (`server/operations.ts`);
- * 2. let in-flight generations finish, for up to `timeoutSeconds`;
+ * 2. end at once, with the shutdown error, the requests whose generation has not started (queued in the
+ *    scheduler: they would otherwise wait the whole timeout for nothing), and let the running
+ *    generations finish, for up to `timeoutSeconds`;
  * 3. at the deadline, abort the rest: a stream ends with the shutdown error as its final `data:` event
  *    then `data: [DONE]`, a non-streamed request gets the 503 error body (`InFlightRequests.abortAll`);
  * 4. close the remaining connections (forcibly after a short grace) and run the app's `onClose` hooks.
@@ -31,7 +35,9 @@ export async function drainServer(app: FastifyInstance, timeoutSeconds: number):
   );
   let drained = true;
   let aborted = 0;
+  let abortedWaiting = 0;
   if (inFlight) {
+    abortedWaiting = inFlight.abortWaiting(shuttingDown());
     drained = await settle(inFlight.idle(), timeoutSeconds * 1000);
     if (!drained) {
       aborted = inFlight.size;
@@ -46,7 +52,7 @@ export async function drainServer(app: FastifyInstance, timeoutSeconds: number):
     app.server.closeAllConnections();
     await closed;
   }
-  return { drained, aborted };
+  return { drained, aborted, abortedWaiting };
 }
 
 /** Waits for `promise` at most `ms` milliseconds; true when it settled in time. */

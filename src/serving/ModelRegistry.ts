@@ -1,16 +1,29 @@
 import type { Scheduler } from "../engine/Scheduler.ts";
-import { modelNotFound } from "../errors.ts";
+import { modelFileChanged, modelNotFound } from "../errors.ts";
+import type { ModelFileWatch } from "../models/modelFileWatch.ts";
 import type { ModelObject } from "../protocol/models.ts";
 
 /** The loaded models by every name they are served under. */
 export class ModelRegistry {
   private readonly byName = new Map<string, Scheduler>();
   private readonly schedulers: Scheduler[] = [];
+  private readonly watches = new Map<Scheduler, ModelFileWatch>();
 
-  /** Adds a loaded model under all of its served names. */
-  add(scheduler: Scheduler): void {
+  /**
+   * Adds a loaded model under all of its served names; with `watch`, the model is refused (503) once its
+   * file has changed on disk.
+   */
+  add(scheduler: Scheduler, watch?: ModelFileWatch): void {
     this.schedulers.push(scheduler);
+    if (watch) this.watches.set(scheduler, watch);
     for (const name of scheduler.host.names) this.byName.set(name, scheduler);
+  }
+
+  /** One line per model whose file changed on disk (`modelFileWatch.ts`), checked now; empty when none. */
+  changedModelFiles(): string[] {
+    return [...this.watches].flatMap(([scheduler, watch]) =>
+      watch.check() ? [] : [`${scheduler.host.id}: ${watch.changed}`],
+    );
   }
 
   /** Every loaded model's scheduler, in load order. */
@@ -19,12 +32,15 @@ export class ModelRegistry {
   }
 
   /**
-   * The scheduler serving `name`.
-   * @throws ApiError 404 naming the available models when no model has that name.
+   * The scheduler serving `name`; its file is checked first (one `stat`).
+   * @throws ApiError 404 naming the available models when no model has that name; 503
+   *   `model_file_changed` when the model's file changed on disk while served.
    */
   get(name: string): Scheduler {
     const scheduler = this.byName.get(name);
     if (!scheduler) throw modelNotFound(name, [...this.byName.keys()]);
+    const watch = this.watches.get(scheduler);
+    if (watch && !watch.check()) throw modelFileChanged(name, watch.changed ?? "changed");
     return scheduler;
   }
 

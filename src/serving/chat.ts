@@ -9,7 +9,7 @@ import { normalizeMessages } from "../chat/messages.ts";
 import {
   CHATML_FALLBACK_TEMPLATE,
   promptStartsWithBos,
-  renderChatTemplate,
+  renderChatTemplateSandboxed,
 } from "../chat/renderChatTemplate.ts";
 import type { ModelHost } from "../engine/ModelHost.ts";
 import type { Scheduler } from "../engine/Scheduler.ts";
@@ -75,7 +75,7 @@ export async function planChat(
   const template = chatTemplateOf(host, body);
   const tools = resolveToolCalling(body, host.chatParsers.toolCallParser, template);
   const reasoningParser = host.chatParsers.reasoningParser ?? detectReasoningParser(template);
-  let [prompt, addSpecialTokens] = renderPrompt(host, body);
+  let [prompt, addSpecialTokens] = await renderPrompt(host, body);
   const budget = body.nvext?.max_thinking_tokens ?? undefined;
   const parserFor = (startsInThinking: boolean | undefined) =>
     createChatOutputParser({
@@ -161,11 +161,12 @@ export type ChatPromptFields = Pick<
  * The prompt text and whether to add special tokens: the request's `chat_template`, else the model's
  * (flag or GGUF), else ChatML as llama-server falls back to. `add_special_tokens` defaults to false as
  * in vLLM, and BOS is never doubled when the template already wrote it. Also used by `/tokenize`
- * (`serving/tokenization.ts`) for a `messages` request.
- * @throws ApiError 400 for unsupported content or a template that fails to render.
+ * (`serving/tokenization.ts`) for a `messages` request. The template renders in the template sandbox
+ * (worker threads under range, output, memory and time limits: `chat/TemplateSandbox.ts`).
+ * @throws ApiError 400 for unsupported content, a template that fails to render or goes past a limit.
  */
-export function renderPrompt(host: ModelHost, body: ChatPromptFields): [string, boolean] {
-  const prompt = renderChatTemplate(chatTemplateOf(host, body), {
+export async function renderPrompt(host: ModelHost, body: ChatPromptFields): Promise<[string, boolean]> {
+  const prompt = await renderChatTemplateSandboxed(chatTemplateOf(host, body), {
     messages: normalizeMessages(body.messages),
     tools: body.tools ?? null,
     documents: body.documents ?? null,

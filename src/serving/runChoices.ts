@@ -1,7 +1,13 @@
 import { setMaxListeners } from "node:events";
 import type { Scheduler } from "../engine/Scheduler.ts";
-import type { GenerationDelta, GenerationRequest, GenerationResult } from "../engine/types.ts";
+import type {
+  GenerationDelta,
+  GenerationObserver,
+  GenerationRequest,
+  GenerationResult,
+} from "../engine/types.ts";
 import { ApiError } from "../errors.ts";
+import { reportGenerationStart } from "./generationStart.ts";
 
 /** Receives the output of the choices of one API request; `choice` is the choice's `index`. */
 export type ChoicesObserver = (choice: number, delta: GenerationDelta) => void;
@@ -10,7 +16,8 @@ export type ChoicesObserver = (choice: number, delta: GenerationDelta) => void;
  * Submits one generation per choice and resolves with their results in choice order. Aborting
  * `signal` (client gone) aborts every choice; if one choice fails the others are aborted and the
  * failure is thrown. A choice the server aborted with an {@link ApiError} as the reason (request
- * timeout, shutdown deadline) rejects with that error.
+ * timeout, shutdown deadline) rejects with that error. The first output of any choice is reported as
+ * the request's start (`generationStart.ts`).
  * @throws ApiError 503 synchronously when the scheduler's queue cannot take them all.
  */
 export function runChoices(
@@ -28,7 +35,11 @@ export function runChoices(
   else signal.addEventListener("abort", forward, { once: true });
   const runs = requests.map((request, choice) =>
     scheduler
-      .submit(request, { onDelta: (delta) => observer(choice, delta) }, controller.signal)
+      .submit(
+        request,
+        startReporting(signal, (delta) => observer(choice, delta)),
+        controller.signal,
+      )
       .catch((error: unknown) => {
         controller.abort(error);
         throw error;
@@ -42,4 +53,22 @@ export function runChoices(
       return results;
     })
     .finally(() => signal.removeEventListener("abort", forward));
+}
+
+/**
+ * A generation observer that reports the request's start (`generationStart.ts`) on its first output, and
+ * on `onStart` once the engine calls it when a job takes a slot (not yet part of `GenerationObserver`:
+ * until then a request in prompt processing counts as waiting).
+ */
+function startReporting(
+  signal: AbortSignal,
+  onDelta: GenerationObserver["onDelta"],
+): GenerationObserver & { onStart(): void } {
+  return {
+    onStart: () => reportGenerationStart(signal),
+    onDelta: (delta) => {
+      reportGenerationStart(signal);
+      onDelta(delta);
+    },
+  };
 }

@@ -21,10 +21,10 @@ import type { ModelRegistry } from "./ModelRegistry.ts";
  *   `continue_final_message` are both true (as vLLM), for unsupported message content or a template
  *   that fails to render.
  */
-export function tokenize(
+export async function tokenize(
   registry: ModelRegistry,
   body: TokenizeCompletionRequest | TokenizeChatRequest,
-): TokenizeResponse {
+): Promise<TokenizeResponse> {
   const host = hostOf(registry, body.model);
   let tokens: number[];
   if ("messages" in body) {
@@ -35,10 +35,10 @@ export function tokenize(
       );
     }
     tokens = host.tokenize(
-      ...renderPrompt(host, {
+      ...(await renderPrompt(host, {
         ...body,
         add_generation_prompt: body.add_generation_prompt ?? !body.continue_final_message,
-      }),
+      })),
     );
   } else {
     tokens = host.tokenize(body.prompt, body.add_special_tokens ?? true);

@@ -4,7 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { projectRoot } from "../../paths.ts";
 import type { VersionResponse } from "../../protocol/responses.ts";
 import { DOCS_CONTENT_SECURITY_POLICY, renderDocsPage } from "../docsPage.ts";
-import { openApiDocument, registeredRoutes } from "../openapi.ts";
+import { type DocumentOptions, openApiDocument, registeredRoutes } from "../openapi.ts";
 
 /** The server's version: `version` of the project's package.json. */
 export const serverVersion: string = (
@@ -13,13 +13,13 @@ export const serverVersion: string = (
 
 /**
  * GET /v1/version (`{version}`, as vLLM's `/version`), GET /openapi.json (the OpenAPI 3.1 document,
- * built once the routes are known) and GET /docs (that document as an HTML page).
+ * built once the routes are known, its security per `options`) and GET /docs (that document as an HTML page).
  */
-export function registerMetaRoutes(app: FastifyInstance): void {
+export function registerMetaRoutes(app: FastifyInstance, options: DocumentOptions = {}): void {
   let document: Record<string, unknown> | undefined;
   let page: string | undefined;
   const getDocument = () => {
-    document ??= openApiDocument(serverVersion, registeredRoutes(app));
+    document ??= openApiDocument(serverVersion, registeredRoutes(app), options);
     return document;
   };
   app.get("/v1/version", async (): Promise<VersionResponse> => ({ version: serverVersion }));

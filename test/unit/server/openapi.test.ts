@@ -113,6 +113,49 @@ describe("OpenAPI document", () => {
     }
   });
 
+  it("declares path parameters, typed bodies, the statuses each route can answer and security per configuration (issue #14)", () => {
+    type Operation = {
+      parameters?: { name: string; in: string; required: boolean }[];
+      responses: Record<string, { content?: Record<string, { schema: { type?: string } }> }>;
+      security: Record<string, string[]>[];
+    };
+    const documentOf = (options: Parameters<typeof openApiDocument>[2]) =>
+      openApiDocument(serverVersion, undefined, options) as {
+        paths: Record<string, Record<string, Operation>>;
+      };
+    const keyed = documentOf({ keyed: true, protectMetrics: false });
+    const open = documentOf({ keyed: false });
+    const model = keyed.paths["/v1/models/{model}"]?.get;
+    assert.deepEqual(
+      model?.parameters?.map(({ name, in: where, required }) => [name, where, required]),
+      [["model", "path", true]],
+    );
+    const openapi = keyed.paths["/openapi.json"]?.get;
+    assert.equal(openapi?.responses["200"]?.content?.["application/json"]?.schema.type, "object");
+    // Every path with `{name}` declares each name as a path parameter.
+    for (const [path, operations] of Object.entries(keyed.paths)) {
+      const names = [...path.matchAll(/\{([^}]+)\}/g)].map((match) => match[1]);
+      for (const operation of Object.values(operations))
+        assert.deepEqual(operation.parameters?.map((p) => p.name) ?? [], names, path);
+    }
+    const chat = (document: typeof keyed) => document.paths["/v1/chat/completions"]?.post as Operation;
+    assert.deepEqual(chat(keyed).security, [{ bearerAuth: [] }]);
+    assert.deepEqual(chat(open).security, [{}, { bearerAuth: [] }]);
+    assert.deepEqual(keyed.paths["/metrics"]?.get?.security, [{}, { bearerAuth: [] }]);
+    assert.deepEqual(documentOf({ keyed: true, protectMetrics: true }).paths["/metrics"]?.get?.security, [
+      { bearerAuth: [] },
+    ]);
+    assert.deepEqual(keyed.paths["/health"]?.get?.security, []);
+    const statuses = (operation: Operation | undefined) => Object.keys(operation?.responses ?? {});
+    for (const status of ["400", "408", "413", "415", "422", "429", "500", "503", "504"])
+      assert.ok(statuses(chat(keyed)).includes(status), `chat completions declare ${status}`);
+    assert.ok(statuses(keyed.paths["/v1/health/ready"]?.get).includes("503"));
+    assert.ok(
+      !statuses(keyed.paths["/v1/health/live"]?.get).includes("503"),
+      "liveness answers while draining",
+    );
+  });
+
   it("renders /docs as a self-contained page listing every path", async () => {
     const response = await app.inject({ method: "GET", url: "/docs" });
     assert.equal(response.statusCode, 200);

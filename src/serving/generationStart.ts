@@ -1,0 +1,23 @@
+/**
+ * Tells the HTTP layer when a request's generation has started (its first output arrived), so that
+ * graceful shutdown can end the requests still waiting in the scheduler's queue at once while the
+ * running ones get `--shutdown-timeout` (`server/InFlightRequests.ts`). Keyed by the request's abort
+ * signal, the one thing both layers hold; the engine is not involved.
+ *
+ * The first output is a proxy for "admitted to a slot": a request in prompt processing has taken its
+ * slot but has produced nothing yet, and counts as waiting until its first token.
+ */
+const listeners = new WeakMap<AbortSignal, () => void>();
+
+/** Calls `listener` once, when {@link reportGenerationStart} is first called for `signal`. */
+export function onGenerationStart(signal: AbortSignal, listener: () => void): void {
+  listeners.set(signal, listener);
+}
+
+/** Reports that a generation of the request behind `signal` has produced output (idempotent). */
+export function reportGenerationStart(signal: AbortSignal): void {
+  const listener = listeners.get(signal);
+  if (!listener) return;
+  listeners.delete(signal);
+  listener();
+}
