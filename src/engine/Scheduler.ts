@@ -383,6 +383,7 @@ export class Scheduler {
       }
     });
     this.running.push({ slot, job, generation, startedAt, firstTokenAt: null, lastTokenAt: startedAt });
+    job.observer.onStart?.();
   }
 
   /**

@@ -134,6 +134,8 @@ export type GenerationResult = {
 /** Receives a generation's output as it is produced; called synchronously from the token loop. */
 export type GenerationObserver = {
   onDelta(delta: GenerationDelta): void;
+  /** Called once when the generation takes a slot (leaves the waiting queue), before any step. */
+  onStart?(): void;
 };
 
 /**

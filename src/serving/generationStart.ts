@@ -2,10 +2,8 @@
  * Tells the HTTP layer when a request's generation has started (its first output arrived), so that
  * graceful shutdown can end the requests still waiting in the scheduler's queue at once while the
  * running ones get `--shutdown-timeout` (`server/InFlightRequests.ts`). Keyed by the request's abort
- * signal, the one thing both layers hold; the engine is not involved.
- *
- * The first output is a proxy for "admitted to a slot": a request in prompt processing has taken its
- * slot but has produced nothing yet, and counts as waiting until its first token.
+ * signal, the one thing both layers hold; serving reports it from the engine's `onStart` (the job took a
+ * slot) or its first output.
  */
 const listeners = new WeakMap<AbortSignal, () => void>();
 

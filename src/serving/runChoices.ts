@@ -56,14 +56,10 @@ export function runChoices(
 }
 
 /**
- * A generation observer that reports the request's start (`generationStart.ts`) on its first output, and
- * on `onStart` once the engine calls it when a job takes a slot (not yet part of `GenerationObserver`:
- * until then a request in prompt processing counts as waiting).
+ * A generation observer that reports the request's start (`generationStart.ts`) when the engine gives
+ * the job a slot (`onStart`), or at the latest on its first output.
  */
-function startReporting(
-  signal: AbortSignal,
-  onDelta: GenerationObserver["onDelta"],
-): GenerationObserver & { onStart(): void } {
+function startReporting(signal: AbortSignal, onDelta: GenerationObserver["onDelta"]): GenerationObserver {
   return {
     onStart: () => reportGenerationStart(signal),
     onDelta: (delta) => {
