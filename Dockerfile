@@ -3,13 +3,16 @@
 #   docker run --rm -p 8000:8000 -v /path/to/models:/models:ro lmserve:0.1.0 /models/model.gguf
 # See docs/deployment.md.
 
-# --- build: install every dependency, build the web UI, then drop the dev dependencies ---
+# --- build: install every dependency, build the native engine and the web UI, then drop the dev dependencies ---
 FROM node:20-bookworm-slim AS build
+# The native engine (native/) compiles with g++ against the llama.cpp headers in node-llama-cpp's git bundle.
+RUN apt-get update && apt-get install -y --no-install-recommends g++ git ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY . .
-RUN npm run build && npm prune --omit=dev
+RUN node scripts/build-native.mjs && npm run build && npm prune --omit=dev
 
 # --- runtime: the server only, as the unprivileged `node` user (uid 1000) ---
 FROM node:20-bookworm-slim
@@ -20,6 +23,8 @@ COPY --from=build --chown=root:root /app/package.json /app/package-lock.json ./
 COPY --from=build --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/bin ./bin
 COPY --from=build --chown=root:root /app/src ./src
+# The compiled addon and where it finds node-llama-cpp's prebuilt libraries (an rpath into node_modules).
+COPY --from=build --chown=root:root /app/native/build/lmserve_engine.node /app/native/build/paths.json ./native/build/
 COPY --from=build --chown=root:root /app/ui/dist ./ui/dist
 # Models are mounted here (read-only is enough); nothing in the image is writable by the server.
 RUN mkdir -p /models

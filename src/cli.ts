@@ -8,6 +8,7 @@ import { addOperationsOptions, serveFlagsInfo } from "./cliOperationsOptions.ts"
 import { ConfigError, loadServeConfig, type ServeFlags } from "./config.ts";
 import { DeviceUnavailableError } from "./engine/devices.ts";
 import { ModelLoadError } from "./engine/ModelHost.ts";
+import { NativeBuildError } from "./engine/native.ts";
 import { ModelSourceError } from "./models/index.ts";
 import { defaultModelAvailable, defaultModelPath } from "./paths.ts";
 import { startServer } from "./startServer.ts";
@@ -108,7 +109,8 @@ function fail(error: unknown): never {
     error instanceof ConfigError ||
     error instanceof ModelLoadError ||
     error instanceof ModelSourceError ||
-    error instanceof DeviceUnavailableError
+    error instanceof DeviceUnavailableError ||
+    error instanceof NativeBuildError
   ) {
     process.stderr.write(`lmserve: error: ${error.message}\n`);
     process.exit(2);

@@ -160,6 +160,14 @@ export interface NativeAddon {
   ): { logprob: number; rank: number; topIds: Int32Array; topLogprobs: Float32Array };
 }
 
+/** Raised when the native engine cannot be built (e.g. no C++ compiler); its message is one line. */
+export class NativeBuildError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "NativeBuildError";
+  }
+}
+
 /** Where `scripts/build-native.mjs` found node-llama-cpp's prebuilt libraries, relative to the project. */
 type NativePaths = { cpuBinsDir: string; gpuBackends: Partial<Record<"cuda" | "vulkan", string>> };
 
@@ -171,24 +179,32 @@ let paths: NativePaths | undefined;
 
 /**
  * The native addon, built first when missing or out of date (a visible step on stderr, seconds).
- * @throws Error with the build's one-line message when it cannot be built (e.g. no C++ compiler).
+ * @throws NativeBuildError with the build's one-line message when it cannot be built (e.g. no C++ compiler).
  */
 export function nativeAddon(): NativeAddon {
   if (addon) return addon;
-  const build = spawnSync(process.execPath, [join(projectRoot, "scripts", "build-native.mjs")], {
-    stdio: ["ignore", "inherit", "pipe"],
-    encoding: "utf8",
-  });
-  if (build.status !== 0 || !existsSync(addonPath)) {
-    const message = (build.stderr || String(build.error ?? "")).trim().split("\n")[0];
-    throw new Error(message || "lmserve: the native engine could not be built");
-  }
+  // A runtime image ships the compiled addon without its sources: nothing to build there.
+  if (existsSync(join(projectRoot, "native", "src"))) buildAddon();
   paths = JSON.parse(readFileSync(join(buildDir, "paths.json"), "utf8")) as NativePaths;
   const loaded = createRequire(import.meta.url)(addonPath) as NativeAddon;
   // ggml log levels: 2 info, 3 warn, 4 error. llama.cpp's own chatter stays off unless it is an error.
   loaded.init({ cpuBinsDir: join(projectRoot, paths.cpuBinsDir), logLevel: 4 });
   addon = loaded;
   return loaded;
+}
+
+/** Runs the build script (a no-op when the addon is up to date). @throws NativeBuildError with its one-line message. */
+function buildAddon(): void {
+  const build = spawnSync(process.execPath, [join(projectRoot, "scripts", "build-native.mjs")], {
+    stdio: ["ignore", "inherit", "pipe"],
+    encoding: "utf8",
+  });
+  if (build.status !== 0 || !existsSync(addonPath)) {
+    const message = (build.stderr || String(build.error ?? "")).trim().split("\n")[0];
+    throw new NativeBuildError(
+      (message || "the native engine could not be built").replace(/^lmserve: /, ""),
+    );
+  }
 }
 
 /** The GPU backend module of node-llama-cpp's `-cuda` / `-vulkan` package, when installed. */
