@@ -43,18 +43,17 @@ function quantile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
+/** A result with nothing counted yet. */
+function emptyResult(name: string): DatasetResult {
+  return { name, total: 0, compiled: 0, refused: 0, crashed: [], reasons: new Map(), timesMs: [] };
+}
+
 /** Compiles every `*.json` schema in `dir` once and tallies the outcomes. */
 function runDataset(name: string, dir: string): DatasetResult {
-  const result: DatasetResult = {
-    name,
-    total: 0,
-    compiled: 0,
-    refused: 0,
-    crashed: [],
-    reasons: new Map(),
-    timesMs: [],
-  };
-  for (const file of readdirSync(dir).filter((f) => f.endsWith(".json")).sort()) {
+  const result = emptyResult(name);
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort()) {
     let schema: unknown;
     try {
       schema = JSON.parse(readFileSync(join(dir, file), "utf8"));
@@ -102,16 +101,10 @@ function main(): void {
     .filter((d) => values.dataset === undefined || d === values.dataset)
     .sort();
   const datasets =
-    subdirs.length > 0 ? subdirs.map((d) => runDataset(d, join(root, d))) : [runDataset(basename(root), root)];
-  const all: DatasetResult = {
-    name: "**all**",
-    total: 0,
-    compiled: 0,
-    refused: 0,
-    crashed: [],
-    reasons: new Map(),
-    timesMs: [],
-  };
+    subdirs.length > 0
+      ? subdirs.map((d) => runDataset(d, join(root, d)))
+      : [runDataset(basename(root), root)];
+  const all = emptyResult("**all**");
   for (const d of datasets) {
     all.total += d.total;
     all.compiled += d.compiled;

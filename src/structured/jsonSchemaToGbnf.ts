@@ -27,6 +27,7 @@ import type { CompileContext } from "./jsonSchema/context.ts";
 import {
   checkSchemaKeywords,
   isConstraint,
+  OBJECT_KEYWORDS,
   resolveLocalRef,
   type Schema,
   type SchemaObject,
@@ -82,21 +83,6 @@ function matchesType(value: unknown, type: TypeName): boolean {
       return isObject(value);
   }
 }
-
-/** The keywords that apply to objects only. */
-const OBJECT_KEYWORDS = [
-  "properties",
-  "required",
-  "additionalProperties",
-  "unevaluatedProperties",
-  "patternProperties",
-  "propertyNames",
-  "minProperties",
-  "maxProperties",
-  "dependentRequired",
-  "dependentSchemas",
-  "dependencies",
-];
 
 /** Keywords of `s` (among `keywords`) that the compiler does not enforce yet: a 400 naming the first. */
 function refuseUnenforced(ctx: CompileContext, s: SchemaObject, path: string, keywords: string[]): void {

@@ -39,9 +39,8 @@ export const ANNOTATIONS = new Set([
   "contentSchema",
 ]);
 
-/** Keywords that constrain the output and are compiled (some only in the forms the docs list). */
-export const CONSTRAINTS = new Set([
-  "type",
+/** The keywords that apply to objects only. */
+export const OBJECT_KEYWORDS = [
   "properties",
   "required",
   "additionalProperties",
@@ -53,6 +52,12 @@ export const CONSTRAINTS = new Set([
   "dependentRequired",
   "dependentSchemas",
   "dependencies",
+];
+
+/** Keywords that constrain the output and are compiled (some only in the forms the docs list). */
+export const CONSTRAINTS = new Set([
+  "type",
+  ...OBJECT_KEYWORDS,
   "enum",
   "const",
   "anyOf",
