@@ -156,6 +156,19 @@ export class GbnfBuilder {
     return name;
   }
 
+  /** A mark for {@link rollback}: the rules defined so far. */
+  checkpoint(): number {
+    return this.rules.size;
+  }
+
+  /** Forgets every rule reserved after `mark` (a {@link checkpoint}), e.g. of a subschema that was dropped. */
+  rollback(mark: number): void {
+    const names = [...this.rules.keys()].slice(mark);
+    for (const name of names) this.rules.delete(name);
+    const dropped = new Set(names);
+    for (const [body, name] of this.byBody) if (dropped.has(name)) this.byBody.delete(body);
+  }
+
   /** True when a rule of this name was reserved or defined. */
   has(name: string): boolean {
     return this.rules.has(name);

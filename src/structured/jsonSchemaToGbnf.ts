@@ -25,8 +25,10 @@ import {
 import { arrayBody, objectBody } from "./jsonSchema/containers.ts";
 import type { CompileContext } from "./jsonSchema/context.ts";
 import {
-  ANNOTATIONS,
   checkSchemaKeywords,
+  isConstraint,
+  OBJECT_KEYWORDS,
+  resolveLocalRef,
   type Schema,
   type SchemaObject,
   type TypeName,
@@ -34,7 +36,7 @@ import {
 import { MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
 import { integerBody, numberBody, stringBody } from "./jsonSchema/scalars.ts";
 import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
-import { regexBadRequest, regexExpression } from "./regexToGbnf.ts";
+import { echoed, regexBadRequest, regexExpression } from "./regexToGbnf.ts";
 
 /** Options of {@link jsonSchemaToGbnf} and {@link jsonObjectToGbnf}. */
 export type JsonGrammarOptions = {
@@ -44,14 +46,23 @@ export type JsonGrammarOptions = {
   param?: string;
 };
 
+/** Most nested subschemas compiled inside one another (deeper is refused, instead of overflowing the stack). */
+const MAX_NESTING = 1000;
+
+/** Most subschema compilations for one schema (a guard against exponential rewrites). */
+const MAX_COMPILE_STEPS = 50_000;
+
+/** Thrown inside the compiler when a subschema has no instance; optional places drop it, others fail. */
+class UnsatisfiableError extends Error {}
+
 /** Most non-consuming steps (`$ref` → `allOf` → `$ref` ...) followed before giving up on a schema. */
 const MAX_RESOLVE_DEPTH = 32;
 
 const isObject = (v: unknown): v is SchemaObject => typeof v === "object" && v !== null && !Array.isArray(v);
 
-/** True when `s` has a keyword other than annotations and definitions (so it constrains something). */
+/** True when `s` has a keyword that constrains something (not only annotations, definitions, unknown keywords). */
 function constrains(s: SchemaObject): boolean {
-  return Object.keys(s).some((k) => !ANNOTATIONS.has(k) && k !== "$defs" && k !== "definitions");
+  return Object.keys(s).some(isConstraint);
 }
 
 function matchesType(value: unknown, type: TypeName): boolean {
@@ -73,15 +84,57 @@ function matchesType(value: unknown, type: TypeName): boolean {
   }
 }
 
+/** Keywords of `s` (among `keywords`) that the compiler does not enforce yet: a 400 naming the first. */
+function refuseUnenforced(ctx: CompileContext, s: SchemaObject, path: string, keywords: string[]): void {
+  for (const key of keywords) {
+    if (key in s) ctx.fail(`Unsupported JSON Schema keyword '${key}' at ${path}`);
+  }
+}
+
+const DEPENDENCY_KEYWORDS = ["dependentRequired", "dependentSchemas", "dependencies"] as const;
+
+/** True when `s` has a non-empty dependency keyword. */
+function hasDependencies(s: SchemaObject): boolean {
+  return DEPENDENCY_KEYWORDS.some((k) => isObject(s[k]) && Object.keys(s[k] as SchemaObject).length > 0);
+}
+
+/**
+ * Removes one dependency of `s` (`dependentRequired`, `dependentSchemas`, or draft-04 `dependencies` in either
+ * form) by rewriting: a required trigger property merges its dependency in; an optional one splits `s` into
+ * `anyOf` [trigger absent, trigger present and the dependency holds]. Repeated, this is exact (and
+ * exponential in the number of optional triggers, which the compile-step budget bounds).
+ */
+function splitDependency(s: SchemaObject): Schema {
+  const keyword = DEPENDENCY_KEYWORDS.find(
+    (k) => isObject(s[k]) && Object.keys(s[k] as SchemaObject).length > 0,
+  )!;
+  const entries = { ...(s[keyword] as SchemaObject) };
+  const trigger = Object.keys(entries)[0]!;
+  const dependency = entries[trigger];
+  delete entries[trigger];
+  const rest: SchemaObject = { ...s, [keyword]: entries };
+  const required = (s.required as string[] | undefined) ?? [];
+  const present = (base: SchemaObject): Schema =>
+    Array.isArray(dependency)
+      ? { ...base, required: [...new Set([...required, trigger, ...(dependency as string[])])] }
+      : { allOf: [{ ...base, required: [...new Set([...required, trigger])] }, dependency] };
+  if (required.includes(trigger)) return present(rest);
+  const absent: SchemaObject = {
+    ...rest,
+    properties: { ...((s.properties as SchemaObject | undefined) ?? {}), [trigger]: false },
+  };
+  return { anyOf: [absent, present(rest)] };
+}
+
 /** Types implied by type-specific keywords when `type` is absent (as llama.cpp treats `properties` as object). */
 function inferTypes(s: SchemaObject): TypeName[] {
   const has = (...keys: string[]): boolean => keys.some((k) => k in s);
   const out: TypeName[] = [];
-  if (has("properties", "required", "additionalProperties", "unevaluatedProperties")) out.push("object");
+  if (has(...OBJECT_KEYWORDS)) out.push("object");
   if (has("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"))
     out.push("array");
   if (has("minLength", "maxLength", "pattern", "format")) out.push("string");
-  if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")) out.push("number");
+  if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")) out.push("number");
   return out;
 }
 
@@ -95,7 +148,7 @@ function defineWhitespace(b: GbnfBuilder, pattern: string | undefined): void {
   try {
     if (!onlyJsonWhitespace(parseRegex(pattern))) {
       throw badRequest(
-        `guided_whitespace_pattern "${pattern}" matches characters other than JSON whitespace (space, tab, newline, carriage return), which would make the output invalid JSON; use e.g. "[ \\t\\n]{0,4}".`,
+        `guided_whitespace_pattern "${echoed(pattern)}" matches characters other than JSON whitespace (space, tab, newline, carriage return), which would make the output invalid JSON; use e.g. "[ \\t\\n]{0,4}".`,
         "guided_whitespace_pattern",
       );
     }
@@ -140,6 +193,8 @@ function finish(b: GbnfBuilder, param: string): string {
 class SchemaCompiler implements CompileContext {
   readonly b = new GbnfBuilder();
   private readonly refs = new Map<string, string>();
+  private nesting = 0;
+  private steps = 0;
 
   constructor(
     private readonly root: Schema,
@@ -150,27 +205,78 @@ class SchemaCompiler implements CompileContext {
     throw badRequest(message, this.param);
   }
 
+  unsatisfiable(message: string): never {
+    throw new UnsatisfiableError(message);
+  }
+
+  attempt<T>(fn: () => T): T | null {
+    const mark = this.b.checkpoint();
+    const refCount = this.refs.size;
+    try {
+      return fn();
+    } catch (error) {
+      if (!(error instanceof UnsatisfiableError)) throw error;
+      this.b.rollback(mark);
+      for (const key of [...this.refs.keys()].slice(refCount)) this.refs.delete(key);
+      return null;
+    }
+  }
+
   compile(whitespacePattern: string | undefined): string {
     checkSchemaKeywords(this.root, this.param);
     this.b.reserveExact("root");
     defineWhitespace(this.b, whitespacePattern);
     this.refs.set("#", "root");
-    this.b.define("root", this.body(this.root, "#", "root", 0));
+    try {
+      this.b.define("root", this.body(this.root, "#", "root", 0));
+    } catch (error) {
+      if (error instanceof UnsatisfiableError)
+        this.fail(`The JSON schema has no satisfiable instance: ${error.message}`);
+      if (error instanceof RangeError)
+        this.fail(`The JSON schema cannot be compiled to a grammar: ${error.message}.`);
+      throw error;
+    }
     return finish(this.b, this.param);
   }
 
   /** A single GBNF symbol (rule name or literal) for `schema`. */
   value(schema: Schema, path: string, hint: string, depth: number): string {
+    if (
+      isObject(schema) &&
+      Array.isArray(schema.allOf) &&
+      schema.allOf.some((x) => isObject(x) && "$ref" in x)
+    ) {
+      // An allOf over $refs is inlined by merging; naming it lets a recursive one refer to itself.
+      const key = `allOf:${JSON.stringify(schema)}`;
+      const known = this.refs.get(key);
+      if (known !== undefined) return known;
+      const name = this.b.reserve(hint);
+      this.refs.set(key, name);
+      this.b.define(name, this.body(schema, path, hint, depth));
+      return name;
+    }
     const body = this.body(schema, path, hint, depth);
     return isAtomicExpression(body) && !body.startsWith("(") ? body : this.b.rule(hint, body);
   }
 
   /** A GBNF expression (possibly with top-level `|`) for `schema` at JSON pointer `path`. */
   private body(schema: Schema, path: string, hint: string, depth: number): string {
+    if (++this.steps > MAX_COMPILE_STEPS)
+      this.fail(`The JSON schema is too large or expands to too many alternatives (at ${path}).`);
+    if (this.nesting >= MAX_NESTING) this.fail(`The JSON schema at ${path} nests too deeply.`);
+    this.nesting++;
+    try {
+      return this.bodyOf(schema, path, hint, depth);
+    } finally {
+      this.nesting--;
+    }
+  }
+
+  private bodyOf(schema: Schema, path: string, hint: string, depth: number): string {
     if (depth > MAX_RESOLVE_DEPTH)
       this.fail(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
     if (schema === true) return jsonValueRule(this.b);
-    if (schema === false) this.fail(`The JSON schema at ${path} is false: no value can satisfy it.`);
+    if (schema === false) this.unsatisfiable(`the schema at ${path} is false.`);
     let s = normalizeExclusive(schema as SchemaObject);
     if (s.nullable === true) {
       const { nullable: _, ...rest } = s;
@@ -181,6 +287,7 @@ class SchemaCompiler implements CompileContext {
       if (!constrains(rest)) return this.refRule($ref as string);
       s = { ...rest, allOf: [{ $ref }, ...((rest.allOf as unknown[] | undefined) ?? [])] };
     }
+    refuseUnenforced(this, s, path, ["not", "if"]);
     if ("allOf" in s) return this.body(this.flatten(s, path, depth), path, hint, depth + 1);
     if ("anyOf" in s || "oneOf" in s) return this.union(s, path, hint, depth);
     const types: TypeName[] =
@@ -192,14 +299,19 @@ class SchemaCompiler implements CompileContext {
     }
     switch (types[0]!) {
       case "object":
+        refuseUnenforced(this, s, path, ["propertyNames"]);
+        if (hasDependencies(s)) return this.body(splitDependency(s), path, hint, depth + 1);
         return objectBody(this, s, path, hint);
       case "array":
+        if (s.uniqueItems === true) refuseUnenforced(this, s, path, ["uniqueItems"]);
         return arrayBody(this, s, path, hint);
       case "string":
         return stringBody(this, s, path, hint);
       case "integer":
+        refuseUnenforced(this, s, path, ["multipleOf"]);
         return integerBody(this, s, path);
       case "number":
+        refuseUnenforced(this, s, path, ["multipleOf"]);
         return numberBody(this, s, path);
       case "boolean":
         return jsonBooleanRule(this.b);
@@ -213,25 +325,23 @@ class SchemaCompiler implements CompileContext {
     const known = this.refs.get(ref);
     if (known !== undefined) return known;
     const target = this.resolvePointer(ref);
-    const name = this.b.reserve(decodeURIComponent(ref.split("/").pop() ?? "ref") || "ref");
+    let last = ref.split("/").pop() ?? "ref";
+    try {
+      last = decodeURIComponent(last);
+    } catch {}
+    const name = this.b.reserve(last || "ref");
     this.refs.set(ref, name);
     this.b.define(name, this.body(target, ref, name, 0));
     return name;
   }
 
   private resolvePointer(ref: string): Schema {
-    const fragment = decodeURIComponent(ref.slice(1));
-    if (fragment !== "" && !fragment.startsWith("/"))
-      this.fail(`Unsupported $ref '${ref}': only JSON pointers are supported.`);
-    let node: unknown = this.root;
-    for (const raw of fragment === "" ? [] : fragment.slice(1).split("/")) {
-      const key = raw.replace(/~1/g, "/").replace(/~0/g, "~");
-      if (Array.isArray(node) && /^\d+$/.test(key)) node = node[Number(key)];
-      else if (isObject(node) && Object.hasOwn(node, key)) node = node[key];
-      else node = undefined;
-      if (node === undefined) this.fail(`Unresolvable $ref '${ref}'.`);
-    }
-    if (typeof node !== "boolean" && !isObject(node)) this.fail(`$ref '${ref}' does not point to a schema.`);
+    if (!/^#(\/|$)/.test(ref))
+      this.fail(`Unsupported $ref '${echoed(ref)}': only JSON pointers are supported.`);
+    const node = resolveLocalRef(this.root, ref);
+    if (node === undefined) this.fail(`Unresolvable $ref '${echoed(ref)}'.`);
+    if (typeof node !== "boolean" && !isObject(node))
+      this.fail(`$ref '${echoed(ref)}' does not point to a schema.`);
     return node as Schema;
   }
 
@@ -259,7 +369,10 @@ class SchemaCompiler implements CompileContext {
     try {
       return mergeSchemas(a, b);
     } catch (error) {
-      if (error instanceof MergeError) this.fail(`Unsupported allOf at ${path}: ${error.message}.`);
+      if (error instanceof MergeError) {
+        if (error.unsatisfiable) this.unsatisfiable(`the allOf at ${path} cannot hold: ${error.message}.`);
+        this.fail(`Unsupported allOf at ${path}: ${error.message}.`);
+      }
       throw error;
     }
   }
@@ -276,9 +389,12 @@ class SchemaCompiler implements CompileContext {
     branches.forEach((branch, i) => {
       if (branch === false) return;
       const merged = constrains(rest) ? { allOf: [rest, branch] } : branch;
-      alternatives.push(this.value(merged, `${path}/${keyword}/${i}`, `${hint}-${i}`, depth + 1));
+      const alternative = this.attempt(() =>
+        this.value(merged, `${path}/${keyword}/${i}`, `${hint}-${i}`, depth + 1),
+      );
+      if (alternative !== null) alternatives.push(alternative);
     });
-    if (alternatives.length === 0) this.fail(`The ${keyword} at ${path} has no satisfiable branch.`);
+    if (alternatives.length === 0) this.unsatisfiable(`the ${keyword} at ${path} has no satisfiable branch.`);
     return [...new Set(alternatives)].join(" | ");
   }
 
@@ -287,7 +403,7 @@ class SchemaCompiler implements CompileContext {
     const values = "const" in s ? [s.const] : (s.enum as unknown[]);
     const kept = values.filter((v) => types === null || types.some((t) => matchesType(v, t)));
     if (kept.length === 0)
-      this.fail(`No ${"const" in s ? "const" : "enum"} value at ${path} matches its type.`);
+      this.unsatisfiable(`no ${"const" in s ? "const" : "enum"} value at ${path} matches its type.`);
     return [...new Set(kept.map((v) => this.constant(v)))].join(" | ");
   }
 

@@ -240,7 +240,8 @@ export function parseRegex(pattern: string): RegexNode {
       const inner = parseAlternation();
       if (peek() !== ")") invalid("missing closing parenthesis", at);
       pos++;
-      return inner;
+      // A group is one atom: `(a+)?` quantifies the group, which is not a "multiple repeat".
+      return inner.type === "repeat" ? { type: "seq", items: [inner] } : inner;
     }
     if (c === ")") return invalid("unbalanced parenthesis", at);
     if (c === "[") return readClass();
@@ -285,7 +286,7 @@ export function parseRegex(pattern: string): RegexNode {
       if (node.type === "repeat") invalid("multiple repeat", at);
       if (peek() === "+") unsupported("possessive quantifier", pos);
       if (peek() === "?") pos++; // lazy: same language under full-match and search semantics
-      node = { type: "repeat", item: node, min: bounds[0], max: bounds[1] };
+      node = repeatOf(node, bounds[0], bounds[1]);
       if (
         peek() === "*" ||
         peek() === "+" ||
@@ -315,6 +316,21 @@ export function parseRegex(pattern: string): RegexNode {
   const tree = parseAlternation();
   if (pos < pattern.length) invalid("unbalanced parenthesis", pos);
   return tree;
+}
+
+/**
+ * `item{min,max}`, with a quantified group of one quantified item flattened where the language stays the
+ * same (`(x+)+` → `x+`, `(x+)?` → `x*`, `(x?)*` → `x*`), so nested quantifiers do not make the grammar
+ * ambiguous; other nestings (`(x{2,3}){4}`) stay nested.
+ */
+function repeatOf(item: RegexNode, min: number, max: number | null): RegexNode {
+  const inner = item.type === "seq" && item.items.length === 1 ? item.items[0]! : item;
+  if (inner.type === "repeat") {
+    if (inner.max === null && min >= 1) return { ...inner, min: inner.min * min };
+    if (inner.max === null && inner.min <= 1 && (max === null || max >= 1)) return { ...inner, min: 0 };
+    if (inner.min === 0 && inner.max === 1 && (max === null || max >= 1)) return { ...inner, max };
+  }
+  return { type: "repeat", item, min, max };
 }
 
 /**

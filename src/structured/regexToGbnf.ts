@@ -138,11 +138,22 @@ export function regexExpression(
   return exprs.length === 1 ? exprs[0]! : exprs.join(" | ");
 }
 
-/** Turns a {@link RegexError} into the client error: 400 naming the construct and its position. */
+/** Most characters of client input (a pattern, a value) echoed in an error message. */
+export const MAX_ECHOED_CHARS = 200;
+
+/** `text` as echoed in an error: its first {@link MAX_ECHOED_CHARS} characters, then `…` if cut. */
+export function echoed(text: string): string {
+  return text.length > MAX_ECHOED_CHARS ? `${text.slice(0, MAX_ECHOED_CHARS)}…` : text;
+}
+
+/** Turns a {@link RegexError} into the client error: 400 naming the construct and its position (pattern echoed capped). */
 export function regexBadRequest(error: RegexError, pattern: string, param: string, where = ""): Error {
   const position = error.position >= 0 ? ` at position ${error.position}` : "";
   const label = error.kind === "invalid" ? "Invalid regular expression" : "Unsupported regular expression";
-  return badRequest(`${label}${where} ${JSON.stringify(pattern)}: ${error.message}${position}.`, param);
+  return badRequest(
+    `${label}${where} ${JSON.stringify(echoed(pattern))}: ${error.message}${position}.`,
+    param,
+  );
 }
 
 /**

@@ -1,9 +1,11 @@
 /**
  * Test helper for guided decoding: ajv validators for JSON Schema fixtures with our own `format` checkers
  * (ajv-formats is not a dependency). Formats follow RFC 3339 (`date`, `time` with offset, `date-time`),
- * RFC 4122 `uuid`, ajv-formats' fast `email`, RFC 1123 `hostname` and dotted-quad `ipv4`.
+ * RFC 4122 `uuid`, ajv-formats' fast `email`, RFC 1123 `hostname` and dotted-quad `ipv4`; loose checks of
+ * `uri` (scheme, no whitespace), `uri-reference` (no whitespace), `duration`, `json-pointer`; `ipv6` by node:net.
  */
 import { createRequire } from "node:module";
+import { isIPv6 } from "node:net";
 import type { ValidateFunction } from "ajv";
 
 const require = createRequire(import.meta.url);
@@ -52,12 +54,18 @@ export const FORMATS: Record<string, (value: string) => boolean> = {
       v,
     ),
   ipv4: (v) => /^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/.test(v),
+  uri: (v) => /^[a-z][a-z0-9+.-]*:[^\s]+$/i.test(v),
+  "uri-reference": (v) => /^[^\s]*$/.test(v),
+  ipv6: (v) => isIPv6(v),
+  duration: (v) =>
+    /^P(?!$)((\d+Y)?(\d+M)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+S)?)?|\d+W)$/.test(v) && !v.endsWith("T"),
+  "json-pointer": (v) => /^(?:\/(?:[^~/]|~0|~1)*)*$/.test(v),
   hostname: (v) =>
     v.length <= 253 &&
     /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(v),
 };
 
-/** Converts draft-4 boolean `exclusiveMinimum`/`exclusiveMaximum` (which ajv rejects) to the numeric form, deeply. */
+/** Converts draft-4 boolean `exclusiveMinimum`/`exclusiveMaximum` (which ajv rejects) to the numeric form and drops draft-4 `id`, deeply. */
 function modernize(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(modernize);
   if (typeof schema !== "object" || schema === null) return schema;
@@ -65,6 +73,8 @@ function modernize(schema: unknown): unknown {
   const s = schema as Record<string, unknown>;
   for (const [key, value] of Object.entries(s)) {
     if (key === "const" || key === "enum" || key === "default" || key === "examples") out[key] = value;
+    else if (key === "id" && typeof value === "string")
+      continue; // draft-04 `id`: an annotation ajv refuses
     else if ((key === "exclusiveMinimum" || key === "exclusiveMaximum") && typeof value === "boolean") {
       const bound = key === "exclusiveMinimum" ? "minimum" : "maximum";
       if (value && typeof s[bound] === "number") out[key] = s[bound];

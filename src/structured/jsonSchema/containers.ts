@@ -6,87 +6,240 @@
  */
 import { CodePointSet } from "../codePointSet.ts";
 import { type GbnfBuilder, gbnfCharClass, gbnfLiteral, isAtomicExpression } from "../gbnf.ts";
-import {
-  jsonCharRule,
-  jsonEscapeRule,
-  jsonObjectRule,
-  jsonStringRule,
-  jsonValueRule,
-  WS,
-} from "../jsonPrimitives.ts";
-import { JSON_ESCAPED, jsonEncoded } from "../regexToGbnf.ts";
+import { jsonCharRule, jsonEscapeRule, jsonStringRule, jsonValueRule, WS } from "../jsonPrimitives.ts";
+import { RegexError } from "../regexParser.ts";
+import { echoed, JSON_ESCAPED, jsonEncoded, regexBadRequest, regexExpression } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { pointerSegment, type Schema, type SchemaObject } from "./keywords.ts";
 
-/** The GBNF body of an object schema `s` at JSON pointer `path`. Throws 400 via `ctx.fail` when unsatisfiable. */
+/** Most (property index × member count) states of an object with `minProperties`/`maxProperties`. */
+const MAX_COUNT_STATES = 5_000;
+
+/** The conjunction of `schemas`: the schema itself when there is one. */
+const allOf = (schemas: Schema[]): Schema => (schemas.length === 1 ? schemas[0]! : { allOf: schemas });
+
+/** Whether the ECMA-262 regex `pattern` matches `name`; true when JavaScript cannot run it (so its schema applies, which only narrows). */
+function patternMatches(pattern: string, name: string): boolean {
+  try {
+    return new RegExp(pattern, "u").test(name);
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * The GBNF body of an object schema `s` at JSON pointer `path`. Declared properties are written in declared
+ * order; an optional property whose schema has no instance is left out. `patternProperties` apply to the
+ * declared names they match (as `allOf`) and let undeclared keys matching a pattern be added after them,
+ * with a value satisfying every pattern's schema (narrower than JSON Schema when a key matches only some
+ * patterns); a pattern that matches a declared name adds no keys (its keys could repeat a declared one).
+ * `minProperties`/`maxProperties` count members; at most one added key counts towards `minProperties`
+ * (two added keys could be equal). Throws 400 via `ctx.fail`, or the unsatisfiable error via `ctx`.
+ */
 export function objectBody(ctx: CompileContext, s: SchemaObject, path: string, hint: string): string {
   const b = ctx.b;
-  const props: [string, Schema][] = Object.entries(
-    (s.properties as Record<string, Schema> | undefined) ?? {},
-  );
+  const declared = (s.properties as Record<string, Schema> | undefined) ?? {};
+  const patterns = Object.entries((s.patternProperties as Record<string, Schema> | undefined) ?? {});
   const required = new Set((s.required as string[] | undefined) ?? []);
   const explicit = "additionalProperties" in s || s.unevaluatedProperties === false;
   const additional: Schema =
     s.unevaluatedProperties === false
       ? false
-      : ((s.additionalProperties as Schema | undefined) ?? !("properties" in s));
-  for (const name of required) {
-    if (props.some(([n]) => n === name)) continue;
-    if (additional === false && explicit) {
-      ctx.fail(
-        `Required property '${name}' at ${path} is not in 'properties' and additionalProperties is false.`,
-      );
+      : ((s.additionalProperties as Schema | undefined) ?? !("properties" in s || "patternProperties" in s));
+  const schemaFor = (name: string): { schema: Schema; where: string } => {
+    const matching = patterns.filter(([pattern]) => patternMatches(pattern, name)).map(([, x]) => x);
+    const where = `${path}/properties/${pointerSegment(name)}`;
+    if (Object.hasOwn(declared, name)) {
+      const own = declared[name] as Schema;
+      return { schema: matching.length === 0 ? own : { allOf: [own, ...matching] }, where };
     }
-    props.push([name, additional === false ? true : additional]);
-  }
+    if (matching.length > 0) return { schema: allOf(matching), where: `${path}/patternProperties` };
+    return {
+      schema: additional === false && !explicit ? true : additional,
+      where: `${path}/additionalProperties`,
+    };
+  };
+  const names = [...Object.keys(declared)];
+  for (const name of required) if (!Object.hasOwn(declared, name)) names.push(name);
   const child = (name: string): string => (hint === "root" ? name : `${hint}-${name}`);
-  if (props.length === 0) {
-    if (additional === false) return `"{" ${WS} "}"`;
-    if (additional === true) return jsonObjectRule(b);
+  type Member = { name: string; kv: string; required: boolean };
+  const members: Member[] = [];
+  for (const name of names) {
+    const { schema, where } = schemaFor(name);
+    const isRequired = required.has(name);
+    if (schema === false) {
+      if (!isRequired) continue;
+      if (!Object.hasOwn(declared, name) && explicit) {
+        ctx.unsatisfiable(`required property '${echoed(name)}' at ${path} is not allowed by its schema.`);
+      }
+    }
+    const compile = (): string =>
+      b.rule(
+        `${child(name)}-kv`,
+        `${gbnfLiteral(JSON.stringify(name))} ":" ${WS} ${ctx.value(schema === false ? false : schema, where, child(name), 0)}`,
+      );
+    const kv = isRequired ? compile() : ctx.attempt(compile);
+    if (kv !== null) members.push({ name, kv, required: isRequired });
   }
-  let extraKv: string | null = null;
+  const extras: string[] = [];
   if (additional !== false) {
     const value =
-      additional === true
+      additional === true && patterns.length === 0
         ? jsonValueRule(b)
-        : ctx.value(additional, `${path}/additionalProperties`, child("additional"), 0);
-    const key =
-      props.length === 0
-        ? jsonStringRule(b)
-        : otherKeyRule(
-            b,
-            props.map(([n]) => n),
-            child("other-key"),
+        : ctx.attempt(() =>
+            ctx.value(
+              patterns.length === 0 ? additional : { allOf: [additional, ...patterns.map(([, x]) => x)] },
+              `${path}/additionalProperties`,
+              child("additional"),
+              0,
+            ),
           );
-    extraKv = b.rule(child("additional-kv"), `${key} ":" ${WS} ${value}`);
+    if (value !== null) {
+      const key = names.length === 0 ? jsonStringRule(b) : otherKeyRule(b, names, child("other-key"));
+      extras.push(`${key} ":" ${WS} ${value}`);
+    }
   }
-  const kvs = props.map(([name, schema]) => {
-    const value = ctx.value(schema, `${path}/properties/${pointerSegment(name)}`, child(name), 0);
-    return b.rule(`${child(name)}-kv`, `${gbnfLiteral(JSON.stringify(name))} ":" ${WS} ${value}`);
-  });
+  if (patterns.length > 0) {
+    const keys = patterns
+      .map(([pattern]) => pattern)
+      .filter((pattern) => !names.some((name) => patternMatches(pattern, name)))
+      .map((pattern) => {
+        try {
+          const expr = regexExpression(b, pattern, { mode: "json", search: true, hint: `${hint}-key` });
+          return `"\\"" ${expr.includes(" | ") ? `(${expr})` : expr} "\\""`;
+        } catch (error) {
+          if (error instanceof RegexError)
+            throw regexBadRequest(error, pattern, ctx.param, ` at ${path}/patternProperties`);
+          throw error;
+        }
+      });
+    const value =
+      keys.length === 0
+        ? null
+        : ctx.attempt(() =>
+            ctx.value(allOf(patterns.map(([, x]) => x)), `${path}/patternProperties`, child("pattern"), 0),
+          );
+    if (value !== null)
+      extras.push(`${keys.length === 1 ? keys[0] : `(${keys.join(" | ")})`} ":" ${WS} ${value}`);
+  }
+  const extraKv = extras.length === 0 ? null : b.rule(child("additional-kv"), extras.join(" | "));
+  const min = (s.minProperties as number | undefined) ?? 0;
+  const max = (s.maxProperties as number | undefined) ?? null;
+  if (min > 0 || max !== null) return countedMembers(ctx, members, extraKv, min, max, path, hint);
+  return orderedMembers(b, members, extraKv, hint);
+}
+
+/** `{...}` with `members` in order (required ones always, optional ones or not), then any number of `extraKv`. */
+function orderedMembers(
+  b: GbnfBuilder,
+  members: { kv: string; required: boolean }[],
+  extraKv: string | null,
+  hint: string,
+): string {
+  if (members.length === 0) {
+    if (extraKv === null) return `"{" ${WS} "}"`;
+    return `"{" ${WS} (${extraKv} ("," ${WS} ${extraKv})* ${WS})? "}"`;
+  }
+  const kvs = members.map((m) => m.kv);
   const n = kvs.length;
-  const firstRequired = props.findIndex(([name]) => required.has(name));
+  const firstRequired = members.findIndex((m) => m.required);
   const r = firstRequired < 0 ? n : firstRequired;
-  const parts = kvs.map((kv, i) => (required.has(props[i]![0]) ? `"," ${WS} ${kv}` : `("," ${WS} ${kv})?`));
+  const parts = kvs.map((kv, i) => (members[i]!.required ? `"," ${WS} ${kv}` : `("," ${WS} ${kv})?`));
   const extraPart = extraKv === null ? "" : `("," ${WS} ${extraKv})*`;
   const seq = (items: string[]): string => items.filter((x) => x !== "").join(" ");
   const lastStart = Math.min(r, n - 1);
   const alternatives: string[] = [];
-  if (n > 0) {
-    const tails: string[] = [];
-    tails[lastStart + 1] = seq([...parts.slice(lastStart + 1), extraPart]);
-    if (lastStart > 0 && tails[lastStart + 1] !== "" && !isAtomicExpression(tails[lastStart + 1]!)) {
-      tails[lastStart + 1] = b.rule(`${hint}-rest`, tails[lastStart + 1]!);
-    }
-    for (let i = lastStart; i >= 1; i--) tails[i] = b.rule(`${hint}-rest`, seq([parts[i]!, tails[i + 1]!]));
-    for (let j = 0; j <= lastStart; j++) alternatives.push(seq([kvs[j]!, tails[j + 1]!]));
+  const tails: string[] = [];
+  tails[lastStart + 1] = seq([...parts.slice(lastStart + 1), extraPart]);
+  if (lastStart > 0 && tails[lastStart + 1] !== "" && !isAtomicExpression(tails[lastStart + 1]!)) {
+    tails[lastStart + 1] = b.rule(`${hint}-rest`, tails[lastStart + 1]!);
   }
+  for (let i = lastStart; i >= 1; i--) tails[i] = b.rule(`${hint}-rest`, seq([parts[i]!, tails[i + 1]!]));
+  for (let j = 0; j <= lastStart; j++) alternatives.push(seq([kvs[j]!, tails[j + 1]!]));
   if (r === n && extraKv !== null) alternatives.push(seq([extraKv, extraPart]));
-  const members = alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(" | ")})`;
-  return r === n ? `"{" ${WS} (${members} ${WS})? "}"` : `"{" ${WS} ${members} ${WS} "}"`;
+  const body = alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(" | ")})`;
+  return r === n ? `"{" ${WS} (${body} ${WS})? "}"` : `"{" ${WS} ${body} ${WS} "}"`;
 }
 
-/** A JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`, JSON-escape aware). */
+/**
+ * `{...}` like {@link orderedMembers} with between `min` and `max` members: one rule per (member index,
+ * members written so far), counts above `max(min, 1)` merged when there is no `max`. Added keys come last;
+ * only the first counts towards `min`, all count towards `max`.
+ */
+function countedMembers(
+  ctx: CompileContext,
+  members: { kv: string; required: boolean }[],
+  extraKv: string | null,
+  min: number,
+  max: number | null,
+  path: string,
+  hint: string,
+): string {
+  const b = ctx.b;
+  const n = members.length;
+  const cap = max ?? Math.max(min, 1);
+  if ((n + 1) * (cap + 1) > MAX_COUNT_STATES) {
+    ctx.fail(
+      `Unsupported minProperties/maxProperties at ${path}: too many properties to count (${n} properties, up to ${cap}).`,
+    );
+  }
+  const requiredAfter: number[] = [];
+  const optionalAfter: number[] = [];
+  requiredAfter[n] = 0;
+  optionalAfter[n] = 0;
+  for (let i = n - 1; i >= 0; i--) {
+    requiredAfter[i] = requiredAfter[i + 1]! + (members[i]!.required ? 1 : 0);
+    optionalAfter[i] = optionalAfter[i + 1]! + (members[i]!.required ? 0 : 1);
+  }
+  const sep = (c: number): string => (c === 0 ? "" : `"," ${WS} `);
+  const memo = new Map<string, string | null>();
+  const state = (i: number, c: number): string | null => {
+    const key = `${i},${c}`;
+    if (memo.has(key)) return memo.get(key)!;
+    let result: string | null = null;
+    const reachable =
+      c + requiredAfter[i]! <= (max ?? Number.POSITIVE_INFINITY) &&
+      c + requiredAfter[i]! + optionalAfter[i]! + (extraKv === null ? 0 : 1) >= min;
+    if (reachable && i === n) {
+      const room = max === null ? null : max - c;
+      if (c >= min) {
+        result = extraKv === null || room === 0 ? '""' : extrasFrom(c, 0, room);
+      } else if (c === min - 1 && extraKv !== null && room !== 0) result = extrasFrom(c, 1, room);
+    } else if (reachable) {
+      const { kv, required } = members[i]!;
+      const next = Math.min(c + 1, cap);
+      const alts: string[] = [];
+      if (max === null || c < max) {
+        const rest = state(i + 1, max === null ? next : c + 1);
+        if (rest !== null) alts.push(`${sep(c)}${kv}${rest === '""' ? "" : ` ${rest}`}`);
+      }
+      if (!required) {
+        const rest = state(i + 1, c);
+        if (rest !== null) alts.push(rest);
+      }
+      if (alts.length > 0)
+        result =
+          alts.length === 1 && isAtomicExpression(alts[0]!)
+            ? alts[0]!
+            : b.rule(`${hint}-n`, alts.join(" | "));
+    }
+    memo.set(key, result);
+    return result;
+  };
+  const extrasFrom = (c: number, least: number, room: number | null): string => {
+    const first = `${sep(c)}${extraKv}`;
+    const more = b.repeat(`"," ${WS} ${extraKv}`, 0, room === null ? null : room - 1, `${hint}-more`);
+    const seq = more === '""' ? first : `${first} ${more}`;
+    return least > 0 ? `(${seq})` : `(${seq})?`;
+  };
+  const body = state(0, 0);
+  if (body === null)
+    ctx.unsatisfiable(
+      `no member set of the object at ${path} meets minProperties ${min}${max === null ? "" : ` and maxProperties ${max}`}.`,
+    );
+  return body === '""' ? `"{" ${WS} "}"` : `"{" ${WS} ${body} ${WS} "}"`;
+}
+
 /** Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`, JSON-escape aware). */
 function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
   type Trie = { children: Map<number, Trie>; end: boolean };
@@ -139,7 +292,7 @@ export function arrayBody(ctx: CompileContext, s: SchemaObject, path: string, hi
   let max = (s.maxItems as number | undefined) ?? null;
   if (rest === false) max = max === null ? prefix.length : Math.min(max, prefix.length);
   if (max !== null && min > max)
-    ctx.fail(`The array at ${path} cannot satisfy minItems ${min} with at most ${max} items.`);
+    ctx.unsatisfiable(`the array at ${path} cannot satisfy minItems ${min} with at most ${max} items.`);
   if (max !== null && max < prefix.length) {
     prefix = prefix.slice(0, max);
     rest = false;

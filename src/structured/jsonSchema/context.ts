@@ -10,6 +10,13 @@ export type CompileContext = {
   readonly param: string;
   /** Throws `ApiError` 400 with `message` and {@link param}. */
   fail(message: string): never;
+  /** Throws the compiler's "no instance" error: optional places drop the subschema, others fail with 400. */
+  unsatisfiable(message: string): never;
+  /**
+   * Runs `fn`; when it finds its subschema unsatisfiable, undoes the rules it added and returns null.
+   * Other errors (400 for unsupported keywords) pass through.
+   */
+  attempt<T>(fn: () => T): T | null;
   /** A single GBNF symbol (rule name or literal) for a subschema at JSON pointer `path`. */
   value(schema: Schema, path: string, hint: string, depth: number): string;
 };

@@ -6,10 +6,17 @@
  * `anyOf` lists combine pairwise. A merged object is closed to undeclared properties exactly like any object
  * (see the compiler's `additionalProperties` default), i.e. all branches' properties are allowed.
  */
-import { ANNOTATIONS, type Schema, type SchemaObject, TYPE_NAMES, type TypeName } from "./keywords.ts";
+import { isConstraint, type Schema, type SchemaObject, TYPE_NAMES, type TypeName } from "./keywords.ts";
 
 /** Thrown when the conjunction cannot be expressed or is unsatisfiable; the compiler turns it into a 400. */
-export class MergeError extends Error {}
+export class MergeError extends Error {
+  /** True when the branches contradict each other (no instance), false when we cannot express the merge. */
+  readonly unsatisfiable: boolean;
+  constructor(message: string, unsatisfiable = false) {
+    super(message);
+    this.unsatisfiable = unsatisfiable;
+  }
+}
 
 /** Most alternatives an `allOf` of `anyOf`s may expand to. */
 export const MAX_MERGED_ALTERNATIVES = 64;
@@ -40,6 +47,8 @@ function intersectTypes(a: unknown, b: unknown): TypeName[] {
 }
 
 const both = (a: unknown, b: unknown): SchemaObject => ({ allOf: [a, b] });
+
+const gcd = (a: number, b: number): number => (b === 0 ? a : gcd(b, a % b));
 
 /** Converts draft-4 boolean `exclusiveMinimum`/`exclusiveMaximum` to the numeric (draft 6+) form. */
 export function normalizeExclusive(s: SchemaObject): SchemaObject {
@@ -74,7 +83,7 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
   const b = normalizeExclusive(toAnyOf(right));
   const out: SchemaObject = { ...a };
   for (const [key, value] of Object.entries(b)) {
-    if (ANNOTATIONS.has(key) || key === "$defs" || key === "definitions") continue;
+    if (!isConstraint(key)) continue;
     if (!(key in out)) {
       out[key] = value;
       continue;
@@ -83,7 +92,7 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
     switch (key) {
       case "type": {
         const types = intersectTypes(mine, value);
-        if (types.length === 0) throw new MergeError("allOf branches require incompatible types");
+        if (types.length === 0) throw new MergeError("allOf branches require incompatible types", true);
         out.type = types.length === 1 ? types[0] : types;
         break;
       }
@@ -114,20 +123,60 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
       case "enum": {
         const allowed = new Set((value as unknown[]).map(canonical));
         const kept = (mine as unknown[]).filter((v) => allowed.has(canonical(v)));
-        if (kept.length === 0) throw new MergeError("allOf branches have no enum value in common");
+        if (kept.length === 0) throw new MergeError("allOf branches have no enum value in common", true);
         out.enum = kept;
         break;
       }
       case "const":
         if (canonical(mine) !== canonical(value))
-          throw new MergeError("allOf branches require different const values");
+          throw new MergeError("allOf branches require different const values", true);
         break;
+      case "patternProperties":
+      case "dependentSchemas": {
+        const merged: SchemaObject = { ...(mine as SchemaObject) };
+        for (const [name, schema] of Object.entries(value as SchemaObject)) {
+          merged[name] = name in merged ? both(merged[name], schema) : schema;
+        }
+        out[key] = merged;
+        break;
+      }
+      case "dependentRequired":
+      case "dependencies": {
+        const merged: SchemaObject = { ...(mine as SchemaObject) };
+        for (const [name, dep] of Object.entries(value as SchemaObject)) {
+          const other = merged[name];
+          if (other === undefined) merged[name] = dep;
+          else if (Array.isArray(other) && Array.isArray(dep))
+            merged[name] = [...new Set([...other, ...dep])];
+          else if (!Array.isArray(other) && !Array.isArray(dep)) merged[name] = both(other, dep);
+          else throw new MergeError(`allOf branches with '${key}' of two kinds for one property`);
+        }
+        out[key] = merged;
+        break;
+      }
+      case "propertyNames":
+        out.propertyNames = both(mine, value);
+        break;
+      case "not":
+        out.not = { anyOf: [mine, value] };
+        break;
+      case "multipleOf": {
+        const x = mine as number;
+        const y = value as number;
+        if (x === y || (Number.isInteger(x / y) && x > y)) break;
+        if (Number.isInteger(y / x)) out.multipleOf = y;
+        else if (Number.isInteger(x) && Number.isInteger(y)) out.multipleOf = (x * y) / gcd(x, y);
+        else throw new MergeError("allOf branches with two different 'multipleOf' values are not supported");
+        break;
+      }
+      case "minProperties":
       case "minimum":
       case "exclusiveMinimum":
       case "minLength":
       case "minItems":
         out[key] = Math.max(mine as number, value as number);
         break;
+      case "maxProperties":
       case "maximum":
       case "exclusiveMaximum":
       case "maxLength":

@@ -94,8 +94,14 @@ export function integerRange(min: bigint | null, max: bigint | null): string | n
   return alts.length === 0 ? null : alts.join(" | ");
 }
 
-/** One bound of a number range: an integer value and whether it is exclusive. */
-export type NumberBound = { value: bigint; exclusive: boolean };
+/**
+ * One bound of a number range: the decimal `value / 10^scale` (scale default 0, at most
+ * {@link MAX_FRACTION_DIGITS}) and whether it is exclusive. Example: `-0.25` → `{value: -25n, scale: 2}`.
+ */
+export type NumberBound = { value: bigint; exclusive: boolean; scale?: number };
+
+/** Most fraction digits of a bounded number (and of a bound). */
+export const MAX_FRACTION_DIGITS = 16;
 
 const FRACTION = {
   any: '("." [0-9]{1,16})?',
@@ -103,42 +109,130 @@ const FRACTION = {
   nonzero: '"." "0"{0,15} [1-9] [0-9]{0,15}',
 };
 
-/** Magnitudes `m` (non-negative decimals `I(.F)?`) with `lo <(=) m <(=) hi`; alternatives, empty if none. */
-function magnitudes(lo: NumberBound, hi: NumberBound | null): string[] {
-  if (hi !== null && (hi.value < lo.value || (hi.value === lo.value && (lo.exclusive || hi.exclusive))))
-    return [];
+/** A magnitude bound: integer part, fraction digits (no trailing zero), exclusive. */
+type Magnitude = { int: bigint; frac: string; exclusive: boolean };
+/** A bound on the value `0.d` of remaining fraction digits; null = no bound. */
+type FractionBound = { digits: string; exclusive: boolean } | null;
+
+const compareMagnitudes = (a: Magnitude, b: Magnitude): number =>
+  a.int !== b.int ? (a.int < b.int ? -1 : 1) : a.frac === b.frac ? 0 : a.frac < b.frac ? -1 : 1;
+
+/** Digit strings of length 0..n whose value `0.s` lies within `lo`/`hi`; null when none. */
+function fractionDigits(lo: FractionBound, hi: FractionBound, n: number, nonEmpty: boolean): string | null {
+  if (lo === null && hi === null) return nonEmpty ? `[0-9]{1,${n}}` : n === 0 ? '""' : `[0-9]{0,${n}}`;
+  const emptyOk =
+    !nonEmpty &&
+    (lo === null || (lo.digits === "" && !lo.exclusive)) &&
+    (hi === null || hi.digits !== "" || !hi.exclusive);
+  if (n === 0) return emptyOk ? '""' : null;
+  const groups = new Map<string, { digits: number[]; rest: string | null }>();
+  for (let c = 0; c <= 9; c++) {
+    let nextLo: FractionBound = null;
+    if (lo !== null) {
+      const d = lo.digits === "" ? 0 : Number(lo.digits[0]);
+      if (c < d) continue;
+      if (c === d) {
+        const rest = lo.digits.slice(1);
+        nextLo = rest === "" && !lo.exclusive ? null : { digits: rest, exclusive: lo.exclusive };
+      }
+    }
+    let nextHi: FractionBound = null;
+    if (hi !== null) {
+      if (hi.digits === "" && hi.exclusive) continue;
+      const d = hi.digits === "" ? 0 : Number(hi.digits[0]);
+      if (c > d) continue;
+      if (c === d) nextHi = { digits: hi.digits.slice(1), exclusive: hi.exclusive };
+    }
+    const key = JSON.stringify([nextLo, nextHi]);
+    let group = groups.get(key);
+    if (group === undefined) {
+      group = { digits: [], rest: fractionDigits(nextLo, nextHi, n - 1, false) };
+      groups.set(key, group);
+    }
+    group.digits.push(c);
+  }
   const alts: string[] = [];
-  if (lo.exclusive) alts.push(`${lit(lo.value.toString())} ${FRACTION.nonzero}`);
-  const intLo = lo.exclusive ? lo.value + 1n : lo.value;
+  for (const { digits, rest } of groups.values()) {
+    if (rest === null) continue;
+    const first = digits.length === 1 ? lit(String(digits[0])) : `[${digits.join("")}]`;
+    alts.push(rest === '""' ? first : `${first} ${wrap(rest)}`);
+  }
+  if (alts.length === 0) return emptyOk ? '""' : null;
+  const body = alts.length === 1 ? alts[0]! : `(${alts.join(" | ")})`;
+  return emptyOk ? `${body.startsWith("(") ? body : `(${body})`}?` : body;
+}
+
+/** The fraction part (`""` or `"." digits`) of a magnitude with integer part fixed, within `lo`/`hi`. */
+function fractionPart(lo: FractionBound, hi: FractionBound): string | null {
+  if (lo !== null && lo.digits === "" && !lo.exclusive) lo = null;
+  if (lo === null && hi === null) return FRACTION.any;
+  if (lo !== null && lo.digits === "" && hi === null) return FRACTION.nonzero;
+  if (lo === null && hi !== null && hi.digits === "" && !hi.exclusive) return FRACTION.zero;
+  const digits = fractionDigits(lo, hi, MAX_FRACTION_DIGITS, true);
+  const zeroOk = lo === null && (hi === null || hi.digits !== "" || !hi.exclusive);
+  if (digits === null) return zeroOk ? '""' : null;
+  return zeroOk ? `("." ${wrap(digits)})?` : `"." ${wrap(digits)}`;
+}
+
+/** Magnitudes `m` (non-negative decimals `I(.F)?`) with `lo <(=) m <(=) hi`; alternatives, empty if none. */
+function magnitudes(lo: Magnitude, hi: Magnitude | null): string[] {
+  if (hi !== null) {
+    const order = compareMagnitudes(lo, hi);
+    if (order > 0 || (order === 0 && (lo.exclusive || hi.exclusive))) return [];
+  }
+  const fromLo: FractionBound = { digits: lo.frac, exclusive: lo.exclusive };
+  const toHi: FractionBound = hi === null ? null : { digits: hi.frac, exclusive: hi.exclusive };
+  const withInt = (int: bigint, fraction: string | null): string[] =>
+    fraction === null ? [] : [fraction === '""' ? lit(int.toString()) : `${lit(int.toString())} ${fraction}`];
+  if (hi !== null && hi.int === lo.int) return withInt(lo.int, fractionPart(fromLo, toHi));
+  const alts: string[] = [];
+  const loMerged = lo.frac === "" && !lo.exclusive;
+  if (!loMerged) alts.push(...withInt(lo.int, fractionPart(fromLo, null)));
+  const intLo = loMerged ? lo.int : lo.int + 1n;
   if (hi === null) {
     alts.push(`${wrap(intRange(intLo, null)!)} ${FRACTION.any}`);
     return alts;
   }
-  const whole = intRange(intLo, hi.value - 1n);
+  const whole = intRange(intLo, hi.int - 1n);
   if (whole !== null) alts.push(`${wrap(whole)} ${FRACTION.any}`);
-  if (!hi.exclusive) alts.push(`${lit(hi.value.toString())} ${FRACTION.zero}`);
+  alts.push(...withInt(hi.int, fractionPart(null, toHi)));
   return alts;
 }
 
+/** The magnitude of a bound (or of its negation when `negate`), as integer part and fraction digits. */
+function magnitudeOf(bound: NumberBound, negate: boolean): Magnitude {
+  const scale = bound.scale ?? 0;
+  if (scale > MAX_FRACTION_DIGITS)
+    throw new RangeError(`bounds with more than ${MAX_FRACTION_DIGITS} decimals`);
+  const v = negate ? -bound.value : bound.value;
+  const abs = v < 0n ? -v : v;
+  const unit = 10n ** BigInt(scale);
+  const frac = scale === 0 ? "" : (abs % unit).toString().padStart(scale, "0").replace(/0+$/, "");
+  return { int: abs / unit, frac, exclusive: bound.exclusive };
+}
+
+const sign = (b: NumberBound): number => (b.value < 0n ? -1 : b.value > 0n ? 1 : 0);
+
 /**
- * JSON numbers (no exponent) in the range given by integer-valued bounds (null = unbounded). Negative values
- * are written with `-` and a non-zero magnitude (so never `-0`). Returns a GBNF expression or null if the
- * range is empty. Example: `{min: 0 inclusive, max: 1 inclusive}` → `"0" ("." [0-9]{1,16})? | "1" ("." "0"{1,16})?`.
+ * JSON numbers (no exponent, at most {@link MAX_FRACTION_DIGITS} fraction digits) in the range given by
+ * decimal bounds (null = unbounded). Negative values are written with `-` and a non-zero magnitude (so never
+ * `-0`). Returns a GBNF expression or null if the range is empty; throws RangeError for a bound with more
+ * fraction digits than that. Example: `{min: 0 inclusive, max: 1 inclusive}` →
+ * `"0" ("." [0-9]{1,16})? | "1" ("." "0"{1,16})?`.
  */
 export function numberRange(min: NumberBound | null, max: NumberBound | null): string | null {
   const alts: string[] = [];
-  if (min === null || min.value < 0n) {
-    const magLo: NumberBound =
-      max !== null && max.value < 0n
-        ? { value: -max.value, exclusive: max.exclusive }
-        : { value: 0n, exclusive: true };
-    const magHi: NumberBound | null = min === null ? null : { value: -min.value, exclusive: min.exclusive };
+  if (min === null || sign(min) < 0) {
+    const magLo: Magnitude =
+      max !== null && sign(max) < 0 ? magnitudeOf(max, true) : { int: 0n, frac: "", exclusive: true };
+    const magHi = min === null ? null : magnitudeOf(min, true);
     const neg = magnitudes(magLo, magHi);
     if (neg.length > 0) alts.push(`"-" ${neg.length === 1 ? wrap(neg[0]!) : `(${neg.join(" | ")})`}`);
   }
-  if (max === null || max.value > 0n || (max.value === 0n && !max.exclusive)) {
-    const lo: NumberBound = min !== null && min.value >= 0n ? min : { value: 0n, exclusive: false };
-    alts.push(...magnitudes(lo, max));
+  if (max === null || sign(max) > 0 || (sign(max) === 0 && !max.exclusive)) {
+    const lo: Magnitude =
+      min !== null && sign(min) >= 0 ? magnitudeOf(min, false) : { int: 0n, frac: "", exclusive: false };
+    alts.push(...magnitudes(lo, max === null ? null : magnitudeOf(max, false)));
   }
   return alts.length === 0 ? null : alts.join(" | ");
 }

@@ -8,23 +8,23 @@ import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives
 import { parseRegex, RegexError, regexLengthBounds, splitAnchors } from "../regexParser.ts";
 import { regexBadRequest, regexExpression } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
-import { formatRule, type SupportedFormat } from "./formats.ts";
+import { formatRule, INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
 import type { SchemaObject } from "./keywords.ts";
-import { integerRange, type NumberBound, numberRange } from "./numbers.ts";
+import { integerRange, MAX_FRACTION_DIGITS, type NumberBound, numberRange } from "./numbers.ts";
 
 /** The GBNF body of a string schema: `format`, `pattern` or `json-char{min,max}` between quotes. */
 export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, hint: string): string {
   const min = (s.minLength as number | undefined) ?? 0;
   const max = (s.maxLength as number | undefined) ?? null;
   if (max !== null && min > max)
-    ctx.fail(`The string at ${path} cannot satisfy minLength ${min} > maxLength ${max}.`);
+    ctx.unsatisfiable(`the string at ${path} cannot satisfy minLength ${min} > maxLength ${max}.`);
   const quoted = (expr: string): string => `"\\"" ${expr} "\\""`;
-  if (typeof s.format === "string") {
+  if (typeof s.format === "string" && isSupportedFormat(s.format)) {
     for (const key of ["pattern", "minLength", "maxLength"]) {
       if (key in s)
         ctx.fail(`Unsupported combination at ${path}: 'format' cannot be combined with '${key}'.`);
     }
-    return quoted(formatRule(ctx.b, s.format as SupportedFormat));
+    return quoted(formatRule(ctx.b, s.format));
   }
   if (typeof s.pattern === "string") {
     const pattern = s.pattern;
@@ -81,6 +81,11 @@ export function integerBody(ctx: CompileContext, s: SchemaObject, path: string):
     lows.push(bigBound(ctx, Math.floor(s.exclusiveMinimum), "exclusiveMinimum", path) + 1n);
   }
   if (typeof s.maximum === "number") highs.push(bigBound(ctx, Math.floor(s.maximum), "maximum", path));
+  const range = typeof s.format === "string" ? INTEGER_FORMATS[s.format] : undefined;
+  if (range !== undefined) {
+    lows.push(range[0]);
+    highs.push(range[1]);
+  }
   if (typeof s.exclusiveMaximum === "number") {
     highs.push(bigBound(ctx, Math.ceil(s.exclusiveMaximum), "exclusiveMaximum", path) - 1n);
   }
@@ -93,32 +98,60 @@ export function integerBody(ctx: CompileContext, s: SchemaObject, path: string):
   const lo = pick(lows, (x, y) => x > y);
   const hi = pick(highs, (x, y) => x < y);
   const expr = integerRange(lo, hi);
-  if (expr === null) ctx.fail(`No integer at ${path} satisfies its minimum/maximum.`);
+  if (expr === null) ctx.unsatisfiable(`no integer at ${path} satisfies its minimum/maximum.`);
   return expr as string;
 }
 
-/** Exact number grammar for integer-valued bounds; fractional bounds are refused with 400. */
+/**
+ * `value` as an exact decimal `{value: digits, scale}` from its shortest round-trip spelling (so `0.1` is
+ * one tenth, not the nearest double), or null when it needs more than {@link MAX_FRACTION_DIGITS} decimals.
+ */
+export function decimalBound(value: number, exclusive: boolean): NumberBound | null {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(value));
+  if (m === null) return null;
+  let digits = m[2]! + (m[3] ?? "");
+  let scale = (m[3] ?? "").length - Number(m[4] ?? 0);
+  if (scale < 0) {
+    digits += "0".repeat(-scale);
+    scale = 0;
+  }
+  if (scale > MAX_FRACTION_DIGITS) return null;
+  const magnitude = BigInt(digits);
+  return { value: m[1] === "-" ? -magnitude : magnitude, scale, exclusive };
+}
+
+/**
+ * Exact number grammar for decimal bounds (`minimum`, `maximum`, `exclusive*`, and the ranges of the
+ * integer `format`s `int32`/`int64`/...). A bound with more than {@link MAX_FRACTION_DIGITS} decimals is
+ * refused with 400.
+ */
 export function numberBody(ctx: CompileContext, s: SchemaObject, path: string): string {
+  const value = (a: NumberBound): number => Number(a.value) / 10 ** (a.scale ?? 0);
   const bound = (keyword: string, exclusive: boolean): NumberBound | null => {
-    const value = s[keyword];
-    if (typeof value !== "number") return null;
-    if (!Number.isInteger(value)) {
+    const v = s[keyword];
+    if (typeof v !== "number") return null;
+    const out = decimalBound(v, exclusive);
+    if (out === null)
       ctx.fail(
-        `Unsupported '${keyword}' ${value} at ${path}: bounds of a 'number' must be integers (the grammar enforces integer bounds exactly).`,
+        `Unsupported '${keyword}' ${v} at ${path}: bounds may have at most ${MAX_FRACTION_DIGITS} decimals.`,
       );
-    }
-    return { value: bigBound(ctx, value, keyword, path), exclusive };
+    return out;
   };
   const tighter = (a: NumberBound | null, b: NumberBound | null, lower: boolean): NumberBound | null => {
     if (a === null) return b;
     if (b === null) return a;
-    if (a.value === b.value) return { value: a.value, exclusive: a.exclusive || b.exclusive };
-    return a.value > b.value === lower ? a : b;
+    if (value(a) === value(b)) return a.exclusive ? a : b;
+    return value(a) > value(b) === lower ? a : b;
   };
-  const lo = tighter(bound("minimum", false), bound("exclusiveMinimum", true), true);
-  const hi = tighter(bound("maximum", false), bound("exclusiveMaximum", true), false);
+  const range = typeof s.format === "string" ? INTEGER_FORMATS[s.format] : undefined;
+  let lo = tighter(bound("minimum", false), bound("exclusiveMinimum", true), true);
+  let hi = tighter(bound("maximum", false), bound("exclusiveMaximum", true), false);
+  if (range !== undefined) {
+    lo = tighter(lo, { value: range[0], exclusive: false }, true);
+    hi = tighter(hi, { value: range[1], exclusive: false }, false);
+  }
   if (lo === null && hi === null) return jsonNumberRule(ctx.b);
   const expr = numberRange(lo, hi);
-  if (expr === null) ctx.fail(`No number at ${path} satisfies its minimum/maximum.`);
+  if (expr === null) ctx.unsatisfiable(`no number at ${path} satisfies its minimum/maximum.`);
   return expr as string;
 }

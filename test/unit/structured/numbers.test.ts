@@ -57,6 +57,26 @@ describe("integer ranges are exact", () => {
   }
 });
 
+/** Tests `numberRange(min, max)` against llama.cpp's matcher on every probe, with `-0` forms never allowed. */
+function rangeTests(cases: [NumberBound | null, NumberBound | null][], probes: string[]): void {
+  const show = (x: NumberBound): number => Number(x.value) / 10 ** (x.scale ?? 0);
+  for (const [min, max] of cases) {
+    const label = `${min ? `${min.exclusive ? "(" : "["}${show(min)}` : "(-inf"}, ${max ? `${show(max)}${max.exclusive ? ")" : "]"}` : "inf)"}`;
+    test(label, async () => {
+      const expr = numberRange(min, max)!;
+      const matches = await nativeMatcher(grammar(expr));
+      for (const text of probes) {
+        const x = Number(text);
+        const ok =
+          (min === null || (min.exclusive ? x > show(min) : x >= show(min))) &&
+          (max === null || (max.exclusive ? x < show(max) : x <= show(max))) &&
+          !(text.startsWith("-") && x === 0);
+        assert.equal(matches(text), ok, `${text} in ${label}: ${expr}`);
+      }
+    });
+  }
+}
+
 describe("number ranges are exact", () => {
   const b = (value: number, exclusive = false): NumberBound => ({ value: BigInt(value), exclusive });
   const cases: [NumberBound | null, NumberBound | null][] = [
@@ -100,19 +120,48 @@ describe("number ranges are exact", () => {
     "100",
     "0.000",
   ];
-  for (const [min, max] of cases) {
-    const label = `${min ? `${min.exclusive ? "(" : "["}${min.value}` : "(-inf"}, ${max ? `${max.value}${max.exclusive ? ")" : "]"}` : "inf)"}`;
-    test(label, async () => {
-      const expr = numberRange(min, max)!;
-      const matches = await nativeMatcher(grammar(expr));
-      for (const text of probes) {
-        const x = Number(text);
-        const ok =
-          (min === null || (min.exclusive ? x > Number(min.value) : x >= Number(min.value))) &&
-          (max === null || (max.exclusive ? x < Number(max.value) : x <= Number(max.value))) &&
-          !(text.startsWith("-") && x === 0);
-        assert.equal(matches(text), ok, `${text} in ${label}: ${expr}`);
-      }
-    });
-  }
+  rangeTests(cases, probes);
+});
+
+describe("fractional number bounds are exact (issue 19)", () => {
+  const d = (value: number, scale: number, exclusive = false): NumberBound => ({
+    value: BigInt(value),
+    scale,
+    exclusive,
+  });
+  const cases: [NumberBound | null, NumberBound | null][] = [
+    [d(5, 1), null],
+    [d(5, 1, true), d(225, 2, true)],
+    [d(-15, 1, true), d(-5, 2)],
+    [d(125, 3), d(5, 1)],
+    [null, d(-25, 1)],
+    [d(-1, 3), d(1, 3)],
+  ];
+  const probes = [
+    "0",
+    "0.5",
+    "0.49",
+    "0.51",
+    "0.125",
+    "0.1249",
+    "0.5000",
+    "1",
+    "2.25",
+    "2.2499",
+    "2.3",
+    "-1.5",
+    "-1.4999",
+    "-0.05",
+    "-0.04",
+    "-0.051",
+    "-2.5",
+    "-2.51",
+    "-2.4",
+    "-0.001",
+    "0.001",
+    "0.0009",
+    "-0.0011",
+    "3",
+  ];
+  rangeTests(cases, probes);
 });

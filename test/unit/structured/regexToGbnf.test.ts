@@ -84,3 +84,41 @@ test("length bounds", () => {
   assert.deepEqual(regexLengthBounds(parseRegex("ab{2,3}(c|de)?")), { min: 3, max: 6 });
   assert.deepEqual(regexLengthBounds(parseRegex("a+")), { min: 1, max: null });
 });
+
+describe("quantified groups (issue 19)", () => {
+  const cases: { pattern: string; match: string[]; noMatch: string[] }[] = [
+    { pattern: "(a+)?", match: ["", "a", "aaa"], noMatch: ["b", "ab"] },
+    { pattern: "^([0-9]+)?$", match: ["", "7", "123"], noMatch: ["1a", "a"] },
+    { pattern: "(a+)+$", match: ["a", "aaaa"], noMatch: ["", "ba"] },
+    { pattern: "(ab?)*c", match: ["c", "ac", "abac", "aaabc"], noMatch: ["bc", "ab"] },
+    { pattern: "((a{2}){2}){2}", match: ["aaaaaaaa"], noMatch: ["aaaa", "aaaaaaaaa"] },
+  ];
+  for (const { pattern, match, noMatch } of cases) {
+    test(pattern, async () => {
+      const matches = await nativeMatcher(regexToGbnf(pattern));
+      const full = new RegExp(`^(?:${pattern})$`, "u");
+      for (const text of match) {
+        assert.ok(full.test(text), `fixture: ${pattern} should match ${text}`);
+        assert.ok(matches(text), `${pattern} should match ${JSON.stringify(text)}`);
+      }
+      for (const text of noMatch) {
+        assert.ok(!full.test(text), `fixture: ${pattern} should not match ${text}`);
+        assert.ok(!matches(text), `${pattern} should not match ${JSON.stringify(text)}`);
+      }
+    });
+  }
+  test("((a{100}){100}){100} is accepted and stays small", () => {
+    const gbnf = regexToGbnf("((a{100}){100}){100}");
+    assert.ok(gbnf.length < 500, gbnf);
+  });
+  test("a repeated quantifier is still refused", () => {
+    assert.throws(() => regexToGbnf("a**"), /multiple repeat/);
+  });
+  test("a refused pattern is echoed at most 200 characters", () => {
+    const pattern = `${Array.from({ length: 20_000 }, (_, i) => `w${i}`).join("|")}(?=x)`;
+    assert.throws(
+      () => regexToGbnf(pattern),
+      (error: Error) => error.message.length < 400 && error.message.includes("w0|w1|"),
+    );
+  });
+});

@@ -1,0 +1,139 @@
+/**
+ * JSON Schema coverage benchmark of issue 19 (`npm run bench:schemas -- DATA_DIR`).
+ *
+ * Runs the JSON Schema → GBNF compiler (`jsonSchemaToGbnf`, no cache) over a folder of JSONSchemaBench
+ * schemas (repository `guidance-ai/jsonschemabench`, folder `data/`: one sub-folder per dataset, one schema
+ * per `*.json` file; a folder of `*.json` files alone counts as one dataset) and prints, per dataset and in
+ * total: how many schemas compiled, how many were refused (400) with the most frequent reasons, how many
+ * crashed (any other exception: a bug), and compile time p50/p99 over all schemas. Reasons are the error
+ * messages with JSON pointers, quoted values and numbers generalised, so equal causes count together.
+ *
+ * Usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes]
+ * Prints a Markdown table and the reasons; exit code 0 unless a schema crashed the compiler.
+ */
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, join } from "node:path";
+import { parseArgs } from "node:util";
+import { ApiError } from "../src/errors.ts";
+import { jsonSchemaToGbnf } from "../src/structured/jsonSchemaToGbnf.ts";
+
+type DatasetResult = {
+  name: string;
+  total: number;
+  compiled: number;
+  refused: number;
+  crashed: string[];
+  reasons: Map<string, number>;
+  timesMs: number[];
+};
+
+/** The error message with the request-specific parts generalised (pointers, quoted names, numbers). */
+export function reasonKey(message: string): string {
+  return message
+    .replace(/#[^\s:,)'"]*/g, "#…")
+    .replace(/'[^']*'/g, (m) => (m.length > 40 ? "'…'" : m))
+    .replace(/"(?:[^"\\]|\\.)*"/g, '"…"')
+    .replace(/-?\d+(\.\d+)?(e[+-]?\d+)?/gi, "N")
+    .slice(0, 140);
+}
+
+/** The `p` quantile (0..1) of `sorted` ascending values; 0 for none. */
+function quantile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+}
+
+/** A result with nothing counted yet. */
+function emptyResult(name: string): DatasetResult {
+  return { name, total: 0, compiled: 0, refused: 0, crashed: [], reasons: new Map(), timesMs: [] };
+}
+
+/** Compiles every `*.json` schema in `dir` once and tallies the outcomes. */
+function runDataset(name: string, dir: string): DatasetResult {
+  const result = emptyResult(name);
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith(".json"))
+    .sort()) {
+    let schema: unknown;
+    try {
+      schema = JSON.parse(readFileSync(join(dir, file), "utf8"));
+    } catch {
+      continue; // not JSON (e.g. a Git LFS pointer): not a schema of the benchmark
+    }
+    result.total++;
+    const start = process.hrtime.bigint();
+    try {
+      jsonSchemaToGbnf(schema);
+      result.compiled++;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 400) {
+        result.refused++;
+        const key = reasonKey(error.message);
+        result.reasons.set(key, (result.reasons.get(key) ?? 0) + 1);
+      } else {
+        result.crashed.push(`${file}: ${error instanceof Error ? error.stack : String(error)}`);
+      }
+    }
+    result.timesMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  result.timesMs.sort((a, b) => a - b);
+  return result;
+}
+
+const pct = (n: number, d: number): string => (d === 0 ? "–" : `${((100 * n) / d).toFixed(1)}%`);
+
+function main(): void {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      top: { type: "string", default: "5" },
+      dataset: { type: "string" },
+      "show-crashes": { type: "boolean", default: false },
+    },
+  });
+  const root = positionals[0];
+  if (root === undefined) {
+    console.error("usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes]");
+    process.exit(2);
+  }
+  const subdirs = readdirSync(root)
+    .filter((d) => statSync(join(root, d)).isDirectory())
+    .filter((d) => values.dataset === undefined || d === values.dataset)
+    .sort();
+  const datasets =
+    subdirs.length > 0
+      ? subdirs.map((d) => runDataset(d, join(root, d)))
+      : [runDataset(basename(root), root)];
+  const all = emptyResult("**all**");
+  for (const d of datasets) {
+    all.total += d.total;
+    all.compiled += d.compiled;
+    all.refused += d.refused;
+    all.crashed.push(...d.crashed);
+    all.timesMs.push(...d.timesMs);
+    for (const [k, n] of d.reasons) all.reasons.set(k, (all.reasons.get(k) ?? 0) + n);
+  }
+  all.timesMs.sort((a, b) => a - b);
+  console.log("| dataset | schemas | compiled | refused | crashed | p50 ms | p99 ms |");
+  console.log("|---|---:|---:|---:|---:|---:|---:|");
+  for (const d of [...datasets, all]) {
+    console.log(
+      `| ${d.name} | ${d.total} | ${pct(d.compiled, d.total)} | ${pct(d.refused, d.total)} | ${d.crashed.length} | ${quantile(d.timesMs, 0.5).toFixed(2)} | ${quantile(d.timesMs, 0.99).toFixed(2)} |`,
+    );
+  }
+  const top = Number(values.top);
+  for (const d of [...datasets, all]) {
+    const reasons = [...d.reasons].sort((a, b) => b[1] - a[1]).slice(0, top);
+    if (reasons.length === 0) continue;
+    console.log(`\n${d.name}: top refusals`);
+    for (const [reason, n] of reasons) console.log(`  ${String(n).padStart(5)}  ${reason}`);
+  }
+  if (all.crashed.length > 0) {
+    console.log(`\n${all.crashed.length} crash(es)`);
+    for (const c of values["show-crashes"] ? all.crashed : all.crashed.slice(0, 3))
+      console.log(c.split("\n").slice(0, 4).join("\n"));
+    process.exitCode = 1;
+  }
+}
+
+main();
