@@ -4,6 +4,7 @@
 #include <napi.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -375,6 +376,9 @@ struct StepResult {
   int32_t stride = 0;
   std::vector<int32_t> topIds;
   std::vector<float> topLogprobs;
+  /** Milliseconds in llama_decode and in sampling/scoring the outputs. */
+  double decodeMs = 0;
+  double sampleMs = 0;
 };
 
 SamplingParams paramsFrom(const Napi::Object& config) {
@@ -478,7 +482,10 @@ class Context : public Napi::ObjectWrap<Context> {
       batch_.logits[i] = 0;
     }
     for (int32_t row : plan.outputRows) batch_.logits[row] = 1;
+    const auto started = std::chrono::steady_clock::now();
     const int32_t status = llama_decode(ctx_, batch_);
+    const auto decoded = std::chrono::steady_clock::now();
+    result.decodeMs = std::chrono::duration<double, std::milli>(decoded - started).count();
     if (status != 0) {
       error = status == 1 ? "llama_decode found no room in the KV cache for the batch"
                           : "llama_decode failed with status " + std::to_string(status);
@@ -524,6 +531,8 @@ class Context : public Napi::ObjectWrap<Context> {
         }
       }
     }
+    result.sampleMs =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - decoded).count();
     return 0;
   }
 
@@ -664,6 +673,8 @@ class StepWorker : public Napi::AsyncWorker {
     out.Set("topStride", result_.stride);
     out.Set("topIds", topIds);
     out.Set("topLogprobs", topLogprobs);
+    out.Set("decodeMs", result_.decodeMs);
+    out.Set("sampleMs", result_.sampleMs);
     deferred_.Resolve(out);
   }
 

@@ -315,7 +315,10 @@ export class Scheduler {
         }
         continue;
       }
-      this.events?.onIteration?.(input.tokens.length);
+      this.events?.onIteration?.(input.tokens.length, {
+        decodeMs: output.decodeMs,
+        sampleMs: output.sampleMs,
+      });
       this.applyStep(outputs, output);
     }
   }

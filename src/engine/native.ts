@@ -109,6 +109,10 @@ export type NativeStepOutput = {
   topStride: number;
   topIds: Int32Array;
   topLogprobs: Float32Array;
+  /** Milliseconds the step spent in `llama_decode`. */
+  decodeMs: number;
+  /** Milliseconds the step spent sampling and scoring its outputs after the decode. */
+  sampleMs: number;
 };
 
 /** A llama.cpp context: the KV cache of `nSeqMax` sequences, their samplers, and the step. */

@@ -150,6 +150,9 @@ export type SchedulerEvents = {
   ): void;
   /** A completion token was sampled, `secondsSincePrevious` after the previous one of the same generation. */
   onInterTokenLatency?(secondsSincePrevious: number): void;
-  /** A step went to llama.cpp with `tokens` tokens: prompt chunks and one per decoding sequence. */
-  onIteration?(tokens: number): void;
+  /**
+   * A step went to llama.cpp with `tokens` tokens (prompt chunks and one per decoding sequence); it took
+   * `decodeMs` in `llama_decode` and `sampleMs` sampling its outputs (for benchmarks' breakdowns).
+   */
+  onIteration?(tokens: number, timing?: { decodeMs: number; sampleMs: number }): void;
 };

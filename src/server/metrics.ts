@@ -21,6 +21,8 @@ const ITL_BUCKETS = [
  * two. vLLM derives its buckets from its CUDA graph capture sizes, which a CPU server has none of.
  */
 const ITERATION_TOKEN_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192];
+/** Engine step phases, in seconds: from sub-millisecond (a tiny model's decode, sampling) to long prefill chunks. */
+const STEP_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5];
 const E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960];
 
 /** The server's Prometheus registry and vLLM-named metrics for every served model. */
@@ -37,6 +39,7 @@ export class ServerMetrics {
   private readonly e2e: Histogram<"model_name">;
   private readonly queueTime: Histogram<"model_name">;
   private readonly iterationTokens: Histogram<"model_name">;
+  private readonly stepSeconds: Histogram<"model_name" | "phase">;
 
   constructor() {
     const registers = [this.registry];
@@ -125,6 +128,13 @@ export class ServerMetrics {
       buckets: ITERATION_TOKEN_BUCKETS,
       registers,
     });
+    this.stepSeconds = new Histogram({
+      name: "lmserve:step_seconds",
+      help: "Histogram of the engine step's time by phase: decode (llama_decode) and sample (sampling and logprobs of its outputs), in seconds.",
+      labelNames: ["model_name", "phase"],
+      buckets: STEP_BUCKETS,
+      registers,
+    });
     this.queueTime = new Histogram({
       name: "vllm:request_queue_time_seconds",
       help: "Histogram of time spent waiting for a slot, in seconds.",
@@ -144,7 +154,12 @@ export class ServerMetrics {
     const labels = { model_name: modelName };
     return {
       onInterTokenLatency: (seconds) => this.itl.observe(labels, seconds),
-      onIteration: (tokens) => this.iterationTokens.observe(labels, tokens),
+      onIteration: (tokens, timing) => {
+        this.iterationTokens.observe(labels, tokens);
+        if (!timing) return;
+        this.stepSeconds.observe({ ...labels, phase: "decode" }, timing.decodeMs / 1000);
+        this.stepSeconds.observe({ ...labels, phase: "sample" }, timing.sampleMs / 1000);
+      },
       onFinished: (result, timing) => {
         this.requestSuccess.inc({ ...labels, finished_reason: result.finishReason });
         this.generationTokens.inc(labels, result.completionTokens);

@@ -207,6 +207,44 @@ describe("continuous batching", () => {
   });
 });
 
+describe("the step loop with 8 slots", () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer(["--max-num-seqs", "8"]);
+  });
+  after(async () => {
+    await server.stop();
+  });
+
+  it("8 concurrent streams share their steps: one step per token of all of them", async (t) => {
+    const prompts = ["Once", "The dog", "A little bird", "Tom and Sue", "One day", "Lily", "The sun", "Max"];
+    const streams = prompts.map(async (prompt) => {
+      const stream = await server.client.completions.create({
+        model: TEST_MODEL,
+        prompt,
+        max_tokens: 32,
+        ignore_eos: true,
+        stream: true,
+      } as Parameters<typeof server.client.completions.create>[0] & { stream: true });
+      let chunks = 0;
+      for await (const _ of stream) chunks++;
+      return chunks;
+    });
+    assert.ok((await Promise.all(streams)).every((chunks) => chunks > 0));
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    const steps = sample(text, "vllm:iteration_tokens_total_count") ?? 0;
+    const small = sample(text, "vllm:iteration_tokens_total_bucket", 'le="4"') ?? 0;
+    t.diagnostic(`${steps} steps for 8 x 32 tokens, ${small} of them with at most 4 tokens`);
+    assert.equal(sample(text, "vllm:generation_tokens_total"), 8 * 32);
+    // 32 tokens each: 32 steps when all 8 run together, a few more while requests arrive one by one.
+    assert.ok(steps >= 32 && steps <= 48, `${steps} steps`);
+    assert.ok(small <= 12, `${small} of ${steps} steps held 4 tokens or fewer`);
+    // Each step's time is split into decode and sampling (for benchmarks' breakdowns).
+    assert.ok((sample(text, "lmserve:step_seconds_count", 'phase="decode"') ?? 0) >= steps);
+    assert.ok((sample(text, "lmserve:step_seconds_count", 'phase="sample"') ?? 0) >= steps);
+  });
+});
+
 describe("scheduler with one slot", () => {
   let server: TestServer;
   before(async () => {
