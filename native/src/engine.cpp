@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ggml-backend.h"
@@ -455,6 +456,7 @@ class Context : public Napi::ObjectWrap<Context> {
     const int32_t threads = static_cast<int32_t>(numberOr(options, "threads", 4));
     params.n_threads = threads;
     params.n_threads_batch = threads;
+    threads_ = threads;
     params.kv_unified = options.Get("kvUnified").ToBoolean();
     params.offload_kqv = options.Get("offloadKqv").IsBoolean() ? options.Get("offloadKqv").ToBoolean().Value() : true;
     params.no_perf = true;
@@ -469,6 +471,42 @@ class Context : public Napi::ObjectWrap<Context> {
   }
 
   ~Context() override { free(); }
+
+  /** Samples (kind 0) or scores (kind 1) output `i` of a decoded step into `result`; false with `error` set on failure. */
+  bool scoreOutput(const StepPlan& plan, size_t i, StepResult& result, std::vector<float>& masked,
+                   std::string& error) {
+    const int32_t row = plan.outputRows[i];
+    const float* logits = llama_get_logits_ith(ctx_, row);
+    if (logits == nullptr) {
+      error = "llama.cpp returned no logits for batch row " + std::to_string(row);
+      return false;
+    }
+    int32_t token = plan.targets[i];
+    const float* scored = logits;
+    if (plan.kinds[i] == 0) {
+      const int32_t seq = plan.seqs[static_cast<size_t>(row)];
+      SequenceSampler* sampler = samplers_[static_cast<size_t>(seq)].get();
+      if (sampler == nullptr) {
+        error = "sequence " + std::to_string(seq) + " has no sampler";
+        return false;
+      }
+      const bool maskedLogprobs = plan.topN[i] >= 0 && sampler->constrained();
+      token = sampler->sample(logits, maskedLogprobs ? &masked : nullptr);
+      if (maskedLogprobs) scored = masked.data();
+    }
+    result.tokens[i] = token;
+    if (plan.topN[i] >= 0) {
+      const size_t stride = static_cast<size_t>(result.stride);
+      RowLogprobs lp = rawLogprobs(scored, nVocab_, token, plan.topN[i]);
+      result.logprobs[i] = lp.logprob;
+      result.ranks[i] = lp.rank;
+      for (size_t k = 0; k < lp.topIds.size(); k++) {
+        result.topIds[i * stride + k] = lp.topIds[k];
+        result.topLogprobs[i * stride + k] = lp.topLogprobs[k];
+      }
+    }
+    return true;
+  }
 
   /** The step's work on the worker thread: one llama_decode, then every output row sampled. */
   int runStep(const StepPlan& plan, StepResult& result, std::string& error) {
@@ -500,35 +538,28 @@ class Context : public Napi::ObjectWrap<Context> {
     result.logprobs.assign(outputs, 0.0f);
     result.topIds.assign(outputs * static_cast<size_t>(stride), -1);
     result.topLogprobs.assign(outputs * static_cast<size_t>(stride), 0.0f);
-    for (size_t i = 0; i < outputs; i++) {
-      const int32_t row = plan.outputRows[i];
-      const float* logits = llama_get_logits_ith(ctx_, row);
-      if (logits == nullptr) {
-        error = "llama.cpp returned no logits for batch row " + std::to_string(row);
-        return -100;
+    // Outputs are independent (one sampler per sequence, at most one sampled row per sequence): with
+    // several, the context's threads (idle once the decode is done) share them.
+    const size_t workers = std::min<size_t>(outputs, static_cast<size_t>(std::max(threads_, 1)));
+    std::vector<std::string> errors(workers);
+    const auto work = [&](size_t worker) {
+      std::vector<float> masked;
+      for (size_t i = worker; i < outputs; i += workers) {
+        if (!scoreOutput(plan, i, result, masked, errors[worker])) return;
       }
-      int32_t token = plan.targets[i];
-      const float* scored = logits;
-      if (plan.kinds[i] == 0) {
-        const int32_t seq = plan.seqs[static_cast<size_t>(row)];
-        SequenceSampler* sampler = samplers_[static_cast<size_t>(seq)].get();
-        if (sampler == nullptr) {
-          error = "sequence " + std::to_string(seq) + " has no sampler";
-          return -101;
-        }
-        const bool maskedLogprobs = plan.topN[i] >= 0 && sampler->constrained();
-        token = sampler->sample(logits, maskedLogprobs ? &masked_ : nullptr);
-        if (maskedLogprobs) scored = masked_.data();
-      }
-      result.tokens[i] = token;
-      if (plan.topN[i] >= 0) {
-        RowLogprobs lp = rawLogprobs(scored, nVocab_, token, plan.topN[i]);
-        result.logprobs[i] = lp.logprob;
-        result.ranks[i] = lp.rank;
-        for (size_t k = 0; k < lp.topIds.size(); k++) {
-          result.topIds[i * static_cast<size_t>(stride) + k] = lp.topIds[k];
-          result.topLogprobs[i * static_cast<size_t>(stride) + k] = lp.topLogprobs[k];
-        }
+    };
+    if (workers <= 1) {
+      work(0);
+    } else {
+      std::vector<std::thread> pool;
+      for (size_t worker = 1; worker < workers; worker++) pool.emplace_back(work, worker);
+      work(0);
+      for (std::thread& thread : pool) thread.join();
+    }
+    for (const std::string& message : errors) {
+      if (!message.empty()) {
+        error = message;
+        return -101;
       }
     }
     result.sampleMs =
@@ -625,8 +656,7 @@ class Context : public Napi::ObjectWrap<Context> {
   int32_t nBatch_ = 0;
   llama_batch batch_{};
   std::vector<std::unique_ptr<SequenceSampler>> samplers_;
-  /** The grammar-masked row of the output being scored (logprobs under a constraint). */
-  std::vector<float> masked_;
+  int32_t threads_ = 1;
   Napi::ObjectReference modelRef_;
   std::atomic<bool> busy_{false};
 

@@ -12,6 +12,9 @@ import type {
   TokenLogprob,
 } from "./types.ts";
 
+/** Prompt tokens per step for a request that scores every prompt position (`prompt_logprobs`). */
+const PROMPT_LOGPROBS_CHUNK_TOKENS = 64;
+
 /**
  * The states of a slot (one sequence of the context):
  *
@@ -454,8 +457,11 @@ export class Scheduler {
       if (!generation.prefilling || promptBudget <= 0) continue;
       const prompt = generation.request.promptTokens;
       const from = generation.prefilled;
-      const to = Math.min(prompt.length, from + promptBudget);
       const promptTopN = generation.request.promptLogprobs;
+      // Every scored prompt row holds a vocabulary-sized logits row in llama.cpp's output buffer (600 KB
+      // on a 152K vocabulary): smaller chunks keep that buffer small.
+      const chunk = promptTopN === null ? promptBudget : Math.min(promptBudget, PROMPT_LOGPROBS_CHUNK_TOKENS);
+      const to = Math.min(prompt.length, from + chunk);
       for (let index = from; index < to; index++) {
         add(running, prompt[index] as number);
         if (promptTopN !== null && index + 1 < prompt.length) {
