@@ -15,6 +15,8 @@
 
 #include "ggml-backend.h"
 #include "llama.h"
+#include "mtmd-helper.h"
+#include "mtmd.h"
 #include "sampler.h"
 
 namespace lmserve {
@@ -106,6 +108,8 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
   if (options.Get("logLevel").IsNumber()) gLogLevel = options.Get("logLevel").As<Napi::Number>().Int32Value();
   if (!gInitialized) {
     llama_log_set(logCallback, nullptr);
+    mtmd_log_set(logCallback, nullptr);
+    mtmd_helper_log_set(logCallback, nullptr);
     std::string cpuBinsDir = options.Get("cpuBinsDir").As<Napi::String>().Utf8Value();
     ggml_backend_load_all_from_path(cpuBinsDir.c_str());
     llama_backend_init();
@@ -356,6 +360,230 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Images: a multimodal projector (llama.cpp's mtmd) and prompts split into text and image chunks
+
+/** A prompt tokenized with its images: mtmd's chunks, kept for the image chunks' evaluation. */
+class MediaPrompt : public Napi::ObjectWrap<MediaPrompt> {
+ public:
+  static Napi::FunctionReference constructor;
+
+  static void Define(Napi::Env env, Napi::Object exports) {
+    Napi::Function fn = DefineClass(env, "MediaPrompt", {InstanceMethod("dispose", &MediaPrompt::Dispose)});
+    constructor = Napi::Persistent(fn);
+    constructor.SuppressDestruct();
+    exports.Set("MediaPrompt", fn);
+  }
+
+  explicit MediaPrompt(const Napi::CallbackInfo& info) : Napi::ObjectWrap<MediaPrompt>(info) {
+    chunks_ = static_cast<mtmd_input_chunks*>(info[0].As<Napi::External<mtmd_input_chunks>>().Data());
+  }
+  ~MediaPrompt() override { free(); }
+
+  const mtmd_input_chunk* chunk(size_t index) const {
+    return chunks_ != nullptr && index < mtmd_input_chunks_size(chunks_) ? mtmd_input_chunks_get(chunks_, index) : nullptr;
+  }
+
+ private:
+  void free() {
+    if (chunks_ != nullptr) mtmd_input_chunks_free(chunks_);
+    chunks_ = nullptr;
+  }
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    free();
+    return info.Env().Undefined();
+  }
+  mtmd_input_chunks* chunks_ = nullptr;
+};
+
+Napi::FunctionReference MediaPrompt::constructor;
+
+/** A loaded multimodal projector (`--mmproj`), bound to its text model. */
+class Projector : public Napi::ObjectWrap<Projector> {
+ public:
+  static Napi::FunctionReference constructor;
+
+  static void Define(Napi::Env env, Napi::Object exports) {
+    Napi::Function fn = DefineClass(env, "Projector",
+                                    {
+                                        InstanceMethod("info", &Projector::Info),
+                                        InstanceMethod("tokenize", &Projector::Tokenize),
+                                        InstanceMethod("dispose", &Projector::Dispose),
+                                    });
+    constructor = Napi::Persistent(fn);
+    constructor.SuppressDestruct();
+    exports.Set("Projector", fn);
+  }
+
+  explicit Projector(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Projector>(info) {
+    ctx_ = static_cast<mtmd_context*>(info[0].As<Napi::External<mtmd_context>>().Data());
+    modelRef_ = Napi::Persistent(info[1].As<Napi::Object>());
+  }
+  ~Projector() override { free(); }
+
+  mtmd_context* get() const { return ctx_; }
+
+ private:
+  void free() {
+    if (ctx_ != nullptr) mtmd_free(ctx_);
+    ctx_ = nullptr;
+    if (!modelRef_.IsEmpty()) modelRef_.Reset();
+  }
+
+  void check(Napi::Env env) const {
+    if (ctx_ == nullptr) throw Napi::Error::New(env, "the projector has been disposed");
+  }
+
+  Napi::Value Info(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("vision", mtmd_support_vision(ctx_));
+    out.Set("audio", mtmd_support_audio(ctx_));
+    out.Set("marker", mtmd_get_marker(ctx_) != nullptr ? mtmd_get_marker(ctx_) : mtmd_default_marker());
+    out.Set("mrope", mtmd_decode_use_mrope(ctx_));
+    return out;
+  }
+
+  /**
+   * tokenize(text, images: Uint8Array[]) -> {chunks, prompt}: the text (with one marker per image) and
+   * the images' encoded bytes as mtmd's chunks. Throws an Error whose `imageIndex` names an image that
+   * does not decode; a plain Error when the markers and images do not pair up.
+   */
+  Napi::Value Tokenize(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    std::string text = info[0].As<Napi::String>().Utf8Value();
+    Napi::Array images = info[1].As<Napi::Array>();
+    std::vector<mtmd_bitmap*> bitmaps;
+    const auto freeBitmaps = [&]() {
+      for (mtmd_bitmap* bitmap : bitmaps) mtmd_bitmap_free(bitmap);
+    };
+    for (uint32_t i = 0; i < images.Length(); i++) {
+      Napi::Uint8Array bytes = images.Get(i).As<Napi::Uint8Array>();
+      LogCapture capture;
+      mtmd_helper_bitmap_wrapper wrapper =
+          mtmd_helper_bitmap_init_from_buf(ctx_, bytes.Data(), bytes.ByteLength(), false, mtmd_helper_init_opt_default());
+      if (wrapper.bitmap == nullptr) {
+        freeBitmaps();
+        Napi::Error error = Napi::Error::New(env, "the image could not be decoded");
+        error.Set("imageIndex", Napi::Number::New(env, i));
+        throw error;
+      }
+      bitmaps.push_back(wrapper.bitmap);
+    }
+    mtmd_input_text input{text.c_str(), text.size(), false, true};
+    mtmd_input_chunks* chunks = mtmd_input_chunks_init();
+    LogCapture capture;
+    const int32_t status = mtmd_tokenize(ctx_, chunks, &input, const_cast<const mtmd_bitmap**>(bitmaps.data()), bitmaps.size());
+    freeBitmaps();
+    if (status != 0) {
+      mtmd_input_chunks_free(chunks);
+      throw Napi::Error::New(env, status == 1 ? "the number of images does not match the image markers"
+                                              : "an image could not be preprocessed: " + capture.text);
+    }
+    Napi::Array list = Napi::Array::New(env);
+    for (size_t i = 0; i < mtmd_input_chunks_size(chunks); i++) {
+      const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, i);
+      Napi::Object entry = Napi::Object::New(env);
+      if (mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_TEXT) {
+        size_t n = 0;
+        const llama_token* tokens = mtmd_input_chunk_get_tokens_text(chunk, &n);
+        auto array = Napi::Int32Array::New(env, n);
+        std::copy(tokens, tokens + n, array.Data());
+        entry.Set("type", "text");
+        entry.Set("tokens", array);
+      } else {
+        entry.Set("type", mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? "image" : "audio");
+        entry.Set("nTokens", static_cast<double>(mtmd_input_chunk_get_n_tokens(chunk)));
+        entry.Set("nPos", static_cast<double>(mtmd_input_chunk_get_n_pos(chunk)));
+        const char* id = mtmd_input_chunk_get_id(chunk);
+        entry.Set("id", id != nullptr ? id : "");
+      }
+      list.Set(static_cast<uint32_t>(i), entry);
+    }
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("chunks", list);
+    out.Set("prompt", MediaPrompt::constructor.New({Napi::External<mtmd_input_chunks>::New(env, chunks)}));
+    return out;
+  }
+
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    free();
+    return info.Env().Undefined();
+  }
+
+  mtmd_context* ctx_ = nullptr;
+  Napi::ObjectReference modelRef_;
+};
+
+Napi::FunctionReference Projector::constructor;
+
+/** Loads a projector off the JS thread. */
+class LoadProjectorWorker : public Napi::AsyncWorker {
+ public:
+  LoadProjectorWorker(Napi::Env env, std::string path, Napi::Object model, int32_t threads, bool useGpu)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        path_(std::move(path)),
+        modelRef_(Napi::Persistent(model)),
+        model_(Model::Unwrap(model)->get()),
+        threads_(threads),
+        useGpu_(useGpu) {}
+
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    LogCapture capture;
+    mtmd_context_params params = mtmd_context_params_default();
+    params.use_gpu = useGpu_;
+    params.n_threads = threads_;
+    params.print_timings = false;
+    params.warmup = false;
+    try {
+      ctx_ = mtmd_init_from_file(path_.c_str(), model_, params);
+    } catch (const std::exception& error) {
+      capture.text += error.what();
+    }
+    if (ctx_ == nullptr) {
+      std::string message = capture.text;
+      while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+      const size_t newline = message.rfind('\n');
+      if (newline != std::string::npos) message = message.substr(newline + 1);
+      SetError(message.empty() ? "llama.cpp could not load the projector" : message);
+    }
+  }
+
+  void OnOK() override {
+    Napi::Env env = Env();
+    deferred_.Resolve(Projector::constructor.New({Napi::External<mtmd_context>::New(env, ctx_), modelRef_.Value()}));
+  }
+
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  std::string path_;
+  Napi::ObjectReference modelRef_;
+  llama_model* model_;
+  int32_t threads_;
+  bool useGpu_;
+  mtmd_context* ctx_ = nullptr;
+};
+
+/** loadProjector(path, model, {threads, useGpu}) -> Promise<Projector> */
+Napi::Value LoadProjector(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  Napi::Object options = info[2].As<Napi::Object>();
+  auto* worker = new LoadProjectorWorker(env, path, info[1].As<Napi::Object>(),
+                                         static_cast<int32_t>(numberOr(options, "threads", 4)),
+                                         options.Get("useGpu").ToBoolean());
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Context and the step
 
 /** What one step asks for, copied out of the JS typed arrays. */
@@ -437,6 +665,7 @@ class Context : public Napi::ObjectWrap<Context> {
                                         InstanceMethod("accept", &Context::Accept),
                                         InstanceMethod("removeTokens", &Context::RemoveTokens),
                                         InstanceMethod("step", &Context::Step),
+                                        InstanceMethod("evalImage", &Context::EvalImage),
                                         InstanceMethod("dispose", &Context::Dispose),
                                     });
     exports.Set("Context", fn);
@@ -643,6 +872,20 @@ class Context : public Napi::ObjectWrap<Context> {
   }
 
   Napi::Value Step(const Napi::CallbackInfo& info);
+  Napi::Value EvalImage(const Napi::CallbackInfo& info);
+
+ public:
+  /** Evaluates one image chunk of `seq` from position `nPast` (encoder, then the embeddings' decode). */
+  int evalImage(mtmd_context* projector, const mtmd_input_chunk* chunk, int32_t seq, int32_t nPast,
+                int32_t& newNPast) {
+    llama_pos next = nPast;
+    const int32_t status =
+        mtmd_helper_eval_chunk_single(projector, ctx_, chunk, nPast, seq, nBatch_, false, &next);
+    newNPast = next;
+    return status;
+  }
+
+ private:
 
   Napi::Value Dispose(const Napi::CallbackInfo& info) {
     check(info.Env());
@@ -762,6 +1005,74 @@ Napi::Value Context::Step(const Napi::CallbackInfo& info) {
   return promise;
 }
 
+/** Evaluates an image chunk off the JS thread. */
+class ImageWorker : public Napi::AsyncWorker {
+ public:
+  ImageWorker(Napi::Env env, Context* context, Napi::Object contextObject, Napi::Object projector,
+              Napi::Object prompt, size_t chunk, int32_t seq, int32_t nPast)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        context_(context),
+        contextRef_(Napi::Persistent(contextObject)),
+        projectorRef_(Napi::Persistent(projector)),
+        promptRef_(Napi::Persistent(prompt)),
+        projector_(Projector::Unwrap(projector)->get()),
+        chunk_(MediaPrompt::Unwrap(prompt)->chunk(chunk)),
+        seq_(seq),
+        nPast_(nPast) {}
+
+  Napi::Promise promise() { return deferred_.Promise(); }
+
+  void Execute() override {
+    if (projector_ == nullptr || chunk_ == nullptr) {
+      SetError("the image chunk is not there (disposed projector or prompt)");
+      return;
+    }
+    LogCapture capture;
+    try {
+      if (context_->evalImage(projector_, chunk_, seq_, nPast_, newNPast_) != 0) {
+        SetError("the image could not be evaluated: " + capture.text);
+      }
+    } catch (const std::exception& error) {
+      SetError(std::string("the image could not be evaluated: ") + error.what());
+    }
+  }
+
+  void OnOK() override {
+    context_->setBusy(false);
+    Napi::Object out = Napi::Object::New(Env());
+    out.Set("nPast", newNPast_);
+    deferred_.Resolve(out);
+  }
+
+  void OnError(const Napi::Error& error) override {
+    context_->setBusy(false);
+    deferred_.Reject(error.Value());
+  }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Context* context_;
+  Napi::ObjectReference contextRef_, projectorRef_, promptRef_;
+  mtmd_context* projector_;
+  const mtmd_input_chunk* chunk_;
+  int32_t seq_, nPast_, newNPast_ = 0;
+};
+
+/** evalImage(seq, projector, prompt, chunkIndex, nPast) -> Promise<{nPast}> */
+Napi::Value Context::EvalImage(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  check(env);
+  const int32_t seq = seqArg(info);
+  busy_ = true;
+  auto* worker = new ImageWorker(env, this, info.This().As<Napi::Object>(), info[1].As<Napi::Object>(),
+                                 info[2].As<Napi::Object>(), static_cast<size_t>(info[3].As<Napi::Number>().Int64Value()),
+                                 seq, info[4].As<Napi::Number>().Int32Value());
+  Napi::Promise promise = worker->promise();
+  worker->Queue();
+  return promise;
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Test entry points: the sampler and the logprobs on given logits, without a model.
 
@@ -805,8 +1116,11 @@ Napi::Object Initialize(Napi::Env env, Napi::Object exports) {
   exports.Set("loadModel", Napi::Function::New(env, LoadModel));
   exports.Set("sampleLogits", Napi::Function::New(env, SampleLogits));
   exports.Set("rowLogprobs", Napi::Function::New(env, RowLogprobsJs));
+  exports.Set("loadProjector", Napi::Function::New(env, LoadProjector));
   Model::Define(env, exports);
   Context::Define(env, exports);
+  MediaPrompt::Define(env, exports);
+  Projector::Define(env, exports);
   return exports;
 }
 

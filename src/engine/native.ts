@@ -127,6 +127,46 @@ export interface NativeContext {
   removeTokens(seq: number, from: number, to: number): boolean;
   /** One llama_decode of the batch off the JS thread, then every output sampled or scored. */
   step(input: NativeStepInput): Promise<NativeStepOutput>;
+  /**
+   * Evaluates image chunk `chunk` of `prompt` into sequence `seq` from position `nPast` (the vision
+   * encoder, then its embeddings' decode), off the JS thread. Resolves with the next position.
+   */
+  evalImage(
+    seq: number,
+    projector: NativeProjector,
+    prompt: NativeMediaPrompt,
+    chunk: number,
+    nPast: number,
+  ): Promise<{ nPast: number }>;
+  dispose(): void;
+}
+
+/** One chunk of a prompt tokenized with its images: text tokens, or an image's embedding positions. */
+export type NativeMediaChunk =
+  | { type: "text"; tokens: Int32Array }
+  | {
+      type: "image" | "audio";
+      /** KV cells the image takes. */
+      nTokens: number;
+      /** Positions it advances (differs from nTokens under M-RoPE). */
+      nPos: number;
+      /** The image's id: the SHA-256 of its bytes (hex). */
+      id: string;
+    };
+
+/** A prompt's mtmd chunks, held natively for the evaluation of its image chunks. */
+export interface NativeMediaPrompt {
+  dispose(): void;
+}
+
+/** A multimodal projector (`--mmproj`) bound to its text model. */
+export interface NativeProjector {
+  info(): { vision: boolean; audio: boolean; marker: string; mrope: boolean };
+  /**
+   * The text (one `marker` per image, in order) and the images' encoded bytes as chunks.
+   * @throws Error with `imageIndex` for an image that does not decode; Error when markers and images differ in number.
+   */
+  tokenize(text: string, images: Uint8Array[]): { chunks: NativeMediaChunk[]; prompt: NativeMediaPrompt };
   dispose(): void;
 }
 
@@ -154,6 +194,12 @@ export interface NativeAddon {
     options: { nGpuLayers: number; devices?: string[]; cpuOnly?: boolean },
   ): Promise<NativeModel>;
   Context: new (model: NativeModel, options: NativeContextOptions) => NativeContext;
+  /** Loads a multimodal projector for `model`. */
+  loadProjector(
+    path: string,
+    model: NativeModel,
+    options: { threads: number; useGpu: boolean },
+  ): Promise<NativeProjector>;
   /** Test entry point: `steps` draws of one sampler on the same logits row. */
   sampleLogits(logits: Float32Array, config: NativeSamplerConfig, steps: number): Int32Array;
   /** Test entry point: the raw logprob, rank and top-N of `token` in a logits row. */
