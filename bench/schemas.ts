@@ -5,14 +5,15 @@
  * schemas (repository `guidance-ai/jsonschemabench`, folder `data/`: one sub-folder per dataset, one schema
  * per `*.json` file; a folder of `*.json` files alone counts as one dataset) and prints, per dataset and in
  * total: how many schemas compiled, how many were refused (400) with the most frequent reasons, how many
- * crashed (any other exception: a bug), and compile time p50/p99 over all schemas. Reasons are the error
+ * crashed (any other exception: a bug), and compile time p50/p99 over all schemas (with `--runs N`, each
+ * schema's time is the median of N compilations, which damps a busy machine's noise). Reasons are the error
  * messages with JSON pointers, quoted values and numbers generalised, so equal causes count together.
  *
  * With `--sample N --model PATH` it then generates under N compiled schemas per dataset with the real engine
  * and validates every output that stopped (see `bench/schemaSample.ts`); options `--max-tokens 512`,
  * `--threads 1`, `--sequences 4`.
  *
- * Usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes]
+ * Usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1]
  *          [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]
  * Prints Markdown tables and the reasons; exit code 0 unless a schema crashed the compiler or a sampled
  * output that stopped is invalid.
@@ -67,7 +68,7 @@ function emptyResult(name: string): DatasetResult {
 }
 
 /** Compiles every `*.json` schema in `dir` once and tallies the outcomes (keeping the grammars if `keep`). */
-function runDataset(name: string, dir: string, keep: boolean): DatasetResult {
+function runDataset(name: string, dir: string, keep: boolean, runs: number): DatasetResult {
   const result = emptyResult(name);
   for (const file of readdirSync(dir)
     .filter((f) => f.endsWith(".json"))
@@ -93,7 +94,15 @@ function runDataset(name: string, dir: string, keep: boolean): DatasetResult {
         result.crashed.push(`${file}: ${error instanceof Error ? error.stack : String(error)}`);
       }
     }
-    result.timesMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+    const times = [Number(process.hrtime.bigint() - start) / 1e6];
+    for (let i = 1; i < runs; i++) {
+      const again = process.hrtime.bigint();
+      try {
+        jsonSchemaToGbnf(schema);
+      } catch {}
+      times.push(Number(process.hrtime.bigint() - again) / 1e6);
+    }
+    result.timesMs.push(times.sort((a, b) => a - b)[Math.floor((times.length - 1) / 2)]!);
   }
   result.timesMs.sort((a, b) => a - b);
   return result;
@@ -108,6 +117,7 @@ async function main(): Promise<void> {
       top: { type: "string", default: "5" },
       dataset: { type: "string" },
       "show-crashes": { type: "boolean", default: false },
+      runs: { type: "string", default: "1" },
       sample: { type: "string" },
       model: { type: "string" },
       "max-tokens": { type: "string", default: "512" },
@@ -117,9 +127,10 @@ async function main(): Promise<void> {
   });
   const root = positionals[0];
   const sample = values.sample === undefined ? 0 : Number(values.sample);
+  const runs = Math.max(1, Number(values.runs));
   if (root === undefined || (sample > 0 && values.model === undefined)) {
     console.error(
-      "usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]",
+      "usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1] [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]",
     );
     process.exit(2);
   }
@@ -129,8 +140,8 @@ async function main(): Promise<void> {
     .sort();
   const datasets =
     subdirs.length > 0
-      ? subdirs.map((d) => runDataset(d, join(root, d), sample > 0))
-      : [runDataset(basename(root), root, sample > 0)];
+      ? subdirs.map((d) => runDataset(d, join(root, d), sample > 0, runs))
+      : [runDataset(basename(root), root, sample > 0, runs)];
   const all = emptyResult("**all**");
   for (const d of datasets) {
     all.total += d.total;
