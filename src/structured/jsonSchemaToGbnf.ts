@@ -203,6 +203,8 @@ function finish(b: GbnfBuilder, param: string): string {
 class SchemaCompiler implements CompileContext {
   readonly b = new GbnfBuilder();
   private readonly refs = new Map<string, string>();
+  /** Results of {@link flatten} by subschema object. */
+  private readonly flattened = new WeakMap<SchemaObject, Schema>();
   private nesting = 0;
   private steps = 0;
 
@@ -360,6 +362,16 @@ class SchemaCompiler implements CompileContext {
     if (depth > MAX_RESOLVE_DEPTH)
       this.fail(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
     if (typeof s === "boolean") return s;
+    // The merge of a subschema of the document depends only on it: `$ref` targets and `allOf` branches
+    // that many places share are merged once.
+    const known = this.flattened.get(s);
+    if (known !== undefined) return known;
+    const merged = this.flattenObject(s, path, depth);
+    this.flattened.set(s, merged);
+    return merged;
+  }
+
+  private flattenObject(s: SchemaObject, path: string, depth: number): Schema {
     if ("$ref" in s) {
       const { $ref, unevaluatedProperties, ...rest } = s;
       const merged = this.conjoin(

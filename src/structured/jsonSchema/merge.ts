@@ -89,12 +89,12 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
   if (left === false || right === false) return false;
   const a = nullableAsType(normalizeExclusive(toAnyOf(left)));
   const b = nullableAsType(normalizeExclusive(toAnyOf(right)));
-  const out: SchemaObject = { ...a };
-  for (const key of [...OBJECT_SHAPE, ...ARRAY_SHAPE]) delete out[key];
+  const out: SchemaObject = {};
+  for (const key in a) if (!SHAPE_KEYWORDS.has(key)) out[key] = a[key];
   const required = [...new Set([...((a.required as string[]) ?? []), ...((b.required as string[]) ?? [])])];
   Object.assign(out, mergeObjectShape(a, b, required), mergeArrayShape(a, b));
   for (const [key, value] of Object.entries(b)) {
-    if (!isConstraint(key) || OBJECT_SHAPE.includes(key) || ARRAY_SHAPE.includes(key)) continue;
+    if (!isConstraint(key) || SHAPE_KEYWORDS.has(key)) continue;
     if (!(key in out)) {
       out[key] = value;
       continue;
@@ -213,6 +213,8 @@ const OBJECT_SHAPE = ["properties", "patternProperties", "additionalProperties",
 
 /** The keywords that say what each array item must be ({@link mergeArrayShape} merges them together). */
 const ARRAY_SHAPE = ["prefixItems", "items", "additionalItems"];
+
+const SHAPE_KEYWORDS = new Set([...OBJECT_SHAPE, ...ARRAY_SHAPE]);
 
 /** The conjunction of `parts` as one schema: `true` for none, `false` if any is false, the schema itself for one. */
 function conjunction(parts: Schema[]): Schema {
