@@ -216,6 +216,14 @@ const ARRAY_SHAPE = ["prefixItems", "items", "additionalItems"];
 
 const SHAPE_KEYWORDS = new Set([...OBJECT_SHAPE, ...ARRAY_SHAPE]);
 
+/** When at most one of `a` and `b` has any of `keys`: those keywords of that one (nothing to merge); else null. */
+function oneSided(a: SchemaObject, b: SchemaObject, keys: string[]): SchemaObject | null {
+  const has = (s: SchemaObject): boolean => keys.some((k) => k in s);
+  if (has(a) && has(b)) return null;
+  const only = has(a) ? a : b;
+  return Object.fromEntries(keys.filter((k) => k in only).map((k) => [k, only[k]]));
+}
+
 /** The conjunction of `parts` as one schema: `true` for none, `false` if any is false, the schema itself for one. */
 function conjunction(parts: Schema[]): Schema {
   const kept = parts.filter((p) => p !== true);
@@ -273,11 +281,8 @@ function memberParts(shape: ObjectShape, name: string): Schema[] {
  * unsatisfiable {@link MergeError} when a name in `required` is forbidden by either branch.
  */
 function mergeObjectShape(a: SchemaObject, b: SchemaObject, required: string[]): SchemaObject {
-  const has = (s: SchemaObject): boolean => OBJECT_SHAPE.some((k) => k in s);
-  if (!has(a) || !has(b)) {
-    const only = has(a) ? a : b;
-    return Object.fromEntries(OBJECT_SHAPE.filter((k) => k in only).map((k) => [k, only[k]]));
-  }
+  const single = oneSided(a, b, OBJECT_SHAPE);
+  if (single !== null) return single;
   const x = objectShape(a);
   const y = objectShape(b);
   const out: SchemaObject = {};
@@ -323,11 +328,8 @@ function arrayShape(s: SchemaObject): { prefix: Schema[]; rest: Schema | undefin
 
 /** The item keywords of the conjunction of `a` and `b`, as `prefixItems` and `items` (see the module comment). */
 function mergeArrayShape(a: SchemaObject, b: SchemaObject): SchemaObject {
-  const has = (s: SchemaObject): boolean => ARRAY_SHAPE.some((k) => k in s);
-  if (!has(a) || !has(b)) {
-    const only = has(a) ? a : b;
-    return Object.fromEntries(ARRAY_SHAPE.filter((k) => k in only).map((k) => [k, only[k]]));
-  }
+  const single = oneSided(a, b, ARRAY_SHAPE);
+  if (single !== null) return single;
   const x = arrayShape(a);
   const y = arrayShape(b);
   const at = (shape: typeof x, i: number): Schema[] => {
