@@ -5,17 +5,25 @@
  * schemas (repository `guidance-ai/jsonschemabench`, folder `data/`: one sub-folder per dataset, one schema
  * per `*.json` file; a folder of `*.json` files alone counts as one dataset) and prints, per dataset and in
  * total: how many schemas compiled, how many were refused (400) with the most frequent reasons, how many
- * crashed (any other exception: a bug), and compile time p50/p99 over all schemas. Reasons are the error
+ * crashed (any other exception: a bug), and compile time p50/p99 over all schemas (with `--runs N`, each
+ * schema's time is the median of N compilations, which damps a busy machine's noise). Reasons are the error
  * messages with JSON pointers, quoted values and numbers generalised, so equal causes count together.
  *
- * Usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes]
- * Prints a Markdown table and the reasons; exit code 0 unless a schema crashed the compiler.
+ * With `--sample N --model PATH` it then generates under N compiled schemas per dataset with the real engine
+ * and validates every output that stopped (see `bench/schemaSample.ts`); options `--max-tokens 512`,
+ * `--threads 1`, `--sequences 4`.
+ *
+ * Usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1]
+ *          [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]
+ * Prints Markdown tables and the reasons; exit code 0 unless a schema crashed the compiler or a sampled
+ * output that stopped is invalid.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError } from "../src/errors.ts";
 import { jsonSchemaToGbnf } from "../src/structured/jsonSchemaToGbnf.ts";
+import { runSample, type SampleCandidate, sampleReport } from "./schemaSample.ts";
 
 type DatasetResult = {
   name: string;
@@ -25,6 +33,8 @@ type DatasetResult = {
   crashed: string[];
   reasons: Map<string, number>;
   timesMs: number[];
+  /** The compiled schemas with their grammars (kept only when sampling). */
+  candidates: SampleCandidate[];
 };
 
 /** The error message with the request-specific parts generalised (pointers, quoted names, numbers). */
@@ -45,11 +55,20 @@ function quantile(sorted: number[], p: number): number {
 
 /** A result with nothing counted yet. */
 function emptyResult(name: string): DatasetResult {
-  return { name, total: 0, compiled: 0, refused: 0, crashed: [], reasons: new Map(), timesMs: [] };
+  return {
+    name,
+    total: 0,
+    compiled: 0,
+    refused: 0,
+    crashed: [],
+    reasons: new Map(),
+    timesMs: [],
+    candidates: [],
+  };
 }
 
-/** Compiles every `*.json` schema in `dir` once and tallies the outcomes. */
-function runDataset(name: string, dir: string): DatasetResult {
+/** Compiles every `*.json` schema in `dir` once and tallies the outcomes (keeping the grammars if `keep`). */
+function runDataset(name: string, dir: string, keep: boolean, runs: number): DatasetResult {
   const result = emptyResult(name);
   for (const file of readdirSync(dir)
     .filter((f) => f.endsWith(".json"))
@@ -63,8 +82,9 @@ function runDataset(name: string, dir: string): DatasetResult {
     result.total++;
     const start = process.hrtime.bigint();
     try {
-      jsonSchemaToGbnf(schema);
+      const gbnf = jsonSchemaToGbnf(schema);
       result.compiled++;
+      if (keep) result.candidates.push({ file, schema, gbnf });
     } catch (error) {
       if (error instanceof ApiError && error.status === 400) {
         result.refused++;
@@ -74,7 +94,15 @@ function runDataset(name: string, dir: string): DatasetResult {
         result.crashed.push(`${file}: ${error instanceof Error ? error.stack : String(error)}`);
       }
     }
-    result.timesMs.push(Number(process.hrtime.bigint() - start) / 1e6);
+    const times = [Number(process.hrtime.bigint() - start) / 1e6];
+    for (let i = 1; i < runs; i++) {
+      const again = process.hrtime.bigint();
+      try {
+        jsonSchemaToGbnf(schema);
+      } catch {}
+      times.push(Number(process.hrtime.bigint() - again) / 1e6);
+    }
+    result.timesMs.push(times.sort((a, b) => a - b)[Math.floor((times.length - 1) / 2)]!);
   }
   result.timesMs.sort((a, b) => a - b);
   return result;
@@ -82,18 +110,28 @@ function runDataset(name: string, dir: string): DatasetResult {
 
 const pct = (n: number, d: number): string => (d === 0 ? "–" : `${((100 * n) / d).toFixed(1)}%`);
 
-function main(): void {
+async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
     options: {
       top: { type: "string", default: "5" },
       dataset: { type: "string" },
       "show-crashes": { type: "boolean", default: false },
+      runs: { type: "string", default: "1" },
+      sample: { type: "string" },
+      model: { type: "string" },
+      "max-tokens": { type: "string", default: "512" },
+      threads: { type: "string", default: "1" },
+      sequences: { type: "string", default: "4" },
     },
   });
   const root = positionals[0];
-  if (root === undefined) {
-    console.error("usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes]");
+  const sample = values.sample === undefined ? 0 : Number(values.sample);
+  const runs = Math.max(1, Number(values.runs));
+  if (root === undefined || (sample > 0 && values.model === undefined)) {
+    console.error(
+      "usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1] [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]",
+    );
     process.exit(2);
   }
   const subdirs = readdirSync(root)
@@ -102,8 +140,8 @@ function main(): void {
     .sort();
   const datasets =
     subdirs.length > 0
-      ? subdirs.map((d) => runDataset(d, join(root, d)))
-      : [runDataset(basename(root), root)];
+      ? subdirs.map((d) => runDataset(d, join(root, d), sample > 0, runs))
+      : [runDataset(basename(root), root, sample > 0, runs)];
   const all = emptyResult("**all**");
   for (const d of datasets) {
     all.total += d.total;
@@ -134,6 +172,23 @@ function main(): void {
       console.log(c.split("\n").slice(0, 4).join("\n"));
     process.exitCode = 1;
   }
+  if (sample > 0) {
+    const results = await runSample(
+      datasets.map((d) => ({ name: d.name, candidates: d.candidates })),
+      {
+        modelPath: values.model!,
+        perDataset: sample,
+        maxTokens: Number(values["max-tokens"]),
+        threads: Number(values.threads),
+        sequences: Number(values.sequences),
+      },
+    );
+    console.log(
+      `\nValidity under ${values.model} (temperature 1, max_tokens ${values["max-tokens"]}, ${sample} per dataset):\n`,
+    );
+    console.log(sampleReport(results));
+    if (results.some((r) => r.invalid.length > 0)) process.exitCode = 1;
+  }
 }
 
-main();
+await main();

@@ -108,6 +108,8 @@ export function group(expr: string): string {
 export class GbnfBuilder {
   private readonly rules = new Map<string, string | null>();
   private readonly byBody = new Map<string, string>();
+  /** Per name base, the numeric suffix {@link reserve} tries first. */
+  private readonly suffixes = new Map<string, number>();
 
   /**
    * Reserves a fresh rule name derived from `hint` (defined later with {@link define}). Names of fixed rules
@@ -115,10 +117,18 @@ export class GbnfBuilder {
    */
   reserve(hint: string): string {
     let base = hint.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "r";
-    if (base.length > 48) base = base.slice(0, 48).replace(/-+$/, "");
+    // Long hints (nested paths, `$ref`s with long common prefixes) keep their distinctive end.
+    if (base.length > 32) {
+      const tail = base.slice(-32);
+      base = tail.slice(tail.indexOf("-") + 1) || tail;
+    }
     if (/^(root|ws|integral-part|json-.*|fmt-.*)$/.test(base)) base = `x-${base}`;
     let name = base;
-    for (let i = 1; this.rules.has(name); i++) name = `${base}-${i}`;
+    // Suffixes continue from the last one handed out for this base (a linear scan made many equal hints quadratic).
+    for (let i = this.suffixes.get(base) ?? 1; this.rules.has(name); i++) {
+      name = `${base}-${i}`;
+      this.suffixes.set(base, i + 1);
+    }
     this.rules.set(name, null);
     return name;
   }

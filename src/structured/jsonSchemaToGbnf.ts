@@ -33,7 +33,8 @@ import {
   type SchemaObject,
   type TypeName,
 } from "./jsonSchema/keywords.ts";
-import { MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
+import { literalFits } from "./jsonSchema/literals.ts";
+import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
 import { integerBody, numberBody, stringBody } from "./jsonSchema/scalars.ts";
 import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
 import { echoed, regexBadRequest, regexExpression } from "./regexToGbnf.ts";
@@ -126,6 +127,15 @@ function splitDependency(s: SchemaObject): Schema {
   return { anyOf: [absent, present(rest)] };
 }
 
+/**
+ * `merged` closed by a sibling `unevaluatedProperties: false` of the `allOf`/`$ref` it came from: the
+ * properties every merged branch declares count as evaluated, so the merge result is closed as a whole.
+ */
+function closeUnevaluated(merged: Schema, unevaluatedProperties: unknown): Schema {
+  if (unevaluatedProperties !== false || merged === false) return merged;
+  return { ...(merged === true ? {} : merged), unevaluatedProperties: false };
+}
+
 /** Types implied by type-specific keywords when `type` is absent (as llama.cpp treats `properties` as object). */
 function inferTypes(s: SchemaObject): TypeName[] {
   const has = (...keys: string[]): boolean => keys.some((k) => k in s);
@@ -193,6 +203,8 @@ function finish(b: GbnfBuilder, param: string): string {
 class SchemaCompiler implements CompileContext {
   readonly b = new GbnfBuilder();
   private readonly refs = new Map<string, string>();
+  /** Results of {@link flatten} by subschema object. */
+  private readonly flattened = new WeakMap<SchemaObject, Schema>();
   private nesting = 0;
   private steps = 0;
 
@@ -350,19 +362,30 @@ class SchemaCompiler implements CompileContext {
     if (depth > MAX_RESOLVE_DEPTH)
       this.fail(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
     if (typeof s === "boolean") return s;
+    // The merge of a subschema of the document depends only on it: `$ref` targets and `allOf` branches
+    // that many places share are merged once.
+    const known = this.flattened.get(s);
+    if (known !== undefined) return known;
+    const merged = this.flattenObject(s, path, depth);
+    this.flattened.set(s, merged);
+    return merged;
+  }
+
+  private flattenObject(s: SchemaObject, path: string, depth: number): Schema {
     if ("$ref" in s) {
-      const { $ref, ...rest } = s;
-      return this.conjoin(
+      const { $ref, unevaluatedProperties, ...rest } = s;
+      const merged = this.conjoin(
         this.flatten(this.resolvePointer($ref as string), path, depth + 1),
         this.flatten(rest, path, depth + 1),
         path,
       );
+      return closeUnevaluated(merged, unevaluatedProperties);
     }
     if (!("allOf" in s)) return s;
-    const { allOf, ...rest } = s;
+    const { allOf, unevaluatedProperties, ...rest } = s;
     let acc: Schema = this.flatten(rest, path, depth + 1);
     for (const part of allOf as Schema[]) acc = this.conjoin(acc, this.flatten(part, path, depth + 1), path);
-    return acc;
+    return closeUnevaluated(acc, unevaluatedProperties);
   }
 
   private conjoin(a: Schema, b: Schema, path: string): Schema {
@@ -379,16 +402,24 @@ class SchemaCompiler implements CompileContext {
 
   /** `anyOf`/`oneOf` (oneOf compiled as anyOf); sibling keywords are distributed into each branch. */
   private union(s: SchemaObject, path: string, hint: string, depth: number): string {
-    const { anyOf, oneOf, ...rest } = s;
+    const { anyOf, oneOf, unevaluatedProperties, ...rest } = s;
     if (anyOf !== undefined && oneOf !== undefined) {
-      return this.body({ ...rest, allOf: [{ anyOf }, { oneOf }] }, path, hint, depth + 1);
+      const both = { ...rest, allOf: [{ anyOf }, { oneOf }] };
+      if (unevaluatedProperties !== undefined) Object.assign(both, { unevaluatedProperties });
+      return this.body(both, path, hint, depth + 1);
     }
     const keyword = anyOf !== undefined ? "anyOf" : "oneOf";
     const branches = (anyOf ?? oneOf) as Schema[];
     const alternatives: string[] = [];
     branches.forEach((branch, i) => {
       if (branch === false) return;
-      const merged = constrains(rest) ? { allOf: [rest, branch] } : branch;
+      // A sibling `unevaluatedProperties: false` sees the branch's properties: it applies after the merge.
+      const merged =
+        unevaluatedProperties === false
+          ? { allOf: [rest, branch], unevaluatedProperties }
+          : constrains(rest)
+            ? { allOf: [rest, branch] }
+            : branch;
       const alternative = this.attempt(() =>
         this.value(merged, `${path}/${keyword}/${i}`, `${hint}-${i}`, depth + 1),
       );
@@ -398,10 +429,19 @@ class SchemaCompiler implements CompileContext {
     return [...new Set(alternatives)].join(" | ");
   }
 
-  /** `const`/`enum`: alternatives of compact JSON literals, filtered by `type` when given. */
+  /**
+   * `const`/`enum`: alternatives of compact JSON literals, keeping only values that satisfy `type` (when
+   * given), both `const` and `enum` when both are present, and the other sibling keywords.
+   */
   private literals(s: SchemaObject, path: string, types: TypeName[] | null): string {
-    const values = "const" in s ? [s.const] : (s.enum as unknown[]);
-    const kept = values.filter((v) => types === null || types.some((t) => matchesType(v, t)));
+    let values = "const" in s ? [s.const] : (s.enum as unknown[]);
+    if ("const" in s && "enum" in s) {
+      const allowed = new Set((s.enum as unknown[]).map(canonical));
+      values = values.filter((v) => allowed.has(canonical(v)));
+    }
+    const kept = values.filter(
+      (v) => (types === null || types.some((t) => matchesType(v, t))) && literalFits(this, v, s, path),
+    );
     if (kept.length === 0)
       this.unsatisfiable(`no ${"const" in s ? "const" : "enum"} value at ${path} matches its type.`);
     return [...new Set(kept.map((v) => this.constant(v)))].join(" | ");

@@ -65,20 +65,30 @@ export const FORMATS: Record<string, (value: string) => boolean> = {
     /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(v),
 };
 
-/** Converts draft-4 boolean `exclusiveMinimum`/`exclusiveMaximum` (which ajv rejects) to the numeric form and drops draft-4 `id`, deeply. */
-function modernize(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(modernize);
+/**
+ * Converts draft-4 boolean `exclusiveMinimum`/`exclusiveMaximum` (which ajv rejects) to the numeric form,
+ * draft-07 `dependencies` to `dependentRequired`/`dependentSchemas` (unless `draft7`, ajv's draft-07 class), and drops draft-4 `id` and `$schema`,
+ * deeply.
+ */
+function modernize(schema: unknown, draft7: boolean): unknown {
+  if (Array.isArray(schema)) return schema.map((x) => modernize(x, draft7));
   if (typeof schema !== "object" || schema === null) return schema;
   const out: Record<string, unknown> = {};
   const s = schema as Record<string, unknown>;
   for (const [key, value] of Object.entries(s)) {
     if (key === "const" || key === "enum" || key === "default" || key === "examples") out[key] = value;
-    else if (key === "id" && typeof value === "string")
-      continue; // draft-04 `id`: an annotation ajv refuses
-    else if ((key === "exclusiveMinimum" || key === "exclusiveMaximum") && typeof value === "boolean") {
+    else if ((key === "id" || key === "$schema") && typeof value === "string")
+      continue; // draft-04 `id` and meta-schema URIs (ajv would try to load the draft-04/07 meta-schema)
+    else if (key === "dependencies" && !draft7 && typeof value === "object" && value !== null) {
+      // draft-07 `dependencies` (ignored by ajv's 2020-12 class): its two 2019-09 forms
+      for (const [name, dep] of Object.entries(value)) {
+        const target = Array.isArray(dep) ? "dependentRequired" : "dependentSchemas";
+        out[target] = { ...((out[target] as object | undefined) ?? {}), [name]: modernize(dep, draft7) };
+      }
+    } else if ((key === "exclusiveMinimum" || key === "exclusiveMaximum") && typeof value === "boolean") {
       const bound = key === "exclusiveMinimum" ? "minimum" : "maximum";
       if (value && typeof s[bound] === "number") out[key] = s[bound];
-    } else out[key] = modernize(value);
+    } else out[key] = modernize(value, draft7);
   }
   if (s.exclusiveMinimum === true) delete out.minimum;
   if (s.exclusiveMaximum === true) delete out.maximum;
@@ -94,8 +104,9 @@ function usesDraft7Tuples(schema: unknown): boolean {
 
 /** An ajv validate function for `schema` (draft 2020-12, or draft-07 for `items: [...]` tuples), formats above. */
 export function ajvValidator(schema: unknown): ValidateFunction {
-  const Ctor = usesDraft7Tuples(schema) ? AjvDraft7 : Ajv2020;
-  const ajv = new Ctor({ strict: false, validateFormats: true });
+  const draft7 = usesDraft7Tuples(schema);
+  const Ctor = draft7 ? AjvDraft7 : Ajv2020;
+  const ajv = new Ctor({ strict: false, validateFormats: true, logger: false });
   for (const [name, check] of Object.entries(FORMATS)) ajv.addFormat(name, check);
-  return ajv.compile(modernize(schema));
+  return ajv.compile(modernize(schema, draft7));
 }

@@ -290,6 +290,23 @@ export function arrayBody(ctx: CompileContext, s: SchemaObject, path: string, hi
   const restPath = Array.isArray(s.items) ? `${path}/additionalItems` : `${path}/items`;
   const min = (s.minItems as number | undefined) ?? 0;
   let max = (s.maxItems as number | undefined) ?? null;
+  // An item schema with no instance only limits the length: the array ends before that position.
+  const items: string[] = [];
+  for (const [i, schema] of prefix.entries()) {
+    if (max !== null && i >= max) break;
+    const item = ctx.attempt(() => ctx.value(schema, `${path}/prefixItems/${i}`, `${hint}-${i}`, 0));
+    if (item === null) {
+      prefix = prefix.slice(0, i);
+      rest = false;
+      break;
+    }
+    items.push(item);
+  }
+  const restItem =
+    rest === false || (max !== null && max <= prefix.length)
+      ? null
+      : ctx.attempt(() => ctx.value(rest, restPath, `${hint}-item`, 0));
+  if (restItem === null) rest = false;
   if (rest === false) max = max === null ? prefix.length : Math.min(max, prefix.length);
   if (max !== null && min > max)
     ctx.unsatisfiable(`the array at ${path} cannot satisfy minItems ${min} with at most ${max} items.`);
@@ -308,13 +325,11 @@ export function arrayBody(ctx: CompileContext, s: SchemaObject, path: string, hi
       throw error;
     }
   };
-  const seq = (items: string[]): string => items.filter((x) => x !== "" && x !== '""').join(" ");
-  const restItem = rest === false ? null : ctx.value(rest, restPath, `${hint}-item`, 0);
+  const seq = (parts: string[]): string => parts.filter((x) => x !== "" && x !== '""').join(" ");
   let list: string;
   if (prefix.length === 0) {
     list = seq([restItem!, repeatRest(restItem!, min - 1, max === null ? null : max - 1)]);
   } else {
-    const items = prefix.map((schema, i) => ctx.value(schema, `${path}/prefixItems/${i}`, `${hint}-${i}`, 0));
     const k = items.length;
     let after = restItem === null ? "" : repeatRest(restItem, min - k, max === null ? null : max - k);
     for (let i = k - 1; i >= 1; i--) {

@@ -1,10 +1,17 @@
 /**
  * `allOf` support: merging subschemas into one schema that the compiler can turn into a grammar. The merge is
  * the usual conjunction rewrite (as in llama.cpp's `allOf` handling, made general): types intersect,
- * properties union (a property present in both becomes `allOf` of the two, merged lazily when visited),
  * `required` unions, numeric/length bounds take the tighter value, `enum`/`const` intersect, and two
- * `anyOf` lists combine pairwise. A merged object is closed to undeclared properties exactly like any object
- * (see the compiler's `additionalProperties` default), i.e. all branches' properties are allowed.
+ * `anyOf` lists combine pairwise. The merged schema may only allow less than the conjunction, never more:
+ * - object members: every property name of either branch gets the conjunction of what each branch says
+ *   about that name (its own schema and the `patternProperties` it matches, or else its
+ *   `additionalProperties`, so a closed branch makes another branch's property `false`); a required name
+ *   that a branch forbids makes the merge unsatisfiable. Keys no branch declares must satisfy both branches'
+ *   `additionalProperties` / `patternProperties`. A branch's `unevaluatedProperties: false` closes that
+ *   branch like `additionalProperties: false` (the compiler re-applies a sibling one after the merge);
+ * - array items: each position gets the conjunction of each branch's `prefixItems`/`items` entry for it
+ *   (or its `items`/`additionalItems` past its tuple), written in the 2020-12 form;
+ * - OpenAPI `nullable: true` becomes `null` in the branch's `type` before types intersect.
  */
 import { isConstraint, type Schema, type SchemaObject, TYPE_NAMES, type TypeName } from "./keywords.ts";
 
@@ -21,7 +28,8 @@ export class MergeError extends Error {
 /** Most alternatives an `allOf` of `anyOf`s may expand to. */
 export const MAX_MERGED_ALTERNATIVES = 64;
 
-const canonical = (v: unknown): string =>
+/** JSON text of a value with object keys sorted: equal JSON values (JSON Schema equality) get equal texts. */
+export const canonical = (v: unknown): string =>
   JSON.stringify(v, (_k, value: unknown) =>
     typeof value === "object" && value !== null && !Array.isArray(value)
       ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
@@ -79,11 +87,14 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
   if (left === true) return right;
   if (right === true) return left;
   if (left === false || right === false) return false;
-  const a = normalizeExclusive(toAnyOf(left));
-  const b = normalizeExclusive(toAnyOf(right));
-  const out: SchemaObject = { ...a };
+  const a = nullableAsType(normalizeExclusive(toAnyOf(left)));
+  const b = nullableAsType(normalizeExclusive(toAnyOf(right)));
+  const out: SchemaObject = {};
+  for (const key in a) if (!SHAPE_KEYWORDS.has(key)) out[key] = a[key];
+  const required = [...new Set([...((a.required as string[]) ?? []), ...((b.required as string[]) ?? [])])];
+  Object.assign(out, mergeObjectShape(a, b, required), mergeArrayShape(a, b));
   for (const [key, value] of Object.entries(b)) {
-    if (!isConstraint(key)) continue;
+    if (!isConstraint(key) || SHAPE_KEYWORDS.has(key)) continue;
     if (!(key in out)) {
       out[key] = value;
       continue;
@@ -96,30 +107,9 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
         out.type = types.length === 1 ? types[0] : types;
         break;
       }
-      case "properties": {
-        const merged: SchemaObject = { ...(mine as SchemaObject) };
-        for (const [name, schema] of Object.entries(value as SchemaObject)) {
-          merged[name] = name in merged ? both(merged[name], schema) : schema;
-        }
-        out.properties = merged;
-        break;
-      }
       case "required":
         out.required = [...new Set([...(mine as string[]), ...(value as string[])])];
         break;
-      case "additionalProperties":
-      case "additionalItems":
-      case "items":
-        out[key] = mine === false || value === false ? false : both(mine, value);
-        break;
-      case "prefixItems": {
-        const x = mine as unknown[];
-        const y = value as unknown[];
-        out.prefixItems = Array.from({ length: Math.max(x.length, y.length) }, (_, i) =>
-          i < x.length && i < y.length ? both(x[i], y[i]) : i < x.length ? x[i] : y[i],
-        );
-        break;
-      }
       case "enum": {
         const allowed = new Set((value as unknown[]).map(canonical));
         const kept = (mine as unknown[]).filter((v) => allowed.has(canonical(v)));
@@ -131,7 +121,6 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
         if (canonical(mine) !== canonical(value))
           throw new MergeError("allOf branches require different const values", true);
         break;
-      case "patternProperties":
       case "dependentSchemas": {
         const merged: SchemaObject = { ...(mine as SchemaObject) };
         for (const [name, schema] of Object.entries(value as SchemaObject)) {
@@ -186,11 +175,6 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
       case "uniqueItems":
         out.uniqueItems = Boolean(mine) || Boolean(value);
         break;
-      case "nullable":
-        out.nullable = Boolean(mine) && Boolean(value);
-        break;
-      case "unevaluatedProperties":
-        break;
       case "pattern":
       case "format":
         if (mine !== value)
@@ -222,4 +206,151 @@ function toAnyOf(s: SchemaObject): SchemaObject {
   const pairs: SchemaObject[] = [];
   for (const x of rest.anyOf as unknown[]) for (const y of oneOf as unknown[]) pairs.push(both(x, y));
   return { ...rest, anyOf: pairs };
+}
+
+/** The keywords that say which members an object may have ({@link mergeObjectShape} merges them together). */
+const OBJECT_SHAPE = ["properties", "patternProperties", "additionalProperties", "unevaluatedProperties"];
+
+/** The keywords that say what each array item must be ({@link mergeArrayShape} merges them together). */
+const ARRAY_SHAPE = ["prefixItems", "items", "additionalItems"];
+
+const SHAPE_KEYWORDS = new Set([...OBJECT_SHAPE, ...ARRAY_SHAPE]);
+
+/** When at most one of `a` and `b` has any of `keys`: those keywords of that one (nothing to merge); else null. */
+function oneSided(a: SchemaObject, b: SchemaObject, keys: string[]): SchemaObject | null {
+  const has = (s: SchemaObject): boolean => keys.some((k) => k in s);
+  if (has(a) && has(b)) return null;
+  const only = has(a) ? a : b;
+  return Object.fromEntries(keys.filter((k) => k in only).map((k) => [k, only[k]]));
+}
+
+/** The conjunction of `parts` as one schema: `true` for none, `false` if any is false, the schema itself for one. */
+function conjunction(parts: Schema[]): Schema {
+  const kept = parts.filter((p) => p !== true);
+  if (kept.includes(false)) return false;
+  if (kept.length === 0) return true;
+  return kept.length === 1 ? kept[0]! : { allOf: kept };
+}
+
+/** Whether the ECMA-262 regex `pattern` matches `name`; null when JavaScript cannot run the pattern. */
+function patternMatch(pattern: string, name: string): boolean | null {
+  try {
+    return new RegExp(pattern, "u").test(name);
+  } catch {
+    return null;
+  }
+}
+
+/** One branch's object-member keywords: declared properties, patterns, and the schema for other keys (undefined: not written, i.e. any value). */
+type ObjectShape = {
+  declared: SchemaObject;
+  patterns: SchemaObject;
+  additional: Schema | undefined;
+};
+
+function objectShape(s: SchemaObject): ObjectShape {
+  return {
+    declared: (s.properties as SchemaObject | undefined) ?? {},
+    patterns: (s.patternProperties as SchemaObject | undefined) ?? {},
+    additional:
+      (s.additionalProperties as Schema | undefined) ??
+      (s.unevaluatedProperties === false ? false : undefined),
+  };
+}
+
+/**
+ * What one branch requires of the value of member `name`: its declared schema and every pattern that matches
+ * (a pattern JavaScript cannot run counts as matching, and then `additional` applies too), else `additional`.
+ */
+function memberParts(shape: ObjectShape, name: string): Schema[] {
+  const parts: Schema[] = [];
+  const isDeclared = Object.hasOwn(shape.declared, name);
+  if (isDeclared) parts.push(shape.declared[name] as Schema);
+  let matched = false;
+  for (const [pattern, schema] of Object.entries(shape.patterns)) {
+    const m = patternMatch(pattern, name);
+    if (m !== false) parts.push(schema as Schema);
+    if (m === true) matched = true;
+  }
+  if (!isDeclared && !matched && shape.additional !== undefined) parts.push(shape.additional);
+  return parts;
+}
+
+/**
+ * The object-member keywords of the conjunction of `a` and `b` (see the module comment). Throws an
+ * unsatisfiable {@link MergeError} when a name in `required` is forbidden by either branch.
+ */
+function mergeObjectShape(a: SchemaObject, b: SchemaObject, required: string[]): SchemaObject {
+  const single = oneSided(a, b, OBJECT_SHAPE);
+  if (single !== null) return single;
+  const x = objectShape(a);
+  const y = objectShape(b);
+  const out: SchemaObject = {};
+  const properties: SchemaObject = {};
+  for (const name of new Set([...Object.keys(x.declared), ...Object.keys(y.declared), ...required])) {
+    const isDeclared = Object.hasOwn(x.declared, name) || Object.hasOwn(y.declared, name);
+    const merged = conjunction([...memberParts(x, name), ...memberParts(y, name)]);
+    if (merged === false && required.includes(name))
+      throw new MergeError(`required property '${name}' is not allowed by every allOf branch`, true);
+    if (isDeclared || merged !== true) properties[name] = merged;
+  }
+  if ("properties" in a || "properties" in b || Object.keys(properties).length > 0)
+    out.properties = properties;
+  const patterns: SchemaObject = {};
+  for (const [mine, other] of [
+    [x, y],
+    [y, x],
+  ] as const) {
+    for (const [pattern, schema] of Object.entries(mine.patterns)) {
+      if (pattern in patterns) continue;
+      const parts: Schema[] = [schema as Schema];
+      if (Object.hasOwn(other.patterns, pattern)) parts.push(other.patterns[pattern] as Schema);
+      else if (other.additional !== undefined) parts.push(other.additional);
+      patterns[pattern] = conjunction(parts);
+    }
+  }
+  if (Object.keys(patterns).length > 0) out.patternProperties = patterns;
+  const additional = [x.additional, y.additional].filter((v): v is Schema => v !== undefined);
+  if (additional.length > 0) out.additionalProperties = conjunction(additional);
+  return out;
+}
+
+/** One branch's item keywords: the tuple and the schema past it (undefined: not written, i.e. any item). */
+function arrayShape(s: SchemaObject): { prefix: Schema[]; rest: Schema | undefined } {
+  if (Array.isArray(s.prefixItems))
+    return {
+      prefix: s.prefixItems as Schema[],
+      rest: Array.isArray(s.items) ? undefined : (s.items as Schema),
+    };
+  if (Array.isArray(s.items)) return { prefix: s.items as Schema[], rest: s.additionalItems as Schema };
+  return { prefix: [], rest: s.items as Schema | undefined };
+}
+
+/** The item keywords of the conjunction of `a` and `b`, as `prefixItems` and `items` (see the module comment). */
+function mergeArrayShape(a: SchemaObject, b: SchemaObject): SchemaObject {
+  const single = oneSided(a, b, ARRAY_SHAPE);
+  if (single !== null) return single;
+  const x = arrayShape(a);
+  const y = arrayShape(b);
+  const at = (shape: typeof x, i: number): Schema[] => {
+    const item = i < shape.prefix.length ? shape.prefix[i] : shape.rest;
+    return item === undefined ? [] : [item];
+  };
+  const out: SchemaObject = {};
+  const length = Math.max(x.prefix.length, y.prefix.length);
+  if (length > 0) out.prefixItems = Array.from({ length }, (_, i) => conjunction([...at(x, i), ...at(y, i)]));
+  const rest = [x.rest, y.rest].filter((v): v is Schema => v !== undefined);
+  if (rest.length > 0) out.items = conjunction(rest);
+  return out;
+}
+
+/** Moves OpenAPI `nullable: true` into `type` (no `type`: no constraint) so that types intersect exactly. */
+function nullableAsType(s: SchemaObject): SchemaObject {
+  if (!("nullable" in s)) return s;
+  const { nullable, ...rest } = s;
+  if (nullable === true && "type" in rest) {
+    const types = typeSet(rest.type);
+    if (!types.includes("null")) rest.type = [...types, "null"];
+  }
+  return rest;
 }

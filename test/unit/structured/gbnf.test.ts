@@ -11,6 +11,19 @@ import { checkGbnf } from "../../../src/structured/gbnfCheck.ts";
 import { checkGbnfText, validateGbnf } from "../../../src/structured/index.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
+describe("rule names", () => {
+  test("long hints keep their end; equal hints get increasing suffixes", () => {
+    const b = new GbnfBuilder();
+    const long = "https:__example_dev_master__defs_json_defs_io_k8s_api_core_v1_Container";
+    assert.equal(b.reserve(long), "io-k8s-api-core-v1-Container");
+    const names = Array.from({ length: 500 }, () => b.reserve("item"));
+    assert.equal(new Set(names).size, 500);
+    assert.deepEqual(names.slice(0, 3), ["item", "item-1", "item-2"]);
+    b.reserveExact("item-600");
+    assert.ok(!Array.from({ length: 200 }, () => b.reserve("item")).includes("item-600"));
+  });
+});
+
 describe("escaping", () => {
   test("literals", () => {
     assert.equal(gbnfLiteral('a"b\\c\nd\té\u0001😀'), '"a\\"b\\\\c\\nd\\t\\u00E9\\x01\\U0001F600"');
