@@ -201,9 +201,7 @@ function buildAddon(): void {
   });
   if (build.status !== 0 || !existsSync(addonPath)) {
     const message = (build.stderr || String(build.error ?? "")).trim().split("\n")[0];
-    throw new NativeBuildError(
-      (message || "the native engine could not be built").replace(/^lmserve: /, ""),
-    );
+    throw new NativeBuildError((message || "the native engine could not be built").replace(/^lmserve: /, ""));
   }
 }
 
