@@ -10,7 +10,8 @@ import { SamplingFieldsSchema, type Usage } from "./common.ts";
 /** The chat completions request body; unknown fields are accepted and ignored (as vLLM). */
 export const ChatCompletionRequestSchema = z.object({
   messages: chatMessagesSchema,
-  model: z.string(),
+  /** Defaults to the first served model. */
+  model: z.string().nullish(),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   /** Default: until EOS or the end of the context. */

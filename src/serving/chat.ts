@@ -68,7 +68,7 @@ export async function planChat(
   seeds: SeedSource,
   maxTokensCap?: number,
 ): Promise<ChatPlan> {
-  const scheduler = registry.get(body.model);
+  const { name: model, scheduler } = registry.resolve(body.model);
   refuseUnsupportedFields(body);
   refuseStreamOptionsWithoutStream(body);
   const host = scheduler.host;
@@ -124,7 +124,7 @@ export async function planChat(
   return {
     id: body.request_id || `chatcmpl-${randomUUID().replaceAll("-", "")}`,
     created: Math.floor(Date.now() / 1000),
-    model: body.model,
+    model,
     scheduler,
     body,
     requests,

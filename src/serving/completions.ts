@@ -64,7 +64,7 @@ export async function planCompletion(
   seeds: SeedSource,
   maxTokensCap?: number,
 ): Promise<CompletionPlan> {
-  const scheduler = registry.get(body.model);
+  const { name: model, scheduler } = registry.resolve(body.model);
   if (body.echo && body.stream) throw badRequest("'echo' and 'stream' cannot both be true.", "echo");
   refuseStreamOptionsWithoutStream(body);
   const n = body.n ?? 1;
@@ -102,7 +102,7 @@ export async function planCompletion(
   return {
     id: body.request_id || `cmpl-${randomUUID().replaceAll("-", "")}`,
     created: Math.floor(Date.now() / 1000),
-    model: body.model,
+    model,
     scheduler,
     body,
     prompts,
@@ -139,7 +139,7 @@ function planPrompt(
     const infill = host.infillTokens;
     if (!infill) {
       throw badRequest(
-        `The model ${body.model} has no fill-in-the-middle tokens, so it cannot complete with a suffix.`,
+        `The model ${host.id} has no fill-in-the-middle tokens, so it cannot complete with a suffix.`,
         "suffix",
       );
     }
