@@ -3,7 +3,6 @@
  * or chat messages (rendered exactly as a chat completion would render them) to token ids, and token
  * ids back to text.
  */
-import type { ModelHost } from "../engine/ModelHost.ts";
 import { badRequest } from "../errors.ts";
 import type {
   DetokenizeRequest,
