@@ -114,7 +114,10 @@ export async function planChat(
     closeText !== undefined && budget !== undefined && budget > 0 ? host.tokenize(closeText, false) : null;
   const outputs: ChoiceOutput[] = [];
   const requests = Array.from({ length: body.n ?? 1 }, (_, choice): GenerationRequest => {
-    const output = new ChoiceOutput(parserFor(startsInThinking), { parallelToolCalls: tools.parallel });
+    const output = new ChoiceOutput(parserFor(startsInThinking), {
+      parallelToolCalls: tools.parallel,
+      forcedToolCall: tools.mode === "forced",
+    });
     outputs.push(output);
     const request = generationRequest(body, host, promptTokens, maxTokens, choice, seeds, counts, grammar);
     if (closeTokens && budget !== undefined)
