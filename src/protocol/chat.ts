@@ -70,6 +70,8 @@ export type ChatCompletionResponse = {
   model: string;
   choices: ChatChoice[];
   usage: Usage;
+  /** lmserve version + engine build + backend + model file (`serving/systemFingerprint.ts`). */
+  system_fingerprint: string;
   /** vLLM: per prompt token logprobs, first entry null (see serving/logprobs.ts). */
   prompt_logprobs?: (Record<string, { logprob: number; rank: number; decoded_token: string }> | null)[];
 };
@@ -101,4 +103,6 @@ export type ChatCompletionChunk = {
   model: string;
   choices: ChatChunkChoice[];
   usage?: Usage | null;
+  /** As {@link ChatCompletionResponse.system_fingerprint}. */
+  system_fingerprint: string;
 };

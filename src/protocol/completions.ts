@@ -54,5 +54,6 @@ export type CompletionResponse = {
   model: string;
   choices: CompletionChoice[];
   usage?: Usage | null;
-  system_fingerprint?: string;
+  /** lmserve version + engine build + backend + model file (`serving/systemFingerprint.ts`). */
+  system_fingerprint: string;
 };
