@@ -27,6 +27,7 @@ import { registerChatRoutes } from "./routes/chat.ts";
 import { registerCompletionRoutes } from "./routes/completions.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { registerModelRoutes } from "./routes/models.ts";
+import { registerResponsesRoutes } from "./routes/responses.ts";
 import { registerUi, type UiOptions } from "./ui.ts";
 
 /** What the HTTP layer needs from the rest of the server. */
@@ -129,6 +130,7 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
   registerModelRoutes(app, context);
   registerCompletionRoutes(app, context);
   registerChatRoutes(app, context);
+  registerResponsesRoutes(app, context);
   if (options.ui) registerUi(app, options.ui);
 
   return app;

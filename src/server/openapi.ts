@@ -9,6 +9,11 @@ import { z } from "zod";
 import { ChatCompletionRequestSchema } from "../protocol/chat.ts";
 import { CompletionRequestSchema } from "../protocol/completions.ts";
 import {
+  ResponseCreateRequestSchema,
+  ResponseObjectSchema,
+  ResponseStreamEventSchema,
+} from "../protocol/openaiResponses.ts";
+import {
   ChatCompletionChunkSchema,
   ChatCompletionResponseSchema,
   CompletionResponseSchema,
@@ -33,6 +38,9 @@ const SCHEMAS = {
   TokenizeCompletionRequest: { schema: TokenizeCompletionRequestSchema, io: "input" },
   TokenizeChatRequest: { schema: TokenizeChatRequestSchema, io: "input" },
   DetokenizeRequest: { schema: DetokenizeRequestSchema, io: "input" },
+  ResponseCreateRequest: { schema: ResponseCreateRequestSchema, io: "input" },
+  Response: { schema: ResponseObjectSchema, io: "output" },
+  ResponseStreamEvent: { schema: ResponseStreamEventSchema, io: "output" },
   CompletionResponse: { schema: CompletionResponseSchema, io: "output" },
   ChatCompletionResponse: { schema: ChatCompletionResponseSchema, io: "output" },
   ChatCompletionChunk: { schema: ChatCompletionChunkSchema, io: "output" },
@@ -65,6 +73,8 @@ export type RouteDoc = {
   response: SchemaName | { mediaType: string; description: string; schema?: Record<string, unknown> };
   /** The schema of each `data:` event when the request asks for `stream: true`. */
   stream?: SchemaName;
+  /** The stream ends with `data: [DONE]` (OpenAI's chat framing). Defaults to true. */
+  streamDone?: boolean;
   /**
    * Error statuses beyond the ones {@link operation} adds: 400 (an undecodable URL), 408
    * (`--receive-timeout`), 431 (headers over 16 KiB), 500 and 503 (shutting down) on every route but
@@ -106,6 +116,20 @@ export const API_ROUTES: readonly RouteDoc[] = [
     request: ["ChatCompletionRequest"],
     response: "ChatCompletionResponse",
     stream: "ChatCompletionChunk",
+    errors: GENERATION_ERRORS,
+  },
+  {
+    method: "POST",
+    path: "/v1/responses",
+    summary: "Create a response (OpenAI Responses, stateless)",
+    description:
+      "OpenAI's Responses API on the chat serving: `input` (a string or message / function_call / function_call_output items), `instructions`, `max_output_tokens`, `temperature`, `top_p`, `text.format`, function `tools`, `tool_choice`. `previous_response_id` and `store: true` are a 400 (nothing is stored). `stream: true` answers `event: TYPE` / `data: {json}` events in OpenAI's order, ending with `response.completed` or `response.incomplete` (no `[DONE]`).",
+    tag: "Generation",
+    auth: true,
+    request: ["ResponseCreateRequest"],
+    response: "Response",
+    stream: "ResponseStreamEvent",
+    streamDone: false,
     errors: GENERATION_ERRORS,
   },
   {
@@ -340,8 +364,12 @@ function operation(route: RouteDoc, options: DocumentOptions): Record<string, un
               ? {
                   "text/event-stream": {
                     schema: { type: "string" },
-                    description: `With \`stream: true\`: \`data: {json}\` events, each a \`${route.stream}\`, then \`data: [DONE]\`.`,
+                    description:
+                      route.streamDone === false
+                        ? `With \`stream: true\`: \`event: TYPE\` + \`data: {json}\` events, each a \`${route.stream}\` (no \`[DONE]\`).`
+                        : `With \`stream: true\`: \`data: {json}\` events, each a \`${route.stream}\`, then \`data: [DONE]\`.`,
                     "x-event-schema": ref(route.stream),
+                    "x-done": route.streamDone !== false,
                   },
                 }
               : {}),
