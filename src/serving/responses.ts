@@ -59,7 +59,10 @@ export function responsesToChat(body: ResponseCreateRequest): ChatCompletionRequ
   const messages: Record<string, unknown>[] = [];
   if (body.instructions) messages.push({ role: "system", content: body.instructions });
   if (typeof body.input === "string") messages.push({ role: "user", content: body.input });
-  else body.input.forEach((item, index) => addInputItem(messages, item, index));
+  else
+    body.input.forEach((item, index) => {
+      addInputItem(messages, item, index);
+    });
   const tools = (body.tools ?? []).map((tool, index) => {
     if (tool.type !== "function") {
       throw badRequest(

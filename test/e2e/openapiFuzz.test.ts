@@ -16,7 +16,10 @@ type Operation = {
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<
     string,
-    { $ref?: string; content?: Record<string, { schema: Schema; "x-event-schema"?: Schema; "x-done"?: boolean }> }
+    {
+      $ref?: string;
+      content?: Record<string, { schema: Schema; "x-event-schema"?: Schema; "x-done"?: boolean }>;
+    }
   >;
 };
 type Document = {
