@@ -155,7 +155,7 @@ describe("the OpenAPI document holds under a fuzzer", () => {
     for (const [path, operations] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
         const bodySchema = operation.requestBody?.content["application/json"]?.schema;
-        const generation = path.endsWith("completions") || path.endsWith("responses");
+        const generation = ["completions", "responses", "messages"].some((end) => path.endsWith(end));
         const body = bodySchema
           ? fc.oneof(
               { weight: 8, arbitrary: arbitraryOf(bodySchema, document) },
@@ -216,7 +216,9 @@ describe("the OpenAPI document holds under a fuzzer", () => {
               const data = JSON.parse(event.slice("data: ".length)) as Record<string, unknown>;
               // A failure after the stream started is an error event (the documented Error body).
               const schema =
-                "error" in data ? { $ref: "#/components/schemas/Error" } : media["x-event-schema"];
+                "error" in data
+                  ? declared(operation, 500, document)?.["application/json"]?.schema
+                  : media["x-event-schema"];
               assert.ok(schema, where);
               check(schema, data, where);
             }
