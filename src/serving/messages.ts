@@ -17,8 +17,9 @@ import type {
   AnthropicMessagesRequest,
   AnthropicResponseBlock,
 } from "../protocol/anthropicMessages.ts";
-import type { ChatCompletionChunk, ChatCompletionRequest } from "../protocol/chat.ts";
+import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { Usage } from "../protocol/common.ts";
+import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
 import { type ChatPlan, completeChat, planChat, renderPrompt, streamChat } from "./chat.ts";
 import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
@@ -241,30 +242,23 @@ export function streamMessages(plan: MessagesPlan, sink: ChunkSink, signal: Abor
   return streamChat(plan.chat, new MessageEventWriter(plan, sink), signal);
 }
 
-/** Turns a chat chunk stream into Anthropic's events (a {@link ChunkSink} in front of the SSE sink). */
-class MessageEventWriter implements ChunkSink {
-  private started = false;
+/** Turns a chat chunk stream into Anthropic's events (in front of the SSE sink). */
+class MessageEventWriter extends ChatChunkTranslator {
   private index = -1;
-  private open: "text" | "thinking" | "tool_use" | undefined;
-  private finish: string | null | undefined;
-  private stop: unknown;
-  private usage: Usage | undefined;
-  private readonly promptTokens: number;
+  private block: "text" | "thinking" | "tool_use" | undefined;
 
   constructor(
     private readonly plan: MessagesPlan,
-    private readonly sink: ChunkSink,
+    sink: ChunkSink,
   ) {
-    this.promptTokens = plan.chat.requests[0]?.promptTokens.length ?? 0;
+    super(sink);
   }
 
   private emit(type: string, fields: Record<string, unknown> = {}): void {
     this.sink.send({ type, ...fields });
   }
 
-  private start(): void {
-    if (this.started) return;
-    this.started = true;
+  protected open(): void {
     this.emit("message_start", {
       message: {
         id: this.plan.id,
@@ -274,86 +268,59 @@ class MessageEventWriter implements ChunkSink {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: usageOf(undefined, this.promptTokens),
+        usage: usageOf(undefined, this.plan.chat.requests[0]?.promptTokens.length ?? 0),
       },
     });
   }
 
   private openBlock(kind: "text" | "thinking" | "tool_use", block: Record<string, unknown>): void {
-    this.close();
-    this.open = kind;
+    this.closeBlock();
+    this.block = kind;
     this.index++;
     this.emit("content_block_start", { index: this.index, content_block: block });
   }
 
-  private close(): void {
-    if (this.open === undefined) return;
+  private closeBlock(): void {
+    if (this.block === undefined) return;
     this.emit("content_block_stop", { index: this.index });
-    this.open = undefined;
+    this.block = undefined;
   }
 
-  send(payload: unknown): void {
-    this.start();
-    const chunk = payload as ChatCompletionChunk;
-    if (chunk.usage && chunk.choices.length === 0) this.usage = chunk.usage;
-    const choice = chunk.choices[0];
-    if (!choice) return;
-    const delta = choice.delta;
-    if (delta.reasoning_content) {
-      if (this.open !== "thinking")
-        this.openBlock("thinking", { type: "thinking", thinking: "", signature: "" });
-      this.emit("content_block_delta", {
-        index: this.index,
-        delta: { type: "thinking_delta", thinking: delta.reasoning_content },
-      });
-    }
-    if (delta.content) {
-      if (this.open !== "text") this.openBlock("text", { type: "text", text: "" });
-      this.emit("content_block_delta", {
-        index: this.index,
-        delta: { type: "text_delta", text: delta.content },
-      });
-    }
-    for (const fragment of delta.tool_calls ?? []) {
-      if (fragment.id !== undefined) {
-        this.openBlock("tool_use", {
-          type: "tool_use",
-          id: fragment.id,
-          name: fragment.function.name ?? "",
-          input: {},
-        });
-      }
-      const args = fragment.function.arguments;
-      if (args && this.open === "tool_use") {
-        this.emit("content_block_delta", {
-          index: this.index,
-          delta: { type: "input_json_delta", partial_json: args },
-        });
-      }
-    }
-    if (choice.finish_reason) {
-      this.finish = choice.finish_reason;
-      this.stop = choice.stop_reason;
-    }
+  private delta(delta: Record<string, unknown>): void {
+    this.emit("content_block_delta", { index: this.index, delta });
   }
 
-  end(): void {
-    this.start();
-    this.close();
+  protected reasoning(text: string): void {
+    if (this.block !== "thinking")
+      this.openBlock("thinking", { type: "thinking", thinking: "", signature: "" });
+    this.delta({ type: "thinking_delta", thinking: text });
+  }
+
+  protected content(text: string): void {
+    if (this.block !== "text") this.openBlock("text", { type: "text", text: "" });
+    this.delta({ type: "text_delta", text });
+  }
+
+  protected toolCall(id: string, name: string): void {
+    this.openBlock("tool_use", { type: "tool_use", id, name, input: {} });
+  }
+
+  protected toolArguments(text: string): void {
+    if (this.block === "tool_use") this.delta({ type: "input_json_delta", partial_json: text });
+  }
+
+  protected close(): void {
+    this.closeBlock();
     const [stopReason, stopSequence] = stopReasonOf(this.plan, this.finish, this.stop);
-    if (this.usage) this.sink.reportUsage?.(this.usage);
     this.emit("message_delta", {
       delta: { stop_reason: stopReason, stop_sequence: stopSequence },
       usage: { output_tokens: this.usage?.completion_tokens ?? 0 },
     });
     this.emit("message_stop");
-    this.sink.end();
   }
 
-  fail(error: ApiError): void {
-    this.start();
+  protected error(error: ApiError): void {
     this.emit("error", { error: { type: anthropicErrorType(error.status), message: error.message } });
-    this.sink.end();
   }
 }
 

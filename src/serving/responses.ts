@@ -12,7 +12,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { type ApiError, badRequest } from "../errors.ts";
-import type { ChatCompletionChunk, ChatCompletionRequest, ChatCompletionResponse } from "../protocol/chat.ts";
+import type { ChatCompletionRequest, ChatCompletionResponse } from "../protocol/chat.ts";
 import type { Usage } from "../protocol/common.ts";
 import type {
   ResponseCreateRequest,
@@ -20,6 +20,7 @@ import type {
   ResponseObject,
   ResponseOutputItem,
 } from "../protocol/openaiResponses.ts";
+import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
 import { type ChatPlan, completeChat, planChat, streamChat } from "./chat.ts";
 import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
@@ -249,79 +250,72 @@ export function streamResponse(plan: ResponsePlan, sink: ChunkSink, signal: Abor
   return streamChat(plan.chat, new ResponseEventWriter(plan, sink), signal);
 }
 
-/** Turns a chat chunk stream into `response.*` events (a {@link ChunkSink} in front of the SSE sink). */
-class ResponseEventWriter implements ChunkSink {
+/** Turns a chat chunk stream into `response.*` events (in front of the SSE sink). */
+class ResponseEventWriter extends ChatChunkTranslator {
   private sequence = 0;
-  private started = false;
   private readonly output: ResponseOutputItem[] = [];
   /** The open item and the text it has gathered. */
-  private open: { item: ResponseOutputItem; text: string } | undefined;
-  private finish: string | null | undefined;
-  private usage: Usage | undefined;
+  private current: { item: ResponseOutputItem; text: string } | undefined;
 
   constructor(
     private readonly plan: ResponsePlan,
-    private readonly sink: ChunkSink,
-  ) {}
+    sink: ChunkSink,
+  ) {
+    super(sink);
+  }
 
   private emit(type: string, fields: Record<string, unknown>): void {
     this.sink.send({ type, sequence_number: this.sequence++, ...fields });
   }
 
-  private start(): void {
-    if (this.started) return;
-    this.started = true;
+  protected open(): void {
     const response = responseObject(this.plan, [], undefined, undefined);
     this.emit("response.created", { response });
     this.emit("response.in_progress", { response });
   }
 
-  send(payload: unknown): void {
-    this.start();
-    const chunk = payload as ChatCompletionChunk;
-    if (chunk.usage && chunk.choices.length === 0) this.usage = chunk.usage;
-    const choice = chunk.choices[0];
-    if (!choice) return;
-    const delta = choice.delta as ChatCompletionChunk["choices"][number]["delta"];
-    if (delta.reasoning_content) this.text("reasoning", delta.reasoning_content);
-    if (delta.content) this.text("message", delta.content);
-    for (const fragment of delta.tool_calls ?? []) {
-      if (fragment.id !== undefined) {
-        this.close();
-        const item: ResponseOutputItem = {
-          type: "function_call",
-          id: newId("fc"),
-          call_id: fragment.id,
-          name: fragment.function.name ?? "",
-          arguments: "",
-          status: "in_progress",
-        };
-        this.open = { item, text: "" };
-        this.output.push(item);
-        this.emit("response.output_item.added", { output_index: this.output.length - 1, item });
-      }
-      const args = fragment.function.arguments;
-      if (args && this.open?.item.type === "function_call") {
-        this.open.text += args;
-        this.emit("response.function_call_arguments.delta", {
-          item_id: this.open.item.id,
-          output_index: this.output.length - 1,
-          delta: args,
-        });
-      }
-    }
-    if (choice.finish_reason) this.finish = choice.finish_reason;
+  protected reasoning(text: string): void {
+    this.text("reasoning", text);
+  }
+
+  protected content(text: string): void {
+    this.text("message", text);
+  }
+
+  protected toolCall(id: string, name: string): void {
+    this.closeItem();
+    const item: ResponseOutputItem = {
+      type: "function_call",
+      id: newId("fc"),
+      call_id: id,
+      name,
+      arguments: "",
+      status: "in_progress",
+    };
+    this.current = { item, text: "" };
+    this.output.push(item);
+    this.emit("response.output_item.added", { output_index: this.output.length - 1, item });
+  }
+
+  protected toolArguments(text: string): void {
+    if (this.current?.item.type !== "function_call") return;
+    this.current.text += text;
+    this.emit("response.function_call_arguments.delta", {
+      item_id: this.current.item.id,
+      output_index: this.output.length - 1,
+      delta: text,
+    });
   }
 
   /** A text delta of a message or reasoning item, opening the item (and its content part) first. */
   private text(kind: "message" | "reasoning", delta: string): void {
-    if (this.open?.item.type !== kind) {
-      this.close();
+    if (this.current?.item.type !== kind) {
+      this.closeItem();
       const item: ResponseOutputItem =
         kind === "message"
           ? { type: "message", id: newId("msg"), status: "in_progress", role: "assistant", content: [] }
           : { type: "reasoning", id: newId("rs"), summary: [], content: [] };
-      this.open = { item, text: "" };
+      this.current = { item, text: "" };
       this.output.push(item);
       const where = { output_index: this.output.length - 1 };
       this.emit("response.output_item.added", { ...where, item });
@@ -335,7 +329,7 @@ class ResponseEventWriter implements ChunkSink {
             : { type: "reasoning_text", text: "" },
       });
     }
-    const open = this.open as { item: ResponseOutputItem; text: string };
+    const open = this.current as { item: ResponseOutputItem; text: string };
     open.text += delta;
     this.emit(kind === "message" ? "response.output_text.delta" : "response.reasoning_text.delta", {
       item_id: open.item.id,
@@ -347,10 +341,10 @@ class ResponseEventWriter implements ChunkSink {
   }
 
   /** Closes the open item: its `.done` events, with the item in its final form. */
-  private close(incomplete = false): void {
-    const open = this.open;
+  private closeItem(incomplete = false): void {
+    const open = this.current;
     if (!open) return;
-    this.open = undefined;
+    this.current = undefined;
     const index = this.output.length - 1;
     const where = { item_id: open.item.id, output_index: index };
     let item: ResponseOutputItem;
@@ -372,19 +366,14 @@ class ResponseEventWriter implements ChunkSink {
     this.emit("response.output_item.done", { output_index: index, item });
   }
 
-  end(): void {
-    this.start();
-    this.close(this.finish === "length");
+  protected close(): void {
+    this.closeItem(this.finish === "length");
     const response = responseObject(this.plan, this.output, this.finish ?? "stop", this.usage);
-    if (this.usage) this.sink.reportUsage?.(this.usage);
     this.emit(response.status === "incomplete" ? "response.incomplete" : "response.completed", { response });
-    this.sink.end();
   }
 
-  fail(error: ApiError): void {
-    this.start();
+  protected error(error: ApiError): void {
     const { message, param, code, type } = error;
     this.emit("error", { code, message, param, error: { message, type, param, code } });
-    this.sink.end();
   }
 }

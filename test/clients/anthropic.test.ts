@@ -6,18 +6,11 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
-import { FORCED_MAX_TOKENS, weatherArgsSchema, weatherTool } from "./shared.ts";
+import { FORCED_MAX_TOKENS, weatherArgsJsonSchema, weatherArgsSchema, weatherTool } from "./shared.ts";
 
 const weather: Anthropic.Tool = {
   ...weatherTool,
-  input_schema: {
-    type: "object",
-    properties: {
-      city: { type: "string", maxLength: 16 },
-      unit: { type: "string", enum: ["celsius", "fahrenheit"] },
-    },
-    required: ["city", "unit"],
-  },
+  input_schema: weatherArgsJsonSchema,
 };
 
 /** Greedy sampling (a spread: this SDK version's types no longer list `temperature`; the API still takes it). */

@@ -5,20 +5,18 @@ import { after, before, describe, it } from "node:test";
 import OpenAI from "openai";
 import { zodTextFormat } from "openai/helpers/zod";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
-import { characterSchema, FORCED_MAX_TOKENS, weatherArgsSchema, weatherTool } from "./shared.ts";
+import {
+  characterSchema,
+  FORCED_MAX_TOKENS,
+  weatherArgsJsonSchema,
+  weatherArgsSchema,
+  weatherTool,
+} from "./shared.ts";
 
 const weatherFunction: OpenAI.Responses.FunctionTool = {
   type: "function",
   ...weatherTool,
-  parameters: {
-    type: "object",
-    properties: {
-      city: { type: "string", maxLength: 16 },
-      unit: { type: "string", enum: ["celsius", "fahrenheit"] },
-    },
-    required: ["city", "unit"],
-    additionalProperties: false,
-  },
+  parameters: weatherArgsJsonSchema,
   strict: true,
 };
 
