@@ -2,7 +2,7 @@
  * The `lmserve` command line: `lmserve serve [MODEL...] [flags]`, `lmserve pull MODEL`, `lmserve list`.
  * Flag names follow `vllm serve` where it has one, llama-server's otherwise.
  */
-import { Command, Option } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { downloadDirFlag, downloadDirHelp, registerModelCommands } from "./cliModelCommands.ts";
 import { addOperationsOptions, serveFlagsInfo } from "./cliOperationsOptions.ts";
 import { ConfigError, loadServeConfig, type ServeFlags } from "./config.ts";
@@ -12,11 +12,15 @@ import { NativeBuildError } from "./engine/native.ts";
 import { ModelSourceError } from "./models/index.ts";
 import { defaultModelAvailable, defaultModelPath } from "./paths.ts";
 import { startServer } from "./startServer.ts";
+import { serverVersion } from "./version.ts";
 
+// A usage error is one line (commander's "Did you mean" suggestion folded in) and exit status 2, not the
+// whole usage: `exitOverride` makes commander throw, and the catch at the end exits.
 const program = new Command("lmserve")
   .description("OpenAI-compatible inference server for GGUF models")
-  .showHelpAfterError()
-  .configureOutput({ outputError: (text, write) => write(`lmserve: ${text}`) });
+  .version(serverVersion, "-V, --version", "print the version and exit")
+  .exitOverride()
+  .configureOutput({ outputError: (text, write) => write(`lmserve: ${oneLine(text)}\n`) });
 
 program
   .command("serve")
@@ -25,14 +29,18 @@ program
     "[models...]",
     "GGUF file path(s), hf:owner/repo/file.gguf, hf:owner/repo:QUANT or https:// URL(s); default: ../shared/models/stories260K.gguf when present",
   )
+  .option("-m, --model <model>", "the model to serve, as MODEL (vLLM's and llama-server's spelling)")
   .option("--host <host>", "address to listen on", "127.0.0.1")
   .option("--port <port>", "port to listen on (0 picks a free one)", "8000")
   .option(
     "--served-model-name <name...>",
     "name(s) the model is served under (first is its id); with several models, one per model",
   )
-  .option("--max-model-len <tokens>", "context tokens per sequence (default: min(training context, 8192))")
-  .option("--max-num-seqs <n>", "concurrent sequences (slots) per model", "4")
+  .option(
+    "--max-model-len <tokens>",
+    "context tokens per sequence, also --ctx-size / -c (default: min(training context, 8192))",
+  )
+  .option("--max-num-seqs <n>", "concurrent sequences (slots) per model, also --parallel / -np", "4")
   .option("--max-waiting <n>", "requests allowed to wait for a slot; beyond it 503 (default: unbounded)")
   .option(
     "--request-timeout <seconds>",
@@ -48,6 +56,10 @@ program
   .option(
     "--reasoning-parser <name>",
     "reasoning parser for <think> output: deepseek_r1, qwen3 (default: detected from the chat template)",
+  )
+  .option(
+    "--enable-auto-tool-choice",
+    "accepted for vLLM compatibility; tool_choice auto is always on when a request has tools",
   )
   .option("--no-prefix-caching", "do not reuse cached prompt prefixes across requests")
   .option("--trust-request-chat-template", "honour a request's own chat_template (it runs arbitrary Jinja)")
@@ -85,7 +97,8 @@ program
   )
   .action(async (models: string[], flags: ServeFlags, serve: Command) => {
     try {
-      const sources = models.length > 0 || flags.config !== undefined ? models : [defaultModel()];
+      const given = models.length > 0 || flags.model !== undefined || flags.config !== undefined;
+      const sources = given ? models : [defaultModel()];
       const config = loadServeConfig(sources, flags, process.env, serveFlagsInfo(serve, flags));
       await startServer(config);
     } catch (error) {
@@ -121,7 +134,38 @@ function fail(error: unknown): never {
   process.exit(1);
 }
 
-/** llama-server's spellings that commander cannot declare (multi-letter short flags), as our long flags. */
-const LLAMA_SERVER_ALIASES: Record<string, string> = { "-ngl": "--n-gpu-layers" };
+/**
+ * llama-server's spellings that commander cannot declare (multi-letter short flags) and aliases of
+ * flags with the same meaning, rewritten to our long flags before parsing (`--ctx-size=4096` too).
+ */
+const FLAG_ALIASES: Record<string, string> = {
+  "-ngl": "--n-gpu-layers",
+  "--ctx-size": "--max-model-len",
+  "-c": "--max-model-len",
+  "-np": "--max-num-seqs",
+  "--parallel": "--max-num-seqs",
+};
 
-await program.parseAsync(process.argv.map((arg) => LLAMA_SERVER_ALIASES[arg] ?? arg));
+/** An argument with its flag alias replaced (`-c 4096`, `--ctx-size=4096`). */
+function unalias(arg: string): string {
+  const equals = arg.indexOf("=");
+  const flag = equals < 0 ? arg : arg.slice(0, equals);
+  const target = arg.startsWith("-") ? FLAG_ALIASES[flag] : undefined;
+  return target === undefined ? arg : target + (equals < 0 ? "" : arg.slice(equals));
+}
+
+/** Commander's error text as one line: "error: unknown option '--prot' (did you mean --port?)". */
+function oneLine(text: string): string {
+  return text
+    .trim()
+    .replace(/\s*\n\(Did you mean (.+)\?\)/, " (did you mean $1?)")
+    .replace(/\s*\n\s*/g, " ");
+}
+
+try {
+  await program.parseAsync(process.argv.map(unalias));
+} catch (error) {
+  // Help and --version exit 0; any usage error (already printed as one line) exits 2.
+  if (!(error instanceof CommanderError)) fail(error);
+  process.exit(error.exitCode === 0 ? 0 : 2);
+}

@@ -86,6 +86,10 @@ export type ServeConfig = Readonly<z.infer<typeof ServeConfigSchema>>;
 
 /** The raw option values of `lmserve serve` as the CLI parser hands them over (strings from flags). */
 export type ServeFlags = {
+  /** `--model` / `-m`: one more model, as a MODEL argument (vLLM, llama-server). */
+  model?: string;
+  /** `--enable-auto-tool-choice` (vLLM): accepted, no effect (auto tool choice is always on). */
+  enableAutoToolChoice?: boolean;
   host?: string;
   port?: string;
   servedModelName?: string[];
@@ -162,8 +166,9 @@ export function loadServeConfig(
   // A config file's flags sit under the command line's; its `models` apply when no MODEL is given.
   const file = cliFlags.config === undefined ? undefined : readConfigFile(cliFlags.config, info.knownFlags);
   const flags = file ? mergeFileFlags(cliFlags, file.flags, info.defaultedFlags ?? new Set()) : cliFlags;
+  const sources = flags.model === undefined ? models : [...models, flags.model];
   const entries: ModelFileEntry[] =
-    models.length > 0 ? models.map((source) => ({ source })) : (file?.models ?? []);
+    sources.length > 0 ? sources.map((source) => ({ source })) : (file?.models ?? []);
   if (entries.length === 0) {
     throw new ConfigError(
       `No model given: pass MODEL or list 'models' in the config file ${cliFlags.config}.`,
@@ -171,6 +176,7 @@ export function loadServeConfig(
   }
   const chatTemplate = flags.chatTemplate === undefined ? undefined : readTemplateFile(flags.chatTemplate);
   const names = flags.servedModelName ?? [];
+  refuseLeftoverNames(names, entries);
   const raw = {
     models: entries.map((entry, index) => ({
       source: entry.source,
@@ -213,6 +219,27 @@ export function loadServeConfig(
     throw new ConfigError(`Invalid configuration: ${issue?.path.join(".")}: ${issue?.message}`);
   }
   return Object.freeze(result.data);
+}
+
+/**
+ * Refuses `--served-model-name` values that no model would take: with several models the i-th name
+ * names the i-th model, so names past the last model are left over; a model with its own names (a
+ * config file entry's `served-model-name`) takes none from the flag.
+ * @throws ConfigError naming the leftover values.
+ */
+function refuseLeftoverNames(names: readonly string[], entries: readonly ModelFileEntry[]): void {
+  const leftover =
+    entries.length === 1
+      ? entries[0]?.servedModelNames !== undefined
+        ? [...names]
+        : []
+      : names.filter(
+          (_, index) => entries[index] === undefined || entries[index].servedModelNames !== undefined,
+        );
+  if (leftover.length === 0) return;
+  throw new ConfigError(
+    `--served-model-name ${leftover.map((name) => `'${name}'`).join(", ")} names no model: ${names.length} name(s) for ${entries.length} model(s)${entries.some((entry) => entry.servedModelNames !== undefined) ? " (models with their own served-model-name in the config file take none)" : ""}.`,
+  );
 }
 
 /**

@@ -3,6 +3,7 @@
  * `hf:` URI or http(s) URL) becomes a verified local `.gguf` file, downloaded into the download folder
  * once and reused on later starts (see `models/resolveModel.ts`).
  */
+import { ConfigError } from "./ConfigError.ts";
 import type { ServeConfig } from "./config.ts";
 import { classifyModelSource, type ProgressStream, pullModel, resolveModel } from "./models/index.ts";
 
@@ -25,7 +26,9 @@ export type ServableModel = {
  * a terminal, plain `downloading X: 40% (…)` lines otherwise) and a one-line summary; local paths print
  * nothing.
  * @param stream Where progress goes; usually `process.stderr`.
- * @throws ModelSourceError (one-line message) for a missing, unreachable, refused or corrupt source.
+ * @throws ModelSourceError (one-line message) for a missing, unreachable, refused or corrupt source;
+ *   ConfigError when two models would be served under one name (`serve X.gguf X.gguf`, or two config
+ *   entries with one name), naming it.
  */
 export async function resolveServeModels(
   config: ServeConfig,
@@ -50,5 +53,25 @@ export async function resolveServeModels(
       downloaded: file.downloaded,
     });
   }
+  refuseDuplicateNames(resolved);
   return resolved;
+}
+
+/**
+ * Refuses a name served by two models: requests could not tell them apart.
+ * @throws ConfigError naming the name and both sources.
+ */
+function refuseDuplicateNames(models: readonly ServableModel[]): void {
+  const owners = new Map<string, string>();
+  for (const model of models) {
+    for (const name of new Set(model.servedModelNames)) {
+      const first = owners.get(name);
+      if (first !== undefined) {
+        throw new ConfigError(
+          `Two models are served as '${name}' (${first} and ${model.source}); give each its own --served-model-name.`,
+        );
+      }
+      owners.set(name, model.source);
+    }
+  }
 }

@@ -10,7 +10,8 @@ import { SamplingFieldsSchema, type Usage } from "./common.ts";
 /** The chat completions request body; unknown fields are accepted and ignored (as vLLM). */
 export const ChatCompletionRequestSchema = z.object({
   messages: chatMessagesSchema,
-  model: z.string(),
+  /** Defaults to the first served model. */
+  model: z.string().nullish(),
   logprobs: z.boolean().nullish(),
   top_logprobs: z.number().int().min(0).max(20).nullish(),
   /** Default: until EOS or the end of the context. */
@@ -69,6 +70,8 @@ export type ChatCompletionResponse = {
   model: string;
   choices: ChatChoice[];
   usage: Usage;
+  /** lmserve version + engine build + backend + model file (`serving/systemFingerprint.ts`). */
+  system_fingerprint: string;
   /** vLLM: per prompt token logprobs, first entry null (see serving/logprobs.ts). */
   prompt_logprobs?: (Record<string, { logprob: number; rank: number; decoded_token: string }> | null)[];
 };
@@ -100,4 +103,6 @@ export type ChatCompletionChunk = {
   model: string;
   choices: ChatChunkChoice[];
   usage?: Usage | null;
+  /** As {@link ChatCompletionResponse.system_fingerprint}. */
+  system_fingerprint: string;
 };

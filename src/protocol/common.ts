@@ -5,6 +5,7 @@
  * checked here too but reported as 400 (see `server/validation.ts`).
  */
 import { z } from "zod";
+import { PeerFieldsSchema } from "./peerFields.ts";
 
 /** `stop`: one string or a list of up to 16 strings (OpenAI allows 4; vLLM any number). */
 export const StopSchema = z.union([z.string(), z.array(z.string()).max(16)]).nullish();
@@ -21,10 +22,16 @@ export const StreamOptionsSchema = z
 /** `logit_bias`: token id (as a string) to a bias in [-100, 100]. */
 export const LogitBiasSchema = z.record(z.string(), z.number().min(-100).max(100)).nullish();
 
-/** `response_format` (OpenAI): text, JSON mode, or a JSON Schema. */
+/**
+ * `response_format` (OpenAI): text, JSON mode, or a JSON Schema; plus `schema` beside `type`
+ * (llama-server, Together, Fireworks; instructor's JSON_SCHEMA mode sends
+ * `{type: "json_object", schema}`), which constrains the output to that schema.
+ */
 export const ResponseFormatSchema = z
   .object({
     type: z.enum(["text", "json_object", "json_schema"]),
+    /** llama-server / Together / Fireworks: the JSON Schema of a `json_object` (or `json_schema`) format. */
+    schema: z.record(z.string(), z.unknown()).nullish(),
     json_schema: z
       .object({
         name: z.string(),
@@ -105,8 +112,15 @@ export const SamplingFieldsSchema = {
       whitespace_pattern: z.string().nullish(),
     })
     .nullish(),
+  // --- llama-server guided decoding ---
+  /** llama-server: a GBNF grammar the output must match. */
+  grammar: z.string().nullish(),
+  /** llama-server: a JSON Schema the output must match. */
+  json_schema: z.record(z.string(), z.unknown()).nullish(),
   // --- NIM ---
   nvext: NvextSchema,
+  // --- peers' fields this server refuses or ignores on purpose (see `serving/peerFields.ts`) ---
+  ...PeerFieldsSchema,
 };
 
 /** Token counts of a response (`usage`), with vLLM's `prompt_tokens_details.cached_tokens`. */

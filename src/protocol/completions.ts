@@ -12,7 +12,8 @@ export const PromptSchema = z.union([
 
 /** The completions request body; unknown fields are accepted and ignored (as vLLM). */
 export const CompletionRequestSchema = z.object({
-  model: z.string(),
+  /** Defaults to the first served model. */
+  model: z.string().nullish(),
   prompt: PromptSchema,
   /** Nscale: generate `best_of` and return the `n` best by cumulative logprob. */
   best_of: z.number().int().min(1).max(16).nullish(),
@@ -53,5 +54,6 @@ export type CompletionResponse = {
   model: string;
   choices: CompletionChoice[];
   usage?: Usage | null;
-  system_fingerprint?: string;
+  /** lmserve version + engine build + backend + model file (`serving/systemFingerprint.ts`). */
+  system_fingerprint: string;
 };

@@ -40,7 +40,7 @@ export const CompletionResponseSchema = z.object({
   model: z.string(),
   choices: z.array(CompletionChoiceSchema),
   usage: UsageSchema.nullish(),
-  system_fingerprint: z.string().optional(),
+  system_fingerprint: z.string(),
 });
 
 const TopLogprobSchema = z.object({
@@ -88,6 +88,7 @@ export const ChatCompletionResponseSchema = z.object({
   model: z.string(),
   choices: z.array(ChatChoiceSchema),
   usage: UsageSchema,
+  system_fingerprint: z.string(),
 });
 
 /** A choice of a chat stream chunk. */
@@ -121,6 +122,7 @@ export const ChatCompletionChunkSchema = z.object({
   model: z.string(),
   choices: z.array(ChatChunkChoiceSchema),
   usage: UsageSchema.nullish(),
+  system_fingerprint: z.string(),
 });
 
 /** OpenAI's model object plus vLLM's `root`, `parent` and `max_model_len`. */

@@ -17,7 +17,7 @@ import {
 } from "../errors.ts";
 import type { SeedSource } from "../serving/generationParams.ts";
 import type { ModelRegistry } from "../serving/ModelRegistry.ts";
-import { errorBody, errorHeaders } from "./errorBody.ts";
+import { anthropicErrorBody, errorBody, errorHeaders } from "./errorBody.ts";
 import { answerClientError, answerFrameworkError } from "./frameworkErrors.ts";
 import { registerJsonBodyParser } from "./jsonBody.ts";
 import { registerMetricsRoute, type ServerMetrics } from "./metrics.ts";
@@ -26,7 +26,9 @@ import { DEFAULT_OPERATIONS, type OperationsOptions, registerOperations } from "
 import { registerChatRoutes } from "./routes/chat.ts";
 import { registerCompletionRoutes } from "./routes/completions.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
+import { isAnthropicPath, registerMessagesRoutes } from "./routes/messages.ts";
 import { registerModelRoutes } from "./routes/models.ts";
+import { registerResponsesRoutes } from "./routes/responses.ts";
 import { registerUi, type UiOptions } from "./ui.ts";
 
 /** What the HTTP layer needs from the rest of the server. */
@@ -129,6 +131,8 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
   registerModelRoutes(app, context);
   registerCompletionRoutes(app, context);
   registerChatRoutes(app, context);
+  registerResponsesRoutes(app, context);
+  registerMessagesRoutes(app, context);
   if (options.ui) registerUi(app, options.ui);
 
   return app;
@@ -144,12 +148,16 @@ function isBodyError(error: unknown): boolean {
   );
 }
 
-/** Sends an error as the JSON error body (headers already sent: the connection is just closed). */
+/**
+ * Sends an error as the JSON error body (headers already sent: the connection is just closed); on the
+ * Anthropic routes (`/v1/messages*`) in Anthropic's shape.
+ */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   // A changed model file is logged once, by its watch (startServer.ts), not on every refused request.
   if (error.status >= 500 && error.code !== "model_file_changed")
     request.log.error({ err: error.cause ?? error }, "request failed");
-  return reply.code(error.status).headers(errorHeaders(error)).send(errorBody(error));
+  const body = isAnthropicPath(request.url) ? anthropicErrorBody(error) : errorBody(error);
+  return reply.code(error.status).headers(errorHeaders(error)).send(body);
 }
 
 /** Maps Fastify's own errors (body parsing, limits) and anything unexpected to an {@link ApiError}. */

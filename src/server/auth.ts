@@ -37,6 +37,15 @@ export function bearerToken(request: FastifyRequest): string | undefined {
 }
 
 /**
+ * The API key of a request: the bearer token, else Anthropic's `x-api-key` header; undefined when
+ * there is neither.
+ */
+export function requestApiKey(request: FastifyRequest): string | undefined {
+  const header = request.headers["x-api-key"];
+  return bearerToken(request) ?? (typeof header === "string" && header.length > 0 ? header : undefined);
+}
+
+/**
  * Compares a token against every key in constant time: both sides are hashed to SHA-256 first (equal
  * lengths for `timingSafeEqual`), and every key is compared, whichever matches.
  */
@@ -48,7 +57,7 @@ export function keyMatches(token: string, keyDigests: readonly Buffer[]): boolea
 }
 
 /**
- * Checks `Authorization: Bearer KEY` on every route {@link requiresApiKey} names, before anything else
+ * Checks `Authorization: Bearer KEY` (or Anthropic's `x-api-key: KEY`) on every route {@link requiresApiKey} names, before anything else
  * runs for the request: a missing or wrong key is a 401 with `WWW-Authenticate: Bearer` and the error
  * body. CORS preflights (`OPTIONS`) carry no credentials and pass (the CORS layer answers them).
  */
@@ -64,7 +73,7 @@ export function registerAuth(app: FastifyInstance, options: AuthOptions): void {
       requiresApiKey(request.url, options.protectMetrics) ||
       (route !== undefined && requiresApiKey(route, options.protectMetrics));
     if (!needsKey) return;
-    const token = bearerToken(request);
+    const token = requestApiKey(request);
     if (token !== undefined && keyMatches(token, digests)) return;
     return sendError(request, reply, unauthorized(token !== undefined));
   });

@@ -1,4 +1,6 @@
 import type { ApiError } from "../errors.ts";
+import type { AnthropicErrorBody } from "../protocol/anthropicMessages.ts";
+import { anthropicErrorType } from "../serving/messages.ts";
 
 /**
  * The JSON error body: OpenAI's `{error: {message, type, param, code}}` (so the official SDKs raise
@@ -35,4 +37,13 @@ export function errorHeaders(error: ApiError): Record<string, string> {
   if (error.retryAfterSeconds !== undefined)
     headers["retry-after"] = String(Math.ceil(error.retryAfterSeconds));
   return headers;
+}
+
+/**
+ * The error body of the Anthropic routes (`/v1/messages*`): `{type: "error", error: {type, message}}`
+ * with Anthropic's error types (`invalid_request_error`, `authentication_error`, `not_found_error`,
+ * `rate_limit_error`, `overloaded_error`, `api_error`), so the Anthropic SDKs raise their typed errors.
+ */
+export function anthropicErrorBody(error: ApiError): AnthropicErrorBody {
+  return { type: "error", error: { type: anthropicErrorType(error.status), message: error.message } };
 }

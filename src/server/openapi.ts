@@ -6,8 +6,21 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import {
+  AnthropicCountTokensRequestSchema,
+  AnthropicCountTokensResponseSchema,
+  AnthropicErrorBodySchema,
+  AnthropicMessageResponseSchema,
+  AnthropicMessagesRequestSchema,
+  AnthropicStreamEventSchema,
+} from "../protocol/anthropicMessages.ts";
 import { ChatCompletionRequestSchema } from "../protocol/chat.ts";
 import { CompletionRequestSchema } from "../protocol/completions.ts";
+import {
+  ResponseCreateRequestSchema,
+  ResponseObjectSchema,
+  ResponseStreamEventSchema,
+} from "../protocol/openaiResponses.ts";
 import {
   ChatCompletionChunkSchema,
   ChatCompletionResponseSchema,
@@ -33,6 +46,15 @@ const SCHEMAS = {
   TokenizeCompletionRequest: { schema: TokenizeCompletionRequestSchema, io: "input" },
   TokenizeChatRequest: { schema: TokenizeChatRequestSchema, io: "input" },
   DetokenizeRequest: { schema: DetokenizeRequestSchema, io: "input" },
+  ResponseCreateRequest: { schema: ResponseCreateRequestSchema, io: "input" },
+  Response: { schema: ResponseObjectSchema, io: "output" },
+  ResponseStreamEvent: { schema: ResponseStreamEventSchema, io: "output" },
+  AnthropicMessagesRequest: { schema: AnthropicMessagesRequestSchema, io: "input" },
+  AnthropicCountTokensRequest: { schema: AnthropicCountTokensRequestSchema, io: "input" },
+  AnthropicMessage: { schema: AnthropicMessageResponseSchema, io: "output" },
+  AnthropicStreamEvent: { schema: AnthropicStreamEventSchema, io: "output" },
+  AnthropicCountTokensResponse: { schema: AnthropicCountTokensResponseSchema, io: "output" },
+  AnthropicError: { schema: AnthropicErrorBodySchema, io: "output" },
   CompletionResponse: { schema: CompletionResponseSchema, io: "output" },
   ChatCompletionResponse: { schema: ChatCompletionResponseSchema, io: "output" },
   ChatCompletionChunk: { schema: ChatCompletionChunkSchema, io: "output" },
@@ -65,6 +87,10 @@ export type RouteDoc = {
   response: SchemaName | { mediaType: string; description: string; schema?: Record<string, unknown> };
   /** The schema of each `data:` event when the request asks for `stream: true`. */
   stream?: SchemaName;
+  /** The stream ends with `data: [DONE]` (OpenAI's chat framing). Defaults to true. */
+  streamDone?: boolean;
+  /** The schema of the error bodies. Defaults to `Error` (OpenAI's plus NIM's fields). */
+  errorSchema?: SchemaName;
   /**
    * Error statuses beyond the ones {@link operation} adds: 400 (an undecodable URL), 408
    * (`--receive-timeout`), 431 (headers over 16 KiB), 500 and 503 (shutting down) on every route but
@@ -107,6 +133,48 @@ export const API_ROUTES: readonly RouteDoc[] = [
     response: "ChatCompletionResponse",
     stream: "ChatCompletionChunk",
     errors: GENERATION_ERRORS,
+  },
+  {
+    method: "POST",
+    path: "/v1/responses",
+    summary: "Create a response (OpenAI Responses, stateless)",
+    description:
+      "OpenAI's Responses API on the chat serving: `input` (a string or message / function_call / function_call_output items), `instructions`, `max_output_tokens`, `temperature`, `top_p`, `text.format`, function `tools`, `tool_choice`. `previous_response_id` and `store: true` are a 400 (nothing is stored). `stream: true` answers `event: TYPE` / `data: {json}` events in OpenAI's order, ending with `response.completed` or `response.incomplete` (no `[DONE]`).",
+    tag: "Generation",
+    auth: true,
+    request: ["ResponseCreateRequest"],
+    response: "Response",
+    stream: "ResponseStreamEvent",
+    streamDone: false,
+    errors: GENERATION_ERRORS,
+  },
+  {
+    method: "POST",
+    path: "/v1/messages",
+    summary: "Create a message (Anthropic Messages)",
+    description:
+      "Anthropic's Messages API on the chat serving: `system`, `messages` with text / tool_use / tool_result blocks, `max_tokens`, `stop_sequences`, `temperature`, `top_p`, `top_k`, `tools`, `tool_choice`. Authenticated by `x-api-key` or `Authorization: Bearer`. Errors in Anthropic's shape. `stream: true` answers Anthropic's `event: TYPE` / `data: {json}` events (`message_start` ... `message_stop`, no `[DONE]`).",
+    tag: "Generation",
+    auth: true,
+    request: ["AnthropicMessagesRequest"],
+    response: "AnthropicMessage",
+    stream: "AnthropicStreamEvent",
+    streamDone: false,
+    errorSchema: "AnthropicError",
+    errors: GENERATION_ERRORS,
+  },
+  {
+    method: "POST",
+    path: "/v1/messages/count_tokens",
+    summary: "Count a message request's input tokens (Anthropic)",
+    description:
+      "The prompt rendered exactly as `/v1/messages` renders it, tokenized. Errors in Anthropic's shape.",
+    tag: "Generation",
+    auth: true,
+    request: ["AnthropicCountTokensRequest"],
+    response: "AnthropicCountTokensResponse",
+    errorSchema: "AnthropicError",
+    errors: [404, 422],
   },
   {
     method: "GET",
@@ -340,8 +408,12 @@ function operation(route: RouteDoc, options: DocumentOptions): Record<string, un
               ? {
                   "text/event-stream": {
                     schema: { type: "string" },
-                    description: `With \`stream: true\`: \`data: {json}\` events, each a \`${route.stream}\`, then \`data: [DONE]\`.`,
+                    description:
+                      route.streamDone === false
+                        ? `With \`stream: true\`: \`event: TYPE\` + \`data: {json}\` events, each a \`${route.stream}\` (no \`[DONE]\`).`
+                        : `With \`stream: true\`: \`data: {json}\` events, each a \`${route.stream}\`, then \`data: [DONE]\`.`,
                     "x-event-schema": ref(route.stream),
+                    "x-done": route.streamDone !== false,
                   },
                 }
               : {}),
@@ -383,7 +455,15 @@ function operation(route: RouteDoc, options: DocumentOptions): Record<string, un
       ...Object.fromEntries(
         [...statuses]
           .sort((a, b) => a - b)
-          .map((status) => [status, { $ref: `#/components/responses/Error${status}` }]),
+          .map((status) => [
+            status,
+            route.errorSchema
+              ? {
+                  description: STATUS_TEXT[status],
+                  content: { "application/json": { schema: ref(route.errorSchema) } },
+                }
+              : { $ref: `#/components/responses/Error${status}` },
+          ]),
       ),
     },
   };

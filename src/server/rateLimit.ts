@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { RateLimit } from "../configValues.ts";
 import { rateLimited } from "../errors.ts";
 import { sendError } from "./app.ts";
-import { bearerToken, requiresApiKey } from "./auth.ts";
+import { requestApiKey, requiresApiKey } from "./auth.ts";
 import { formatResetDuration, RateLimiter } from "./RateLimiter.ts";
 
 /**
@@ -35,7 +35,7 @@ export function registerRateLimit(
 
 /** The rate-limited identity: a digest of the API key (never the key itself), else the client address. */
 function identityOf(request: FastifyRequest, keyed: boolean): string {
-  const token = keyed ? bearerToken(request) : undefined;
+  const token = keyed ? requestApiKey(request) : undefined;
   if (token !== undefined) return `key:${createHash("sha256").update(token).digest("base64url")}`;
   return `ip:${request.ip}`;
 }

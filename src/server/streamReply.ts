@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ChunkSink } from "../serving/streaming.ts";
 import { observeStreamChunk, setRequestUsage } from "./requestLog.ts";
-import { SseStream } from "./SseStream.ts";
+import { type SseFraming, SseStream } from "./SseStream.ts";
 
 /**
  * An abort signal that fires when the client goes away before the response has been sent completely
@@ -21,12 +21,14 @@ export function clientSignal(request: FastifyRequest, reply: FastifyReply): Abor
 /**
  * Runs a streamed response. `start` receives the chunk sink and must do its admission checks
  * synchronously: an error it throws before returning is answered as a normal JSON error, since nothing
- * has been written yet. After that the response is an SSE stream (headers sent at once).
+ * has been written yet. After that the response is an SSE stream (headers sent at once), framed as
+ * `framing` says (default: OpenAI's chat framing).
  */
 export async function openStream(
   request: FastifyRequest,
   reply: FastifyReply,
   start: (sink: ChunkSink) => Promise<void>,
+  framing: SseFraming = {},
 ): Promise<FastifyReply> {
   let stream: SseStream | undefined;
   const open = (): SseStream => {
@@ -35,7 +37,7 @@ export async function openStream(
       Object.entries(reply.getHeaders()).map(([name, value]) => [name, String(value)]),
     );
     reply.hijack();
-    stream = new SseStream(reply.raw, headers);
+    stream = new SseStream(reply.raw, headers, framing);
     return stream;
   };
   const sink: ChunkSink = {

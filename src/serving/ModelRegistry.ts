@@ -44,6 +44,18 @@ export class ModelRegistry {
     return scheduler;
   }
 
+  /**
+   * The model a request names, or the first served model (its id) when `name` is absent or null:
+   * `model` is optional on every route, as llama-server serves its one model whatever the name.
+   * @throws ApiError 404 for a name no model has; 503 as {@link get}.
+   */
+  resolve(name: string | null | undefined): { name: string; scheduler: Scheduler } {
+    if (name !== undefined && name !== null) return { name, scheduler: this.get(name) };
+    const first = this.schedulers[0];
+    if (first === undefined) throw modelNotFound("(none)", []);
+    return { name: first.host.id, scheduler: this.get(first.host.id) };
+  }
+
   /** OpenAI model objects, one per served name (aliases included, each with `root` = the model id). */
   modelObjects(): ModelObject[] {
     return [...this.byName.entries()].map(([name, scheduler]) => toModelObject(name, scheduler));

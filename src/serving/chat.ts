@@ -68,7 +68,7 @@ export async function planChat(
   seeds: SeedSource,
   maxTokensCap?: number,
 ): Promise<ChatPlan> {
-  const scheduler = registry.get(body.model);
+  const { name: model, scheduler } = registry.resolve(body.model);
   refuseUnsupportedFields(body);
   refuseStreamOptionsWithoutStream(body);
   const host = scheduler.host;
@@ -114,7 +114,10 @@ export async function planChat(
     closeText !== undefined && budget !== undefined && budget > 0 ? host.tokenize(closeText, false) : null;
   const outputs: ChoiceOutput[] = [];
   const requests = Array.from({ length: body.n ?? 1 }, (_, choice): GenerationRequest => {
-    const output = new ChoiceOutput(parserFor(startsInThinking), { parallelToolCalls: tools.parallel });
+    const output = new ChoiceOutput(parserFor(startsInThinking), {
+      parallelToolCalls: tools.parallel,
+      forcedToolCall: tools.mode === "forced",
+    });
     outputs.push(output);
     const request = generationRequest(body, host, promptTokens, maxTokens, choice, seeds, counts, grammar);
     if (closeTokens && budget !== undefined)
@@ -124,7 +127,7 @@ export async function planChat(
   return {
     id: body.request_id || `chatcmpl-${randomUUID().replaceAll("-", "")}`,
     created: Math.floor(Date.now() / 1000),
-    model: body.model,
+    model,
     scheduler,
     body,
     requests,

@@ -27,6 +27,12 @@ export type ChatDeltaOut = ChatChunkChoice["delta"] & { reasoning?: string | nul
 export type ChoiceOutputOptions = {
   /** `parallel_tool_calls`: when false, calls after the first are dropped (as vLLM does). */
   parallelToolCalls: boolean;
+  /**
+   * A forced `tool_choice` (`"required"` or named): the grammar admits only the call(s), so any text
+   * that is not a parsed call is a call cut short (by `max_tokens`) and is kept out of `content`, as
+   * vLLM does for a truncated forced call; the choice then finishes with `length`. Defaults to false.
+   */
+  forcedToolCall?: boolean;
 };
 
 /**
@@ -63,6 +69,7 @@ export class ChoiceOutput {
   }
 
   private keep(delta: ParserDelta): ParserDelta {
+    if (this.options.forcedToolCall) delete delta.content;
     if (delta.toolCalls) {
       const calls = this.options.parallelToolCalls
         ? delta.toolCalls
@@ -95,13 +102,14 @@ export class ChoiceOutput {
   }
 
   /**
-   * The non-streamed message: `content` (null when empty beside tool calls or reasoning, else the text,
-   * `""` included), `tool_calls` when there are any, and both reasoning fields when a reasoning parser
+   * The non-streamed message: `content` (null when empty beside tool calls or reasoning, or for a
+   * forced tool call, else the text, `""` included), `tool_calls` when there are any, and both reasoning fields when a reasoning parser
    * is active.
    */
   message(): ChatMessageOut {
     const parsed = this.accumulator.result();
-    const empty = parsed.toolCalls.length > 0 || parsed.reasoning !== null;
+    const empty =
+      parsed.toolCalls.length > 0 || parsed.reasoning !== null || this.options.forcedToolCall === true;
     const message: ChatMessageOut = { role: "assistant", content: parsed.content ?? (empty ? null : "") };
     if (this.reasoning) {
       message.reasoning_content = parsed.reasoning;
@@ -111,7 +119,10 @@ export class ChoiceOutput {
     return message;
   }
 
-  /** The API's `finish_reason`: `tool_calls` when calls were returned, else the generation's. */
+  /**
+   * The API's `finish_reason`: `tool_calls` when calls were returned, else the generation's (`length`
+   * for a forced call cut by `max_tokens`).
+   */
   finishReason(result: GenerationResult): ChatChoice["finish_reason"] {
     return this.hasToolCalls ? "tool_calls" : finishReasonOf(result);
   }

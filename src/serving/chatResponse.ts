@@ -16,6 +16,7 @@ import type { ChatDeltaOut, ChoiceOutput } from "./chatOutput.ts";
 import { chatLogprobs, promptLogprobs } from "./logprobs.ts";
 import { runChoices } from "./runChoices.ts";
 import { type ChunkSink, finishStream, includeUsage, sumUsage } from "./streaming.ts";
+import { systemFingerprint } from "./systemFingerprint.ts";
 
 function outputOf(plan: ChatPlan, choice: number): ChoiceOutput {
   const output = plan.outputs[choice];
@@ -60,6 +61,7 @@ export async function completeChat(
       };
     }),
     usage: sumUsage(results, plan.requests.length),
+    system_fingerprint: systemFingerprint(plan.scheduler.host),
     ...(plan.body.prompt_logprobs !== undefined &&
     plan.body.prompt_logprobs !== null &&
     results[0]?.promptLogprobs
@@ -77,12 +79,14 @@ export async function completeChat(
  * @throws ApiError 503 synchronously (before anything is written) when the queue is full.
  */
 export function streamChat(plan: ChatPlan, sink: ChunkSink, signal: AbortSignal): Promise<void> {
+  const fingerprint = systemFingerprint(plan.scheduler.host);
   const chunk = (choices: ChatChunkChoice[], usage?: Usage): ChatCompletionChunk => ({
     id: plan.id,
     object: "chat.completion.chunk",
     created: plan.created,
     model: plan.model,
     choices,
+    system_fingerprint: fingerprint,
     ...(usage ? { usage } : continuous ? { usage: runningUsage() } : {}),
   });
   // vLLM sends continuous usage only when usage is asked for at all.

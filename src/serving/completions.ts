@@ -29,6 +29,7 @@ import {
   refuseStreamOptionsWithoutStream,
   sumUsage,
 } from "./streaming.ts";
+import { systemFingerprint } from "./systemFingerprint.ts";
 
 /** One prompt of the request: its tokens and the text `echo` gives back. */
 type PlannedPrompt = { tokens: number[]; text: string };
@@ -64,7 +65,7 @@ export async function planCompletion(
   seeds: SeedSource,
   maxTokensCap?: number,
 ): Promise<CompletionPlan> {
-  const scheduler = registry.get(body.model);
+  const { name: model, scheduler } = registry.resolve(body.model);
   if (body.echo && body.stream) throw badRequest("'echo' and 'stream' cannot both be true.", "echo");
   refuseStreamOptionsWithoutStream(body);
   const n = body.n ?? 1;
@@ -102,7 +103,7 @@ export async function planCompletion(
   return {
     id: body.request_id || `cmpl-${randomUUID().replaceAll("-", "")}`,
     created: Math.floor(Date.now() / 1000),
-    model: body.model,
+    model,
     scheduler,
     body,
     prompts,
@@ -139,7 +140,7 @@ function planPrompt(
     const infill = host.infillTokens;
     if (!infill) {
       throw badRequest(
-        `The model ${body.model} has no fill-in-the-middle tokens, so it cannot complete with a suffix.`,
+        `The model ${host.id} has no fill-in-the-middle tokens, so it cannot complete with a suffix.`,
         "suffix",
       );
     }
@@ -198,6 +199,7 @@ export async function completeCompletion(
     model: plan.model,
     choices,
     usage: sumUsage(returned, plan.n),
+    system_fingerprint: systemFingerprint(plan.scheduler.host),
   };
 }
 
@@ -261,12 +263,14 @@ export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: 
     (plan.body.stream_options?.continuous_usage_stats ?? false) && includeUsage(plan.body.stream_options);
   const promptTokens = plan.prompts.reduce((sum, prompt) => sum + prompt.tokens.length, 0);
   let completionTokens = 0;
+  const fingerprint = systemFingerprint(plan.scheduler.host);
   const chunk = (choices: CompletionChoice[], usage?: Usage): CompletionResponse => ({
     id: plan.id,
     object: "text_completion",
     created: plan.created,
     model: plan.model,
     choices,
+    system_fingerprint: fingerprint,
     ...(usage ? { usage } : continuous ? { usage: runningUsage(promptTokens, completionTokens) } : {}),
   });
   const run = runChoices(

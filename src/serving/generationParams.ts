@@ -8,31 +8,18 @@ import type { GenerationRequest, Grammar, SamplingParams } from "../engine/types
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { CompletionRequest } from "../protocol/completions.ts";
+import { refusePeerFields } from "./peerFields.ts";
 
 /** Fields both endpoints share. */
 export type CommonRequest = CompletionRequest | ChatCompletionRequest;
 
-/** Request fields accepted by the schema but not honoured yet: a 400 rather than a silent no-op. */
-const UNSUPPORTED_FIELDS: readonly (keyof CompletionRequest | keyof ChatCompletionRequest)[] = [];
-
 /**
- * Refuses fields this server accepts in its schema but does not yet honour, so that no request is
- * silently served differently from what it asked.
+ * Refuses fields this server accepts in its schema but does not honour (other servers' fields:
+ * `peerFields.ts`), so that no request is silently served differently from what it asked.
  * @throws ApiError 400 naming the field.
  */
 export function refuseUnsupportedFields(body: CommonRequest): void {
-  const record = body as Record<string, unknown>;
-  const nvext = (body.nvext ?? {}) as Record<string, unknown>;
-  for (const field of UNSUPPORTED_FIELDS) {
-    for (const [value, name] of [
-      [record[field], field],
-      [nvext[field], `nvext.${field}`],
-    ] as const) {
-      if (value === undefined || value === null) continue;
-      if (Array.isArray(value) && value.length === 0 && field === "tools") continue;
-      throw badRequest(`The field '${name}' is not supported by this server yet.`, name, "unsupported_field");
-    }
-  }
+  refusePeerFields(body);
 }
 
 /**

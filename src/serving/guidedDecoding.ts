@@ -1,7 +1,8 @@
 /**
  * Guided decoding at the serving layer: finds the request's one constraint among every spelling
  * clients send (vLLM's `guided_*` at top level and in NIM's `nvext`, vLLM >= 0.12's
- * `structured_outputs`, OpenAI's `response_format`), compiles it (`structured/`) and turns it into a
+ * `structured_outputs`, OpenAI's `response_format`, llama-server's top-level `grammar` and
+ * `json_schema`, and `response_format.schema` of llama-server, Together and Fireworks), compiles it (`structured/`) and turns it into a
  * native llama.cpp grammar, cached by its GBNF text.
  */
 import { checkGrammar } from "../engine/grammar.ts";
@@ -26,9 +27,10 @@ const grammars = new LruCache<string, Grammar>(128);
 
 /**
  * The request's guided-decoding constraint, or null when it has none.
- * @throws ApiError 400 when more than one constraint is given (never silently pick one), for an
- *   unknown `guided_decoding_backend`, for `response_format: json_schema` without a schema, or for a
- *   constraint with a field that could break it (see {@link refuseConflictingFields}).
+ * @throws ApiError 400 when more than one constraint is given in any spellings (never silently pick
+ *   one), for an unknown `guided_decoding_backend`, for `response_format: json_schema` without a
+ *   schema, for `response_format: text` with a `schema`, or for a constraint with a field that could
+ *   break it (see {@link refuseConflictingFields}).
  */
 export function resolveGuidedConstraint(body: CommonRequest): GuidedConstraint | null {
   const found: GuidedConstraint[] = [];
@@ -60,16 +62,30 @@ export function resolveGuidedConstraint(body: CommonRequest): GuidedConstraint |
     add("grammar", structured.grammar, "structured_outputs.grammar");
     add("json_object", structured.json_object ? {} : null, "structured_outputs.json_object");
   }
+  // llama-server's top-level spellings.
+  add("grammar", body.grammar, "grammar");
+  add("json_schema", body.json_schema, "json_schema");
   const format = body.response_format;
-  if (format?.type === "json_object") add("json_object", {}, "response_format");
+  if (format?.type === "text" && format.schema) {
+    throw badRequest(
+      'response_format.schema needs type "json_object" or "json_schema"; type "text" does not constrain the output.',
+      "response_format.schema",
+    );
+  }
+  // `{type: "json_object", schema}` (llama-server, Together, Fireworks; instructor's JSON_SCHEMA mode).
+  if (format?.type === "json_object") {
+    if (format.schema) add("json_schema", format.schema, "response_format.schema");
+    else add("json_object", {}, "response_format");
+  }
   if (format?.type === "json_schema") {
     const schema = format.json_schema?.schema;
-    if (!schema)
+    if (!schema && !format.schema)
       throw badRequest(
         "response_format json_schema needs json_schema.schema.",
         "response_format.json_schema",
       );
     add("json_schema", schema, "response_format.json_schema.schema");
+    add("json_schema", format.schema, "response_format.schema");
   }
   if (found.length > 1) {
     throw badRequest(

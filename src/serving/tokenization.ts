@@ -3,7 +3,6 @@
  * or chat messages (rendered exactly as a chat completion would render them) to token ids, and token
  * ids back to text.
  */
-import type { ModelHost } from "../engine/ModelHost.ts";
 import { badRequest } from "../errors.ts";
 import type {
   DetokenizeRequest,
@@ -25,7 +24,7 @@ export async function tokenize(
   registry: ModelRegistry,
   body: TokenizeCompletionRequest | TokenizeChatRequest,
 ): Promise<TokenizeResponse> {
-  const host = hostOf(registry, body.model);
+  const host = registry.resolve(body.model).scheduler.host;
   let tokens: number[];
   if ("messages" in body) {
     if (body.add_generation_prompt && body.continue_final_message) {
@@ -57,7 +56,7 @@ export async function tokenize(
  * @throws ApiError 404 for an unknown model; 400 naming the first id outside the vocabulary.
  */
 export function detokenize(registry: ModelRegistry, body: DetokenizeRequest): DetokenizeResponse {
-  const host = hostOf(registry, body.model);
+  const host = registry.resolve(body.model).scheduler.host;
   const size = host.vocabularySize;
   const index = body.tokens.findIndex((token) => token >= size);
   if (index !== -1) {
@@ -70,9 +69,3 @@ export function detokenize(registry: ModelRegistry, body: DetokenizeRequest): De
 }
 
 /** The named model's host, or the first served model's when no name is given (as vLLM). */
-function hostOf(registry: ModelRegistry, model: string | null | undefined): ModelHost {
-  if (model !== undefined && model !== null) return registry.get(model).host;
-  const first = registry.all()[0];
-  if (first === undefined) throw registry.get("");
-  return first.host;
-}

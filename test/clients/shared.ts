@@ -18,6 +18,17 @@ export const weatherArgsSchema = z.object({
   unit: z.enum(["celsius", "fahrenheit"]),
 });
 
+/** {@link weatherArgsSchema} as JSON Schema, for APIs whose tools take a plain schema (Responses, Anthropic). */
+export const weatherArgsJsonSchema = {
+  type: "object" as const,
+  properties: {
+    city: { type: "string", maxLength: 16 },
+    unit: { type: "string", enum: ["celsius", "fahrenheit"] },
+  },
+  required: ["city", "unit"],
+  additionalProperties: false,
+};
+
 /** Name and description of the `get_weather` function tool. */
 export const weatherTool = { name: "get_weather", description: "Current weather in a city" } as const;
 

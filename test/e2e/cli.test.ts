@@ -4,7 +4,9 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, it } from "node:test";
-import { projectRoot } from "../../src/paths.ts";
+import { defaultModelPath, projectRoot } from "../../src/paths.ts";
+import { serverVersion } from "../../src/version.ts";
+import { startTestServer } from "../helpers/testServer.ts";
 
 /** Runs `lmserve ARGS` to completion and returns its exit status and output. */
 function lmserve(args: string[]) {
@@ -59,6 +61,75 @@ describe("lmserve CLI", () => {
       "--chat-template",
     ]) {
       assert.ok(stdout.includes(flag), flag);
+    }
+  });
+
+  it("--version prints the version and exits 0", () => {
+    for (const flag of ["--version", "-V"]) {
+      const { status, stdout } = lmserve([flag]);
+      assert.equal(status, 0);
+      assert.equal(stdout.trim(), serverVersion);
+    }
+  });
+
+  it("an unknown flag is one line suggesting the nearest known flag (exit 2), not the whole usage", () => {
+    const near = lmserve(["serve", "--prot", "1"]);
+    assert.equal(near.status, 2);
+    assert.equal(near.stderr, "lmserve: error: unknown option '--prot' (did you mean --port?)");
+    const far = lmserve(["serve", "--frobnicate"]);
+    assert.equal(far.status, 2);
+    assert.equal(far.stderr.split("\n").length, 1, far.stderr);
+  });
+
+  it("duplicate model ids and leftover --served-model-name values are one-line errors (exit 2) naming them", () => {
+    const twice = lmserve(["serve", defaultModelPath, defaultModelPath, "--port", "0"]);
+    assert.equal(twice.status, 2);
+    assert.equal(twice.stderr.split("\n").length, 1, twice.stderr);
+    assert.match(twice.stderr, /Two models are served as 'stories260K'/);
+    // -m / --model is one more MODEL.
+    const flag = lmserve(["serve", defaultModelPath, "-m", defaultModelPath, "--port", "0"]);
+    assert.match(flag.stderr, /Two models are served as 'stories260K'/);
+    const named = lmserve(["serve", defaultModelPath, defaultModelPath, "--served-model-name", "a", "a"]);
+    assert.match(named.stderr, /Two models are served as 'a'/);
+    const leftover = lmserve([
+      "serve",
+      defaultModelPath,
+      defaultModelPath,
+      "--served-model-name",
+      "a",
+      "b",
+      "c",
+    ]);
+    assert.equal(leftover.status, 2);
+    assert.match(leftover.stderr, /^lmserve: error: --served-model-name 'c' names no model/);
+    const dir = mkdtempSync(join(tmpdir(), "lmserve-cli-"));
+    const config = join(dir, "two.yaml");
+    writeFileSync(
+      config,
+      [
+        "models:",
+        ...[1, 2].flatMap(() => [`  - model: ${defaultModelPath}`, "    served-model-name: same"]),
+      ].join("\n"),
+    );
+    const file = lmserve(["serve", "--config", config, "--port", "0"]);
+    assert.equal(file.status, 2);
+    assert.match(file.stderr, /Two models are served as 'same'/);
+  });
+
+  it("vLLM / llama-server aliases: -m, --ctx-size=N, -c, -np, --parallel, --enable-auto-tool-choice", async () => {
+    for (const args of [
+      ["-m", defaultModelPath, "--ctx-size=512", "-np", "2", "--enable-auto-tool-choice"],
+      ["--model", defaultModelPath, "-c", "256", "--parallel", "1"],
+    ]) {
+      const server = await startTestServer(args);
+      try {
+        const models = await server.client.models.list();
+        const [model] = models.data as unknown as { id: string; max_model_len: number }[];
+        assert.equal(model?.id, "stories260K");
+        assert.equal(model?.max_model_len, args.includes("-c") ? 256 : 512);
+      } finally {
+        await server.stop();
+      }
     }
   });
 });

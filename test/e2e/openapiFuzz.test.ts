@@ -16,7 +16,10 @@ type Operation = {
   requestBody?: { content: Record<string, { schema: Schema }> };
   responses: Record<
     string,
-    { $ref?: string; content?: Record<string, { schema: Schema; "x-event-schema"?: Schema }> }
+    {
+      $ref?: string;
+      content?: Record<string, { schema: Schema; "x-event-schema"?: Schema; "x-done"?: boolean }>;
+    }
   >;
 };
 type Document = {
@@ -152,7 +155,7 @@ describe("the OpenAPI document holds under a fuzzer", () => {
     for (const [path, operations] of Object.entries(document.paths)) {
       for (const [method, operation] of Object.entries(operations)) {
         const bodySchema = operation.requestBody?.content["application/json"]?.schema;
-        const generation = path.endsWith("completions");
+        const generation = ["completions", "responses", "messages"].some((end) => path.endsWith(end));
         const body = bodySchema
           ? fc.oneof(
               { weight: 8, arbitrary: arbitraryOf(bodySchema, document) },
@@ -201,13 +204,21 @@ describe("the OpenAPI document holds under a fuzzer", () => {
           assert.ok(media, `undeclared media type ${mediaType}: ${where}`);
           if (mediaType === "application/json") check(media.schema, JSON.parse(text), where);
           if (mediaType === "text/event-stream") {
-            const events = text.split("\n\n").filter((block) => block.startsWith("data: "));
-            assert.equal(events.at(-1), "data: [DONE]", where);
-            for (const event of events.slice(0, -1)) {
+            // Each block: an optional `event: TYPE` line (Responses, Anthropic), then `data: {json}`.
+            const events = text
+              .split("\n\n")
+              .map((block) => block.split("\n").find((line) => line.startsWith("data: ")))
+              .filter((line): line is string => line !== undefined);
+            const done = media["x-done"] !== false;
+            if (done) assert.equal(events.at(-1), "data: [DONE]", where);
+            else assert.ok(!events.includes("data: [DONE]"), where);
+            for (const event of done ? events.slice(0, -1) : events) {
               const data = JSON.parse(event.slice("data: ".length)) as Record<string, unknown>;
               // A failure after the stream started is an error event (the documented Error body).
               const schema =
-                "error" in data ? { $ref: "#/components/schemas/Error" } : media["x-event-schema"];
+                "error" in data
+                  ? declared(operation, 500, document)?.["application/json"]?.schema
+                  : media["x-event-schema"];
               assert.ok(schema, where);
               check(schema, data, where);
             }

@@ -87,6 +87,11 @@ describe("operations: keys, limits, CORS, logs, tokenizer, documents", () => {
           assert.match(response.headers.get("www-authenticate") ?? "", /^Bearer realm="lmserve"/, where);
           assert.ok(response.headers.get("x-request-id"), where);
           const body = (await response.json()) as { code: number; error: { code: string; type: string } };
+          if (path.startsWith("/v1/messages")) {
+            // Anthropic's routes answer in Anthropic's error shape.
+            assert.equal(body.error.type, "authentication_error", where);
+            continue;
+          }
           assert.equal(body.code, 401, where);
           assert.equal(body.error.code, "invalid_api_key", where);
         }

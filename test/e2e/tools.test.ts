@@ -136,6 +136,22 @@ describe("tool calling (stories260K, ChatML fallback template)", () => {
     await server.stop();
   });
 
+  it("a forced call cut by max_tokens finishes with length, the partial call kept out of content (as vLLM)", async () => {
+    for (const tool_choice of [
+      "required",
+      { type: "function", function: { name: "get_weather" } },
+    ] as const) {
+      const outcome = await both({
+        messages,
+        tools: [weather, time],
+        tool_choice,
+        max_tokens: 5,
+        temperature: 0,
+      });
+      assert.deepEqual({ ...outcome, ids: [] }, { content: null, calls: [], finish: "length", ids: [] });
+    }
+  });
+
   it("tool_choice 'required' returns one valid call, content null, streamed and not", async () => {
     const outcome = await both({ messages, tools: [weather, time], tool_choice: "required", temperature: 0 });
     assertValidCalls(outcome, ["get_weather", "get_time"]);

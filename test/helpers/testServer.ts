@@ -27,13 +27,15 @@ export const TEST_MODEL = "stories260K";
 
 /**
  * Starts `node bin/lmserve.js serve` on port 0 with the given extra arguments (default model:
- * ../shared/models/stories260K.gguf, unless `args` start with a model or hold `--config`) and resolves
+ * ../shared/models/stories260K.gguf, unless `args` start with a model or hold `--config` or `--model`) and resolves
  * once it listens.
  * @throws when the process exits before listening, or does not listen within `timeoutMs`.
  */
 export async function startTestServer(args: string[] = [], timeoutMs = 60_000): Promise<TestServer> {
-  // A config file (`--config`) names its own models.
-  const hasModel = (args.length > 0 && !args[0]?.startsWith("-")) || args.includes("--config");
+  // A config file (`--config`) names its own models; so do `--model` / `-m`.
+  const hasModel =
+    (args.length > 0 && !args[0]?.startsWith("-")) ||
+    ["--config", "--model", "-m"].some((flag) => args.includes(flag));
   const child = spawn(
     process.execPath,
     [

@@ -1,15 +1,10 @@
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 import type { FastifyInstance } from "fastify";
-import { projectRoot } from "../../paths.ts";
 import type { VersionResponse } from "../../protocol/responses.ts";
+import { serverVersion } from "../../version.ts";
 import { DOCS_CONTENT_SECURITY_POLICY, renderDocsPage } from "../docsPage.ts";
 import { type DocumentOptions, openApiDocument, registeredRoutes } from "../openapi.ts";
 
-/** The server's version: `version` of the project's package.json. */
-export const serverVersion: string = (
-  JSON.parse(readFileSync(resolve(projectRoot, "package.json"), "utf8")) as { version: string }
-).version;
+export { serverVersion } from "../../version.ts";
 
 /**
  * GET /v1/version (`{version}`, as vLLM's `/version`), GET /openapi.json (the OpenAPI 3.1 document,

@@ -1,0 +1,141 @@
+/**
+ * POST /v1/messages and /v1/messages/count_tokens (Anthropic Messages API): request schemas, the
+ * message object, stream events and the error body, as zod schemas (the OpenAPI document is generated
+ * from them) and types. Served on the chat serving by `serving/messages.ts`.
+ */
+import { z } from "zod";
+
+const textBlock = z.object({ type: z.literal("text"), text: z.string() });
+const toolUseBlock = z.object({
+  type: z.literal("tool_use"),
+  id: z.string(),
+  name: z.string(),
+  input: z.record(z.string(), z.unknown()),
+});
+const toolResultBlock = z.object({
+  type: z.literal("tool_result"),
+  tool_use_id: z.string(),
+  content: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]).optional(),
+  is_error: z.boolean().optional(),
+});
+/** A thinking block of an earlier assistant turn: accepted and not rendered. */
+const thinkingBlock = z.looseObject({ type: z.enum(["thinking", "redacted_thinking"]) });
+/** Media blocks are declared so that the serving can answer them with a precise 400. */
+const mediaBlock = z.looseObject({ type: z.enum(["image", "document"]) });
+
+/** One content block of a request message. */
+export const AnthropicContentBlockSchema = z.discriminatedUnion("type", [
+  textBlock,
+  toolUseBlock,
+  toolResultBlock,
+  thinkingBlock,
+  mediaBlock,
+]);
+
+/** A request message: `user` or `assistant`, content a string or blocks. */
+export const AnthropicMessageSchema = z.object({
+  role: z.enum(["user", "assistant"]),
+  content: z.union([z.string(), z.array(AnthropicContentBlockSchema)]),
+});
+
+/** A validated request message. */
+export type AnthropicMessage = z.infer<typeof AnthropicMessageSchema>;
+
+/** A client tool: `{name, description?, input_schema}` (Anthropic's custom tool). */
+export const AnthropicToolSchema = z.object({
+  type: z.literal("custom").optional(),
+  name: z.string().min(1),
+  description: z.string().optional(),
+  input_schema: z.record(z.string(), z.unknown()),
+});
+
+/** `tool_choice`: auto, any (a call of some tool), tool (that one), none. */
+export const AnthropicToolChoiceSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("auto"), disable_parallel_tool_use: z.boolean().optional() }),
+  z.object({ type: z.literal("any"), disable_parallel_tool_use: z.boolean().optional() }),
+  z.object({ type: z.literal("tool"), name: z.string(), disable_parallel_tool_use: z.boolean().optional() }),
+  z.object({ type: z.literal("none") }),
+]);
+
+const systemSchema = z.union([z.string(), z.array(textBlock)]);
+
+/** The fields of a prompt (shared by `/v1/messages` and `/v1/messages/count_tokens`). */
+const promptFields = {
+  /** Defaults to the first served model. */
+  model: z.string().nullish(),
+  system: systemSchema.optional(),
+  messages: z.array(AnthropicMessageSchema).min(1),
+  tools: z.array(AnthropicToolSchema).optional(),
+  tool_choice: AnthropicToolChoiceSchema.optional(),
+};
+
+/** The `POST /v1/messages` request body (unknown fields are ignored, as on the other routes). */
+export const AnthropicMessagesRequestSchema = z.object({
+  ...promptFields,
+  max_tokens: z.number().int().min(1),
+  stop_sequences: z.array(z.string()).max(16).optional(),
+  temperature: z.number().min(0).max(1).optional(),
+  top_p: z.number().gt(0).max(1).optional(),
+  top_k: z.number().int().min(0).optional(),
+  stream: z.boolean().optional(),
+  metadata: z.object({ user_id: z.string().nullish() }).optional(),
+  /** Extended thinking: `enabled` is a 400 (not supported yet); `disabled` is accepted. */
+  thinking: z.looseObject({ type: z.string() }).optional(),
+});
+
+/** A validated `POST /v1/messages` request. */
+export type AnthropicMessagesRequest = z.infer<typeof AnthropicMessagesRequestSchema>;
+
+/** The `POST /v1/messages/count_tokens` request body. */
+export const AnthropicCountTokensRequestSchema = z.object(promptFields);
+
+/** A validated `POST /v1/messages/count_tokens` request. */
+export type AnthropicCountTokensRequest = z.infer<typeof AnthropicCountTokensRequestSchema>;
+
+/** `POST /v1/messages/count_tokens` response. */
+export const AnthropicCountTokensResponseSchema = z.object({ input_tokens: z.number().int() });
+
+/** A response content block. */
+export const AnthropicResponseBlockSchema = z.union([
+  textBlock,
+  toolUseBlock,
+  z.object({ type: z.literal("thinking"), thinking: z.string(), signature: z.string() }),
+]);
+
+/** A response content block. */
+export type AnthropicResponseBlock = z.infer<typeof AnthropicResponseBlockSchema>;
+
+/** `usage` of a message. */
+export const AnthropicUsageSchema = z.object({
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  cache_creation_input_tokens: z.number().int().nullable(),
+  cache_read_input_tokens: z.number().int().nullable(),
+});
+
+/** The message object of a `POST /v1/messages` response. */
+export const AnthropicMessageResponseSchema = z.object({
+  id: z.string(),
+  type: z.literal("message"),
+  role: z.literal("assistant"),
+  model: z.string(),
+  content: z.array(AnthropicResponseBlockSchema),
+  stop_reason: z.enum(["end_turn", "max_tokens", "stop_sequence", "tool_use"]).nullable(),
+  stop_sequence: z.string().nullable(),
+  usage: AnthropicUsageSchema,
+});
+
+/** A message object. */
+export type AnthropicMessageResponse = z.infer<typeof AnthropicMessageResponseSchema>;
+
+/** One streamed event (`message_start`, `content_block_delta`, ...): its `type` plus its fields. */
+export const AnthropicStreamEventSchema = z.looseObject({ type: z.string() });
+
+/** Anthropic's error body: `{type: "error", error: {type, message}}`. */
+export const AnthropicErrorBodySchema = z.object({
+  type: z.literal("error"),
+  error: z.object({ type: z.string(), message: z.string() }),
+});
+
+/** An Anthropic error body. */
+export type AnthropicErrorBody = z.infer<typeof AnthropicErrorBodySchema>;

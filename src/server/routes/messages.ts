@@ -1,0 +1,43 @@
+import type { FastifyInstance } from "fastify";
+import {
+  AnthropicCountTokensRequestSchema,
+  AnthropicMessagesRequestSchema,
+} from "../../protocol/anthropicMessages.ts";
+import {
+  completeMessages,
+  countMessageTokens,
+  planMessages,
+  streamMessages,
+} from "../../serving/messages.ts";
+import type { AppContext } from "../app.ts";
+import { clientSignal, openStream } from "../streamReply.ts";
+import { parseBody } from "../validation.ts";
+
+/** Paths answered in Anthropic's shape, errors included (see `sendError` in `app.ts`). */
+export function isAnthropicPath(url: string): boolean {
+  const path = url.split("?", 1)[0] ?? url;
+  return path === "/v1/messages" || path.startsWith("/v1/messages/");
+}
+
+/**
+ * POST /v1/messages (Anthropic Messages; streamed as Anthropic's `event:` / `data:` events, no
+ * `[DONE]`) and POST /v1/messages/count_tokens.
+ */
+export function registerMessagesRoutes(app: FastifyInstance, context: AppContext): void {
+  app.post("/v1/messages", async (request, reply) => {
+    const body = parseBody(AnthropicMessagesRequestSchema, request.body);
+    const plan = await planMessages(context.registry, body, context.seeds, context.maxTokensCap);
+    const signal = clientSignal(request, reply);
+    if (!body.stream) {
+      const response = await completeMessages(plan, signal);
+      return response ?? reply;
+    }
+    return openStream(request, reply, (sink) => streamMessages(plan, sink, signal), {
+      done: false,
+      eventName: (payload) => (payload as { type?: string }).type,
+    });
+  });
+  app.post("/v1/messages/count_tokens", async (request) =>
+    countMessageTokens(context.registry, parseBody(AnthropicCountTokensRequestSchema, request.body)),
+  );
+}

@@ -1,0 +1,26 @@
+import type { FastifyInstance } from "fastify";
+import { ResponseCreateRequestSchema } from "../../protocol/openaiResponses.ts";
+import { completeResponse, planResponse, streamResponse } from "../../serving/responses.ts";
+import type { AppContext } from "../app.ts";
+import { clientSignal, openStream } from "../streamReply.ts";
+import { parseBody } from "../validation.ts";
+
+/**
+ * POST /v1/responses (OpenAI Responses, stateless), streamed (`response.*` events with `event:` lines,
+ * no `[DONE]`) or not.
+ */
+export function registerResponsesRoutes(app: FastifyInstance, context: AppContext): void {
+  app.post("/v1/responses", async (request, reply) => {
+    const body = parseBody(ResponseCreateRequestSchema, request.body);
+    const plan = await planResponse(context.registry, body, context.seeds, context.maxTokensCap);
+    const signal = clientSignal(request, reply);
+    if (!body.stream) {
+      const response = await completeResponse(plan, signal);
+      return response ?? reply;
+    }
+    return openStream(request, reply, (sink) => streamResponse(plan, sink, signal), {
+      done: false,
+      eventName: (payload) => (payload as { type?: string }).type,
+    });
+  });
+}
