@@ -225,7 +225,15 @@ async function main() {
     await pool(
       sources.map(
         (path, index) => () =>
-          run(cxx, [...flags, `-I${join(source, "tools", "mtmd")}`, "-c", path, "-o", objects[index]]),
+          run(cxx, [
+            ...flags,
+            `-I${join(source, "tools", "mtmd")}`,
+            `-I${join(source, "src")}`,
+            "-c",
+            path,
+            "-o",
+            objects[index],
+          ]),
       ),
       2,
     );

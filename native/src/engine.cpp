@@ -15,6 +15,7 @@
 
 #include "ggml-backend.h"
 #include "llama.h"
+#include "llama-grammar.h"
 #include "mtmd-helper.h"
 #include "mtmd.h"
 #include "sampler.h"
@@ -1088,6 +1089,37 @@ Napi::Value SampleLogits(const Napi::CallbackInfo& info) {
   return out;
 }
 
+/**
+ * grammarMatches(gbnf, root, text) -> boolean: whether the grammar's root matches all of `text` (fed code
+ * point by code point, without a vocabulary). Test entry point: the guided-decoding suites judge stopped
+ * outputs with llama.cpp's own grammar engine. Uses llama.cpp's internal grammar functions of the same
+ * build; an unparsable grammar is an Error.
+ */
+Napi::Value GrammarMatches(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string gbnf = info[0].As<Napi::String>().Utf8Value();
+  std::string root = info[1].As<Napi::String>().Utf8Value();
+  std::string text = info[2].As<Napi::String>().Utf8Value();
+  llama_grammar* grammar = nullptr;
+  try {
+    grammar = llama_grammar_init_impl(nullptr, gbnf.c_str(), root.c_str(), false, nullptr, 0, nullptr, 0);
+  } catch (const std::exception&) {
+    grammar = nullptr;
+  }
+  if (grammar == nullptr) throw Napi::Error::New(env, "the grammar does not parse");
+  bool matches = false;
+  try {
+    llama_grammar_accept_str(*grammar, text);
+    for (const auto& stack : llama_grammar_get_stacks(grammar)) {
+      if (stack.empty()) matches = true;
+    }
+  } catch (const std::exception&) {
+    matches = false;
+  }
+  llama_grammar_free_impl(grammar);
+  return Napi::Boolean::New(env, matches);
+}
+
 /** rowLogprobs(logits, token, topN) -> {logprob, rank, topIds, topLogprobs} */
 Napi::Value RowLogprobsJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -1116,6 +1148,7 @@ Napi::Object Initialize(Napi::Env env, Napi::Object exports) {
   exports.Set("loadModel", Napi::Function::New(env, LoadModel));
   exports.Set("sampleLogits", Napi::Function::New(env, SampleLogits));
   exports.Set("rowLogprobs", Napi::Function::New(env, RowLogprobsJs));
+  exports.Set("grammarMatches", Napi::Function::New(env, GrammarMatches));
   exports.Set("loadProjector", Napi::Function::New(env, LoadProjector));
   Model::Define(env, exports);
   Context::Define(env, exports);

@@ -202,6 +202,8 @@ export interface NativeAddon {
   ): Promise<NativeProjector>;
   /** Test entry point: `steps` draws of one sampler on the same logits row. */
   sampleLogits(logits: Float32Array, config: NativeSamplerConfig, steps: number): Int32Array;
+  /** Test entry point: whether GBNF `gbnf` (from `root`) matches all of `text`, by llama.cpp's grammar engine. */
+  grammarMatches(gbnf: string, root: string, text: string): boolean;
   /** Test entry point: the raw logprob, rank and top-N of `token` in a logits row. */
   rowLogprobs(
     logits: Float32Array,
