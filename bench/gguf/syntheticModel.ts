@@ -64,8 +64,8 @@ export interface TensorPlan {
   dims: number[];
   /** Storage type. */
   type: GgmlType;
-  /** `ones` for RMS-norm weights, `normal` for seeded noise. */
-  init: "ones" | "normal";
+  /** `ones` for norm weights, `zeros` for norm biases, `normal` for seeded noise. */
+  init: "ones" | "zeros" | "normal";
 }
 
 /** Options of {@link writeSyntheticModel}. */
@@ -181,8 +181,13 @@ export function planTensors(
 /** Values generated per chunk: 1 Mi elements (4 MiB of f32), a multiple of the Q8_0 block. */
 const CHUNK_VALUES = 1 << 20;
 
-/** Streams a tensor's encoded data in chunks, reusing the same buffers (the writer awaits each chunk). */
-function tensorSource(t: TensorPlan, seed: number, std: number): TensorDataSource {
+/**
+ * Streams a tensor's encoded data in chunks, reusing the same buffers (the writer awaits each chunk).
+ * Seeded per tensor name (`WeightRng(seed, name)`), so a tensor's values do not depend on the others.
+ *
+ * @param std - Standard deviation of `normal` values.
+ */
+export function tensorSource(t: TensorPlan, seed: number, std: number): TensorDataSource {
   const total = t.dims.reduce((a, b) => a * b, 1);
   return function* () {
     const values = new Float32Array(Math.min(total, CHUNK_VALUES));
