@@ -91,15 +91,7 @@ export interface SyntheticModelOptions {
 }
 
 /** What {@link writeSyntheticModel} produced. */
-export interface SyntheticModelResult {
-  /** The written file. */
-  path: string;
-  /** File size in bytes. */
-  bytes: number;
-  /** Number of tensors. */
-  tensorCount: number;
-  /** Number of weights (elements over all tensors). */
-  parameterCount: number;
+export interface SyntheticModelResult extends WrittenPlan {
   /** `n_vocab`: tokens in the copied vocabulary. */
   vocabSize: number;
 }
@@ -212,6 +204,44 @@ export function tensorSource(t: TensorPlan, seed: number, std: number): TensorDa
   };
 }
 
+/** What {@link writeTensorPlan} wrote. */
+export interface WrittenPlan {
+  /** The written file. */
+  path: string;
+  /** File size in bytes. */
+  bytes: number;
+  /** Number of tensors. */
+  tensorCount: number;
+  /** Number of weights (elements over all tensors). */
+  parameterCount: number;
+}
+
+/**
+ * Adds `plan`'s tensors with seeded data ({@link tensorSource}) to `writer`, whose metadata is already
+ * added, and writes the file (shared by the synthetic model and projector writers).
+ *
+ * @param options - `outPath`, `seed` (32-bit integer), `std` (Defaults to 0.02), `onProgress`.
+ * @throws {RangeError} for a non-integer seed; an Error on big-endian hosts; the writer's I/O errors (no
+ *   partial file is left behind).
+ */
+export async function writeTensorPlan(
+  writer: GgufWriter,
+  plan: readonly TensorPlan[],
+  options: { outPath: string; seed: number; std?: number; onProgress?: WriteProgress },
+): Promise<WrittenPlan> {
+  if (endianness() !== "LE") throw new Error("synthetic GGUF files need a little-endian host");
+  if (!Number.isInteger(options.seed)) throw new RangeError(`seed must be an integer, got ${options.seed}`);
+  const std = options.std ?? 0.02;
+  for (const t of plan) writer.addTensor({ ...t, data: tensorSource(t, options.seed | 0, std) });
+  const bytes = await writer.write(options.outPath, options.onProgress);
+  return {
+    path: options.outPath,
+    bytes,
+    tensorCount: plan.length,
+    parameterCount: plan.reduce((sum, t) => sum + t.dims.reduce((a, b) => a * b, 1), 0),
+  };
+}
+
 /** Adds `general.*` and `<arch>.*` hyper-parameter keys, then the vocabulary's `tokenizer.*` keys verbatim. */
 function addMetadata(writer: GgufWriter, o: SyntheticModelOptions, vocab: VocabInfo): void {
   const { shape } = o;
@@ -259,9 +289,7 @@ function addMetadata(writer: GgufWriter, o: SyntheticModelOptions, vocab: VocabI
  *   file; I/O errors (no partial file is left behind); an Error on big-endian hosts.
  */
 export async function writeSyntheticModel(options: SyntheticModelOptions): Promise<SyntheticModelResult> {
-  if (endianness() !== "LE") throw new Error("writeSyntheticModel needs a little-endian host");
   validateShape(options.shape, options.weightType);
-  if (!Number.isInteger(options.seed)) throw new RangeError(`seed must be an integer, got ${options.seed}`);
   const vocab = readVocab(options.vocabPath);
   const plan = planTensors(
     options.shape,
@@ -271,14 +299,5 @@ export async function writeSyntheticModel(options: SyntheticModelOptions): Promi
   );
   const writer = new GgufWriter();
   addMetadata(writer, options, vocab);
-  const std = options.std ?? 0.02;
-  for (const t of plan) writer.addTensor({ ...t, data: tensorSource(t, options.seed | 0, std) });
-  const bytes = await writer.write(options.outPath, options.onProgress);
-  return {
-    path: options.outPath,
-    bytes,
-    tensorCount: plan.length,
-    parameterCount: plan.reduce((sum, t) => sum + t.dims.reduce((a, b) => a * b, 1), 0),
-    vocabSize: vocab.tokenCount,
-  };
+  return { ...(await writeTensorPlan(writer, plan, options)), vocabSize: vocab.tokenCount };
 }

@@ -10,11 +10,10 @@
  * that runs it is `tools/mtmd/models/llava.cpp`. Integers are written as UINT32 (`get_u32` asserts the
  * type), every tensor as F32.
  */
-import { endianness } from "node:os";
 import { GgmlType, GgufValueType } from "./format.ts";
 import { GgufWriter, type WriteProgress } from "./GgufWriter.ts";
 import { readGgufMetadata } from "./readVocab.ts";
-import { type TensorPlan, tensorSource } from "./syntheticModel.ts";
+import { type TensorPlan, type WrittenPlan, writeTensorPlan } from "./syntheticModel.ts";
 
 /** The vision tower's shape; all sizes are element counts unless stated. */
 export interface ProjectorShape {
@@ -67,15 +66,7 @@ export interface SyntheticProjectorOptions {
 }
 
 /** What {@link writeSyntheticProjector} produced. */
-export interface SyntheticProjectorResult {
-  /** The written file. */
-  path: string;
-  /** File size in bytes. */
-  bytes: number;
-  /** Number of tensors. */
-  tensorCount: number;
-  /** Number of weights (elements over all tensors). */
-  parameterCount: number;
+export interface SyntheticProjectorResult extends WrittenPlan {
   /** Embeddings (text-model positions) one image becomes: `(imageSize / patchSize)²`. */
   imageTokens: number;
 }
@@ -203,20 +194,11 @@ export function textEmbeddingLength(modelPath: string): number {
 export async function writeSyntheticProjector(
   options: SyntheticProjectorOptions,
 ): Promise<SyntheticProjectorResult> {
-  if (endianness() !== "LE") throw new Error("writeSyntheticProjector needs a little-endian host");
   validateProjectorShape(options.shape);
-  if (!Number.isInteger(options.seed)) throw new RangeError(`seed must be an integer, got ${options.seed}`);
-  const plan = planProjectorTensors(options.shape);
   const writer = new GgufWriter();
   addProjectorMetadata(writer, options);
-  const std = options.std ?? 0.02;
-  for (const t of plan) writer.addTensor({ ...t, data: tensorSource(t, options.seed | 0, std) });
-  const bytes = await writer.write(options.outPath, options.onProgress);
   return {
-    path: options.outPath,
-    bytes,
-    tensorCount: plan.length,
-    parameterCount: plan.reduce((sum, t) => sum + t.dims.reduce((a, b) => a * b, 1), 0),
+    ...(await writeTensorPlan(writer, planProjectorTensors(options.shape), options)),
     imageTokens: (options.shape.imageSize / options.shape.patchSize) ** 2,
   };
 }

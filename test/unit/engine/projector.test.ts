@@ -25,6 +25,7 @@ import {
 } from "../../../src/engine/native.ts";
 import { defaultModelPath, projectRoot } from "../../../src/paths.ts";
 import { encodeBmp, encodePng, TINY_GIF } from "../../helpers/images.ts";
+import { NEUTRAL_SAMPLER } from "./referenceSampler.ts";
 
 const STORIES = defaultModelPath;
 
@@ -65,17 +66,7 @@ function greedyContext(): NativeContext {
     threads: 1,
     kvUnified: true,
   });
-  context.configure(0, {
-    temperature: 0,
-    topK: 0,
-    topP: 1,
-    minP: 0,
-    repetitionPenalty: 1,
-    frequencyPenalty: 0,
-    presencePenalty: 0,
-    seed: 1,
-    minTokens: 0,
-  });
+  context.configure(0, { ...NEUTRAL_SAMPLER, temperature: 0 });
   return context;
 }
 
