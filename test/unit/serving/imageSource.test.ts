@@ -142,6 +142,10 @@ describe("loadImage: http(s)", () => {
       /resolves to a loopback address \(127\.0\.0\.1\).*--allow-private-image-urls/,
     );
     await refused(`http://localhost:${new URL(base).port}/png`, /loopback address/);
+    // Numeric host spellings are normalised by the URL parser before the check.
+    for (const host of ["2130706433", "0x7f.1", "017700000001", "[::ffff:127.0.0.1]"]) {
+      await refused(`http://${host}:${new URL(base).port}/png`, /loopback address/);
+    }
     const image = await loadImage(`${base}/png`, { param: PARAM, allowPrivate: true });
     assert.equal(image.mime, "image/png");
     assert.deepEqual(Buffer.from(image.bytes), Buffer.from(PNG));
