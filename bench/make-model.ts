@@ -7,13 +7,18 @@
  *   npx tsx bench/make-model.ts [--out FILE] [--vocab FILE] [--arch qwen2|llama] [--hidden 896]
  *     [--layers 24] [--heads 14] [--kv-heads 2] [--ffn 4864] [--type q8_0|f32|f16] [--context 32768]
  *     [--seed N] [--untied] [--quiet] [--help]
+ *   npx tsx bench/make-model.ts --mmproj-for TEXT_MODEL.gguf [--out FILE] [--seed N]
+ *
+ * With `--mmproj-for`, writes a tiny random-weight vision projector (an mmproj for llama.cpp's `mtmd`)
+ * whose output width is that text model's `*.embedding_length` (see `gguf/syntheticProjector.ts`);
+ * the shape flags do not apply to it.
  *
  * Relative paths are resolved against the current directory; the defaults against the project root
  * (`--vocab` defaults to `../shared/models/ggml-vocab-qwen2.gguf`, or `ggml-vocab-llama-bpe.gguf`
  * for `--arch llama`). Exit code 0 on success, 1 on a bad argument or a failure (message on stderr).
  */
 import { mkdirSync } from "node:fs";
-import { dirname, relative, resolve } from "node:path";
+import { basename, dirname, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { projectRoot, sharedModelsDir } from "../src/paths.ts";
@@ -26,6 +31,12 @@ import {
   type WeightType,
   writeSyntheticModel,
 } from "./gguf/syntheticModel.ts";
+import {
+  type SyntheticProjectorResult,
+  TINY_PROJECTOR_SHAPE,
+  textEmbeddingLength,
+  writeSyntheticProjector,
+} from "./gguf/syntheticProjector.ts";
 
 /** Folder (git-ignored) where generated models go by default. */
 export const benchModelsDir: string = resolve(projectRoot, "bench/models");
@@ -48,6 +59,8 @@ export interface MakeModelArgs {
   quiet: boolean;
   /** Print usage and exit without writing anything. */
   help: boolean;
+  /** `--mmproj-for`: absolute path of the text model to write a vision projector for, instead of a model. */
+  mmprojFor?: string;
 }
 
 /** Usage text printed by `--help`. */
@@ -62,6 +75,9 @@ export const USAGE = `Usage: npx tsx bench/make-model.ts [options]
   --type T          q8_0 (default), f16 or f32 --seed N       PRNG seed (1234)
   --untied          write a separate output.weight instead of reusing token_embd.weight
   --quiet           no progress on stderr
+  --mmproj-for FILE instead of a model, write a tiny random-weight vision projector (mmproj, "mlp" type:
+                    32 px images in 8 px patches, 16 image tokens each) for the text model FILE,
+                    sized to its embedding width (default --out bench/models/<FILE's name>-mmproj.gguf)
 `;
 
 /** Default file name: the spec's name for the default shape, otherwise one describing the shape. */
@@ -99,6 +115,7 @@ export function parseMakeModelArgs(argv: string[]): MakeModelArgs {
       untied: { type: "boolean", default: false },
       quiet: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
+      "mmproj-for": { type: "string" },
     },
   });
   const int = (name: string, text: string): number => {
@@ -121,34 +138,42 @@ export function parseMakeModelArgs(argv: string[]): MakeModelArgs {
     context: int("context", values.context),
   };
   const tied = !values.untied;
+  const mmprojFor = values["mmproj-for"] === undefined ? undefined : resolve(values["mmproj-for"]);
   return {
     shape,
     weightType,
     outPath: values.out
       ? resolve(values.out)
-      : resolve(benchModelsDir, defaultFileName(shape, weightType, tied)),
+      : values["mmproj-for"] !== undefined
+        ? resolve(benchModelsDir, `${basename(values["mmproj-for"], ".gguf")}-mmproj.gguf`)
+        : resolve(benchModelsDir, defaultFileName(shape, weightType, tied)),
     vocabPath: values.vocab ? resolve(values.vocab) : resolve(sharedModelsDir, ARCH_DEFAULTS[arch].vocab),
     seed: int("seed", values.seed),
     tied,
     quiet: values.quiet,
     help: values.help,
+    ...(mmprojFor === undefined ? {} : { mmprojFor }),
   };
 }
 
 /**
- * Runs the CLI: parses arguments, writes the model, prints progress to stderr and a summary line
- * (path, size in MB, tensors, parameters, seconds) to stdout. With `--help`, prints {@link USAGE}.
+ * Runs the CLI: parses arguments, writes the model (or, with `--mmproj-for`, the projector), prints
+ * progress to stderr and a summary line (path, size in MB, tensors, parameters, seconds) to stdout.
+ * With `--help`, prints {@link USAGE}.
  *
- * @returns The written model's summary, or undefined for `--help`.
- * @throws {Error} as {@link parseMakeModelArgs} and `writeSyntheticModel`.
+ * @returns The written file's summary, or undefined for `--help`.
+ * @throws {Error} as {@link parseMakeModelArgs}, `writeSyntheticModel` and `writeSyntheticProjector`.
  */
-export async function main(argv: string[]): Promise<SyntheticModelResult | undefined> {
+export async function main(
+  argv: string[],
+): Promise<SyntheticModelResult | SyntheticProjectorResult | undefined> {
   const args = parseMakeModelArgs(argv);
   if (args.help) {
     process.stdout.write(USAGE);
     return undefined;
   }
   mkdirSync(dirname(args.outPath), { recursive: true });
+  if (args.mmprojFor !== undefined) return makeProjector(args.mmprojFor, args.outPath, args.seed);
   const started = performance.now();
   let lastReport = 0;
   const result = await writeSyntheticModel({
@@ -166,13 +191,39 @@ export async function main(argv: string[]): Promise<SyntheticModelResult | undef
     },
   });
   const seconds = (performance.now() - started) / 1000;
-  const rel = relative(process.cwd(), result.path);
-  const shown = rel.startsWith("..") ? result.path : rel;
   process.stdout.write(
-    `${shown}: ${(result.bytes / 1e6).toFixed(1)} MB, ${result.tensorCount} tensors, ` +
+    `${shownPath(result.path)}: ${(result.bytes / 1e6).toFixed(1)} MB, ${result.tensorCount} tensors, ` +
       `${(result.parameterCount / 1e6).toFixed(1)}M parameters, vocab ${result.vocabSize}, ${seconds.toFixed(1)} s\n`,
   );
   return result;
+}
+
+/** The `--mmproj-for` mode of {@link main}: a projector sized to `textModel`'s embedding width. */
+async function makeProjector(
+  textModel: string,
+  outPath: string,
+  seed: number,
+): Promise<SyntheticProjectorResult> {
+  const started = performance.now();
+  const projectionDim = textEmbeddingLength(textModel);
+  const result = await writeSyntheticProjector({
+    shape: { ...TINY_PROJECTOR_SHAPE, projectionDim },
+    outPath,
+    seed,
+  });
+  const seconds = (performance.now() - started) / 1000;
+  process.stdout.write(
+    `${shownPath(result.path)}: ${(result.bytes / 1e6).toFixed(2)} MB, ${result.tensorCount} tensors, ` +
+      `${result.parameterCount} parameters, output width ${projectionDim}, ` +
+      `${result.imageTokens} tokens per image, ${seconds.toFixed(1)} s\n`,
+  );
+  return result;
+}
+
+/** `path` relative to the working directory when it lies under it, else absolute. */
+function shownPath(path: string): string {
+  const rel = relative(process.cwd(), path);
+  return rel.startsWith("..") ? path : rel;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {

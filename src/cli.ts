@@ -49,6 +49,15 @@ program
   .option("--threads <n>", "CPU threads (default: all cores; 1 for models under 64 MB)")
   .option("--seed <n>", "seed for requests that give none (default: random per request)")
   .option("--chat-template <file>", "Jinja chat template file overriding the model's")
+  .option("--mmproj <file>", "multimodal projector GGUF: the model takes images (image_url content parts)")
+  .option(
+    "--max-image-bytes <size>",
+    "largest image a request may send or name, e.g. 20000000 or 16mb (default: 20000000)",
+  )
+  .option(
+    "--allow-private-image-urls",
+    "fetch image_url URLs from loopback and private addresses too (default: public addresses only)",
+  )
   .option(
     "--tool-call-parser <name>",
     "tool-call parser for tool_choice auto: hermes, llama3_json, mistral, generic (default: detected from the chat template)",

@@ -2,7 +2,7 @@
  * The server's configuration: CLI flags and environment variables parsed by zod into one frozen object.
  * No other module reads `process.env`.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import { resolve as resolvePath } from "node:path";
 import { z } from "zod";
@@ -14,9 +14,10 @@ import {
   TOOL_PARSER_NAMES,
 } from "./chat/index.ts";
 import { type ModelFileEntry, mergeFileFlags, readConfigFile } from "./configFile.ts";
-import { parseSeconds } from "./configValues.ts";
+import { parseByteSize, parseSeconds } from "./configValues.ts";
 import { defaultDownloadDir } from "./models/defaultDownloadDir.ts";
 import { OperationsConfigSchema, type OperationsFlags, operationsSettings } from "./operationsConfig.ts";
+import { DEFAULT_MAX_IMAGE_BYTES } from "./serving/imageSource.ts";
 
 export { ConfigError } from "./ConfigError.ts";
 
@@ -32,6 +33,8 @@ export type ModelConfig = {
   maxNumSeqs?: number;
   /** This model's own chat template text; absent: the server-wide `--chat-template`, else the GGUF's. */
   chatTemplate?: string;
+  /** Absolute path of this model's own multimodal projector (a config file's `mmproj`); absent: `--mmproj`. */
+  mmproj?: string;
 };
 
 const ServeConfigSchema = z.object({
@@ -43,6 +46,7 @@ const ServeConfigSchema = z.object({
         maxModelLen: z.number().int().min(16).optional(),
         maxNumSeqs: z.number().int().min(1).max(256).optional(),
         chatTemplate: z.string().optional(),
+        mmproj: z.string().min(1).optional(),
       }),
     )
     .min(1),
@@ -53,6 +57,12 @@ const ServeConfigSchema = z.object({
   threads: z.number().int().min(1).max(1024).optional(),
   seed: z.number().int().optional(),
   chatTemplate: z.string().optional(),
+  /** `--mmproj`: absolute path of the multimodal projector GGUF of the models without their own; absent: text only. */
+  mmproj: z.string().min(1).optional(),
+  /** `--max-image-bytes`: the largest image a request may send or name, in bytes. Defaults to 20,000,000. */
+  maxImageBytes: z.number().int().min(1),
+  /** `--allow-private-image-urls`: fetch `image_url`s from loopback and private addresses too. Defaults to false. */
+  allowPrivateImageUrls: z.boolean(),
   /** `--tool-call-parser` (a canonical name of `chat/toolParsers`); absent: detected from the chat template. */
   toolCallParser: z.string().optional(),
   /** `--reasoning-parser` (`deepseek_r1`, `qwen3`); absent: detected from the chat template. */
@@ -98,6 +108,9 @@ export type ServeFlags = {
   threads?: string;
   seed?: string;
   chatTemplate?: string;
+  mmproj?: string;
+  maxImageBytes?: string;
+  allowPrivateImageUrls?: boolean;
   toolCallParser?: string;
   reasoningParser?: string;
   maxWaiting?: string;
@@ -154,8 +167,8 @@ export function loadModelSourceSettings(
 /**
  * Builds the configuration from the model arguments, the flags and the environment
  * (`LMSERVE_LOG_LEVEL`; model sources: see {@link loadModelSourceSettings}). `--chat-template` names a
- * file, read here.
- * @throws ConfigError on an invalid value or an unreadable chat template file.
+ * file, read here; `--mmproj` names a file, checked here and kept as an absolute path.
+ * @throws ConfigError on an invalid value, an unreadable chat template file or a missing projector file.
  */
 export function loadServeConfig(
   models: string[],
@@ -187,6 +200,7 @@ export function loadServeConfig(
       maxModelLen: optionalInteger(entry.maxModelLen, `models[${index}].max-model-len`),
       maxNumSeqs: optionalInteger(entry.maxNumSeqs, `models[${index}].max-num-seqs`),
       chatTemplate: entry.chatTemplate === undefined ? undefined : readTemplateFile(entry.chatTemplate),
+      mmproj: entry.mmproj === undefined ? undefined : projectorPath(entry.mmproj, `models[${index}].mmproj`),
     })),
     host: flags.host ?? "127.0.0.1",
     port: toInteger(flags.port ?? "8000", "--port"),
@@ -195,6 +209,12 @@ export function loadServeConfig(
     threads: optionalInteger(flags.threads, "--threads"),
     seed: optionalInteger(flags.seed, "--seed"),
     chatTemplate,
+    mmproj: flags.mmproj === undefined ? undefined : projectorPath(flags.mmproj, "--mmproj"),
+    maxImageBytes:
+      flags.maxImageBytes === undefined
+        ? DEFAULT_MAX_IMAGE_BYTES
+        : parseByteSize(flags.maxImageBytes, "--max-image-bytes"),
+    allowPrivateImageUrls: flags.allowPrivateImageUrls ?? false,
     toolCallParser: toolCallParserName(flags.toolCallParser),
     reasoningParser: reasoningParserName(flags.reasoningParser),
     maxWaiting: optionalInteger(flags.maxWaiting, "--max-waiting"),
@@ -268,6 +288,25 @@ function readTemplateFile(path: string): string {
       `Cannot read the chat template file ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`,
     );
   }
+}
+
+/**
+ * The absolute path of a projector file (`--mmproj`, or a config file's per-model `mmproj`).
+ * @throws ConfigError when it is not an existing file.
+ */
+function projectorPath(path: string, flag: string): string {
+  const absolute = resolvePath(path);
+  let isFile = false;
+  try {
+    isFile = statSync(absolute).isFile();
+  } catch (error) {
+    throw new ConfigError(
+      `${flag}: cannot read the projector file ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`,
+    );
+  }
+  if (!isFile)
+    throw new ConfigError(`${flag}: ${path} is not a file (expected a projector GGUF, an mmproj).`);
+  return absolute;
 }
 
 /**

@@ -15,6 +15,7 @@
  *     max-num-seqs: 4
  *   - model: /models/b.gguf
  *     chat-template: /templates/b.jinja
+ *     mmproj: /models/b-mmproj.gguf
  * ```
  *
  * Paths (models, chat templates) are taken as on the command line: relative to the working directory.
@@ -38,6 +39,8 @@ export type ModelFileEntry = {
   maxNumSeqs?: string;
   /** `chat-template`: a Jinja file path. */
   chatTemplate?: string;
+  /** `mmproj`: the model's multimodal projector GGUF path. */
+  mmproj?: string;
 };
 
 /** What a config file holds, keyed like the CLI parser's option attributes (`maxNumSeqs`). */
@@ -56,6 +59,7 @@ const MODEL_ENTRY_KEYS: Record<string, keyof ModelFileEntry> = {
   "max-model-len": "maxModelLen",
   "max-num-seqs": "maxNumSeqs",
   "chat-template": "chatTemplate",
+  mmproj: "mmproj",
 };
 
 /**

@@ -64,8 +64,8 @@ export interface TensorPlan {
   dims: number[];
   /** Storage type. */
   type: GgmlType;
-  /** `ones` for RMS-norm weights, `normal` for seeded noise. */
-  init: "ones" | "normal";
+  /** `ones` for norm weights, `zeros` for norm biases, `normal` for seeded noise. */
+  init: "ones" | "zeros" | "normal";
 }
 
 /** Options of {@link writeSyntheticModel}. */
@@ -91,15 +91,7 @@ export interface SyntheticModelOptions {
 }
 
 /** What {@link writeSyntheticModel} produced. */
-export interface SyntheticModelResult {
-  /** The written file. */
-  path: string;
-  /** File size in bytes. */
-  bytes: number;
-  /** Number of tensors. */
-  tensorCount: number;
-  /** Number of weights (elements over all tensors). */
-  parameterCount: number;
+export interface SyntheticModelResult extends WrittenPlan {
   /** `n_vocab`: tokens in the copied vocabulary. */
   vocabSize: number;
 }
@@ -181,8 +173,13 @@ export function planTensors(
 /** Values generated per chunk: 1 Mi elements (4 MiB of f32), a multiple of the Q8_0 block. */
 const CHUNK_VALUES = 1 << 20;
 
-/** Streams a tensor's encoded data in chunks, reusing the same buffers (the writer awaits each chunk). */
-function tensorSource(t: TensorPlan, seed: number, std: number): TensorDataSource {
+/**
+ * Streams a tensor's encoded data in chunks, reusing the same buffers (the writer awaits each chunk).
+ * Seeded per tensor name (`WeightRng(seed, name)`), so a tensor's values do not depend on the others.
+ *
+ * @param std - Standard deviation of `normal` values.
+ */
+export function tensorSource(t: TensorPlan, seed: number, std: number): TensorDataSource {
   const total = t.dims.reduce((a, b) => a * b, 1);
   return function* () {
     const values = new Float32Array(Math.min(total, CHUNK_VALUES));
@@ -204,6 +201,44 @@ function tensorSource(t: TensorPlan, seed: number, std: number): TensorDataSourc
         yield new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
       }
     }
+  };
+}
+
+/** What {@link writeTensorPlan} wrote. */
+export interface WrittenPlan {
+  /** The written file. */
+  path: string;
+  /** File size in bytes. */
+  bytes: number;
+  /** Number of tensors. */
+  tensorCount: number;
+  /** Number of weights (elements over all tensors). */
+  parameterCount: number;
+}
+
+/**
+ * Adds `plan`'s tensors with seeded data ({@link tensorSource}) to `writer`, whose metadata is already
+ * added, and writes the file (shared by the synthetic model and projector writers).
+ *
+ * @param options - `outPath`, `seed` (32-bit integer), `std` (Defaults to 0.02), `onProgress`.
+ * @throws {RangeError} for a non-integer seed; an Error on big-endian hosts; the writer's I/O errors (no
+ *   partial file is left behind).
+ */
+export async function writeTensorPlan(
+  writer: GgufWriter,
+  plan: readonly TensorPlan[],
+  options: { outPath: string; seed: number; std?: number; onProgress?: WriteProgress },
+): Promise<WrittenPlan> {
+  if (endianness() !== "LE") throw new Error("synthetic GGUF files need a little-endian host");
+  if (!Number.isInteger(options.seed)) throw new RangeError(`seed must be an integer, got ${options.seed}`);
+  const std = options.std ?? 0.02;
+  for (const t of plan) writer.addTensor({ ...t, data: tensorSource(t, options.seed | 0, std) });
+  const bytes = await writer.write(options.outPath, options.onProgress);
+  return {
+    path: options.outPath,
+    bytes,
+    tensorCount: plan.length,
+    parameterCount: plan.reduce((sum, t) => sum + t.dims.reduce((a, b) => a * b, 1), 0),
   };
 }
 
@@ -254,9 +289,7 @@ function addMetadata(writer: GgufWriter, o: SyntheticModelOptions, vocab: VocabI
  *   file; I/O errors (no partial file is left behind); an Error on big-endian hosts.
  */
 export async function writeSyntheticModel(options: SyntheticModelOptions): Promise<SyntheticModelResult> {
-  if (endianness() !== "LE") throw new Error("writeSyntheticModel needs a little-endian host");
   validateShape(options.shape, options.weightType);
-  if (!Number.isInteger(options.seed)) throw new RangeError(`seed must be an integer, got ${options.seed}`);
   const vocab = readVocab(options.vocabPath);
   const plan = planTensors(
     options.shape,
@@ -266,14 +299,5 @@ export async function writeSyntheticModel(options: SyntheticModelOptions): Promi
   );
   const writer = new GgufWriter();
   addMetadata(writer, options, vocab);
-  const std = options.std ?? 0.02;
-  for (const t of plan) writer.addTensor({ ...t, data: tensorSource(t, options.seed | 0, std) });
-  const bytes = await writer.write(options.outPath, options.onProgress);
-  return {
-    path: options.outPath,
-    bytes,
-    tensorCount: plan.length,
-    parameterCount: plan.reduce((sum, t) => sum + t.dims.reduce((a, b) => a * b, 1), 0),
-    vocabSize: vocab.tokenCount,
-  };
+  return { ...(await writeTensorPlan(writer, plan, options)), vocabSize: vocab.tokenCount };
 }

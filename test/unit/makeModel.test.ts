@@ -128,6 +128,10 @@ describe("make-model CLI arguments", () => {
     assert.throws(() => parseMakeModelArgs(["--hidden", "6x"]), /integer/);
     assert.throws(() => parseMakeModelArgs(["--type", "q4_0"]), /--type/);
     assert.throws(() => parseMakeModelArgs(["--bogus"]));
+    const projector = parseMakeModelArgs(["--mmproj-for", "models/stories260K.gguf"]);
+    assert.equal(projector.mmprojFor, resolve("models/stories260K.gguf"));
+    assert.ok(projector.outPath.endsWith(join("bench", "models", "stories260K-mmproj.gguf")));
+    assert.equal(a.mmprojFor, undefined);
   });
 
   test("the default shape has ~494M parameters (~525 MB as Q8_0)", () => {

@@ -70,8 +70,13 @@ export async function postJson(path: string, body: unknown, signal?: AbortSignal
   return response;
 }
 
-/** One entry of `GET /v1/models`. */
-export type ModelInfo = { id: string; max_model_len?: number };
+/** One entry of `GET /v1/models`; `capabilities.vision` marks a model served with a projector (`--mmproj`). */
+export type ModelInfo = { id: string; max_model_len?: number; capabilities?: { vision?: boolean } };
+
+/** Whether `model` takes images (`image_url` content parts): its entry says `capabilities.vision: true`. */
+export function takesImages(model: ModelInfo | undefined): boolean {
+  return model?.capabilities?.vision === true;
+}
 
 /** The served models (`GET /v1/models`). */
 export async function listModels(): Promise<ModelInfo[]> {

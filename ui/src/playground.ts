@@ -1,9 +1,10 @@
-import { ApiRequestError, listModels } from "./api.ts";
+import { ApiRequestError, listModels, type ModelInfo, takesImages } from "./api.ts";
 import { createCodePanel } from "./codePanel.ts";
 import { h, replaceChildren } from "./dom.ts";
+import { createImageAttachment } from "./imageAttachment.ts";
 import { installTokenTooltip, logprobLegend } from "./logprobs.ts";
 import { replyView } from "./replyView.ts";
-import { type ApiRequest, buildRequest, type ChatMessage } from "./request.ts";
+import { type ApiRequest, buildRequest, type ChatMessage, userContent } from "./request.ts";
 import { runStream } from "./runStream.ts";
 import { createSettingsForm } from "./settingsForm.ts";
 import { checkStructured, SettingsError } from "./structured.ts";
@@ -14,6 +15,7 @@ export type Playground = { element: HTMLElement; loadModels(): Promise<void> };
 /** Builds the playground. */
 export function createPlayground(): Playground {
   const conversation: ChatMessage[] = [];
+  let models: ModelInfo[] = [];
   let controller: AbortController | null = null;
 
   const settings = createSettingsForm(() => {
@@ -30,10 +32,15 @@ export function createPlayground(): Playground {
   const clear = h("button", { type: "button", onclick: () => clearAll() }, "Clear");
   const status = h("span", { class: "hint", role: "status" });
   const legend = logprobLegend();
+  const attachment = createImageAttachment(
+    () => codePanel.refresh(),
+    (message) => showError(new SettingsError(message)),
+  );
   const composer = h(
     "form",
     { class: "composer", "aria-label": "Composer" },
     h("label", { class: "field" }, inputCaption, input),
+    attachment.element,
     h("div", { class: "row" }, send, stop, clear, status),
   );
   const codePanel = createCodePanel(currentRequest);
@@ -72,6 +79,7 @@ export function createPlayground(): Playground {
       ? "Say something… (Enter sends, Shift+Enter for a new line)"
       : "Once upon a time (Ctrl+Enter generates)";
     send.textContent = chat ? "Send" : "Generate";
+    attachment.setAvailable(chat && takesImages(models.find((info) => info.id === settings.modelId())));
     legend.hidden = !settings.element.querySelector<HTMLInputElement>('input[name="logprobs"]')?.checked;
   }
 
@@ -79,11 +87,14 @@ export function createPlayground(): Playground {
   function currentRequest(): ApiRequest | string {
     try {
       const current = settings.read();
+      const images = attachment.images();
       return current.mode === "chat"
         ? buildRequest(current, {
             messages: [
               ...conversation,
-              ...(input.value.trim() ? [{ role: "user" as const, content: input.value }] : []),
+              ...(input.value.trim() || images.length > 0
+                ? [{ role: "user" as const, content: userContent(input.value, images) }]
+                : []),
             ],
           })
         : buildRequest(current, { prompt: input.value });
@@ -96,11 +107,14 @@ export function createPlayground(): Playground {
     if (controller) return;
     showError(null);
     const text = input.value;
+    const images = settings.mode() === "chat" ? attachment.images() : [];
     const current = (() => {
       try {
         const read = settings.read();
         if (!read.model) throw new SettingsError("Pick a model (none is served, or the list did not load).");
-        if (read.mode === "chat" && text.trim() === "") throw new SettingsError("Type a message first.");
+        if (read.mode === "chat" && text.trim() === "" && images.length === 0) {
+          throw new SettingsError("Type a message first.");
+        }
         return read;
       } catch (error) {
         showError(error);
@@ -109,7 +123,7 @@ export function createPlayground(): Playground {
     })();
     if (!current) return;
     const chat = current.mode === "chat";
-    const userMessage: ChatMessage = { role: "user", content: text };
+    const userMessage: ChatMessage = { role: "user", content: userContent(text, images) };
     let request: ApiRequest;
     try {
       request = chat
@@ -121,12 +135,13 @@ export function createPlayground(): Playground {
     }
 
     const previousOutput = [...output.childNodes];
-    const userView = chat ? replyView("user", text) : null;
+    const userView = chat ? replyView("user", text, images) : null;
     const reply = replyView(chat ? "assistant" : "completion");
     if (chat) {
       transcript.querySelector(".empty")?.remove();
       transcript.append(userView!.element, reply.element);
       input.value = "";
+      attachment.clear();
     } else {
       reply.element.querySelector(".body")?.append(h("span", { class: "prompt" }, text));
       replaceChildren(output, reply.element);
@@ -146,6 +161,7 @@ export function createPlayground(): Playground {
       reply.element.remove();
       if (chat) {
         input.value = text;
+        attachment.restore(images);
         if (conversation.length === 0) transcript.replaceChildren(emptyHint());
       } else {
         output.replaceChildren(...previousOutput);
@@ -168,6 +184,7 @@ export function createPlayground(): Playground {
 
   function clearAll(): void {
     conversation.length = 0;
+    attachment.clear();
     transcript.replaceChildren(emptyHint());
     output.replaceChildren();
     status.textContent = "";
@@ -186,7 +203,9 @@ export function createPlayground(): Playground {
     element,
     loadModels: async () => {
       try {
-        settings.setModels(await listModels());
+        models = await listModels();
+        settings.setModels(models);
+        applyMode();
         codePanel.refresh();
       } catch (error) {
         showError(error);

@@ -12,15 +12,27 @@ export type ReplyView = {
   finish(result: ReplyResult, check: StructuredCheck | null): void;
 };
 
-/** A transcript entry: `role` heading, then the text (or an empty body to stream into). */
-export function replyView(role: string, text = ""): ReplyView {
+/**
+ * A transcript entry: `role` heading, then the text (or an empty body to stream into) and the images
+ * the message carries (`data:` URLs), each shown below the text.
+ */
+export function replyView(role: string, text = "", images: readonly string[] = []): ReplyView {
   const body = h("div", { class: "body", "data-role": role }, text);
+  const gallery =
+    images.length === 0
+      ? null
+      : h(
+          "div",
+          { class: "message-images" },
+          ...images.map((src, index) => h("img", { src, alt: `attached image ${index + 1}` })),
+        );
   const footer = h("div", { class: "reply-footer" });
   const element = h(
     "article",
     { class: `message ${role}`, "aria-label": `${role} message` },
     h("h3", {}, role),
     body,
+    gallery,
     footer,
   );
   if (role === "assistant") {

@@ -3,8 +3,24 @@ import { type StructuredSpec, structuredFields } from "./structured.ts";
 /** Chat (messages, chat template) or raw completion (prompt as given). */
 export type Mode = "chat" | "completion";
 
-/** One chat message the playground sends. */
-export type ChatMessage = { role: "system" | "user" | "assistant"; content: string };
+/** One part of a multimodal user message (OpenAI's content parts; images as `data:` URLs here). */
+export type ContentPart = { type: "text"; text: string } | { type: "image_url"; image_url: { url: string } };
+
+/** One chat message the playground sends: text, or (a user message with images) content parts. */
+export type ChatMessage = { role: "system" | "user" | "assistant"; content: string | ContentPart[] };
+
+/**
+ * The content of a user message: the text alone when no image is attached (the plain form every server
+ * takes), else content parts: the text (when not blank) then one `image_url` part per image, in order.
+ * @param images - `data:` URLs (or any URLs the server may fetch).
+ */
+export function userContent(text: string, images: readonly string[]): string | ContentPart[] {
+  if (images.length === 0) return text;
+  return [
+    ...(text.trim() === "" ? [] : [{ type: "text" as const, text }]),
+    ...images.map((url) => ({ type: "image_url" as const, image_url: { url } })),
+  ];
+}
 
 /** The playground's settings; an absent number means "server default" (the field is not sent). */
 export type Settings = {

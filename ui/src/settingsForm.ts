@@ -12,6 +12,8 @@ export type SettingsForm = {
    */
   read(): Settings;
   mode(): Mode;
+  /** The id of the selected model ("" while none is). */
+  modelId(): string;
   /** Fills the model list (keeps the selection when the model is still served). */
   setModels(models: ModelInfo[]): void;
 };
@@ -163,6 +165,7 @@ export function createSettingsForm(onChange: () => void): SettingsForm {
   return {
     element,
     mode,
+    modelId: () => model.value,
     read: () => {
       const settings: Settings = {
         mode: mode(),

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { type NativeSamplerConfig, nativeAddon } from "../../../src/engine/native.ts";
 import { Mulberry32 } from "./Mulberry32.ts";
-import { logSoftmax, referenceSample } from "./referenceSampler.ts";
+import { logSoftmax, NEUTRAL_SAMPLER, referenceSample } from "./referenceSampler.ts";
 
 const VOCAB = 2000;
 
@@ -20,17 +20,7 @@ function fixedLogits(seed: number): Float32Array {
   });
 }
 
-const neutral: NativeSamplerConfig = {
-  temperature: 1,
-  topK: 0,
-  topP: 1,
-  minP: 0,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  seed: 42,
-  minTokens: 0,
-};
+const neutral = NEUTRAL_SAMPLER;
 
 const CASES: [string, Partial<NativeSamplerConfig>][] = [
   ["plain temperature 1", {}],

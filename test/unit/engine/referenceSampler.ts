@@ -8,6 +8,19 @@
 import type { NativeSamplerConfig } from "../../../src/engine/native.ts";
 import { Mulberry32 } from "./Mulberry32.ts";
 
+/** A sampler that changes nothing: temperature 1, no truncation, no penalties, seed 42. */
+export const NEUTRAL_SAMPLER: Readonly<NativeSamplerConfig> = {
+  temperature: 1,
+  topK: 0,
+  topP: 1,
+  minP: 0,
+  repetitionPenalty: 1,
+  frequencyPenalty: 0,
+  presencePenalty: 0,
+  seed: 42,
+  minTokens: 0,
+};
+
 /** `steps` draws of one sequence on the same logits row, each sampled token counted for the penalties. */
 export function referenceSample(logits: Float32Array, config: NativeSamplerConfig, steps: number): number[] {
   const n = logits.length;
