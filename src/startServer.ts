@@ -48,6 +48,7 @@ export async function startServer(
       const own = config.models[index];
       const maxModelLen = own?.maxModelLen ?? config.maxModelLen;
       const chatTemplate = own?.chatTemplate ?? config.chatTemplate;
+      const mmproj = own?.mmproj ?? config.mmproj;
       const host = await ModelHost.load({
         modelPath: model.path,
         servedModelNames: model.servedModelNames,
@@ -58,6 +59,7 @@ export async function startServer(
         ...(config.nGpuLayers !== undefined ? { nGpuLayers: config.nGpuLayers } : {}),
         kvUnified: config.kvUnified,
         ...(chatTemplate !== undefined ? { chatTemplate } : {}),
+        ...(mmproj !== undefined ? { mmproj } : {}),
         trustRequestChatTemplate: config.trustRequestChatTemplate,
         ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
         ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
@@ -94,6 +96,7 @@ export async function startServer(
           ...(host.placement.devices.length > 0 ? { devices: host.placement.devices } : {}),
           offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
           threads: threadsFor(config, model.sizeBytes),
+          ...(mmproj !== undefined ? { mmproj, vision: host.acceptsImages } : {}),
         },
         "model loaded",
       );
@@ -106,11 +109,21 @@ export async function startServer(
   ready = true;
 
   const app = buildApp(
-    { registry, seeds, metrics, maxTokensCap: config.maxTokensCap, isReady: () => ready },
+    {
+      registry,
+      seeds,
+      metrics,
+      maxTokensCap: config.maxTokensCap,
+      imageLimits: { maxBytes: config.maxImageBytes, allowPrivate: config.allowPrivateImageUrls },
+      isReady: () => ready,
+    },
     {
       logger: logger as FastifyBaseLogger,
       ui: config.ui ? {} : false,
-      bodyLimit: config.maxBodySize,
+      // A model that takes images takes a --max-image-bytes image as a base64 data: URL in the body too.
+      bodyLimit: registry.all().some((scheduler) => scheduler.host.acceptsImages)
+        ? Math.max(config.maxBodySize, Math.ceil((config.maxImageBytes * 4) / 3) + 1_000_000)
+        : config.maxBodySize,
       operations: config,
     },
   );

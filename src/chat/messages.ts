@@ -101,12 +101,36 @@ const MEDIA_WORDS: Record<string, string> = {
   file: "files",
 };
 
+/** An image part of a message, found while normalising: its URL and where it was (for 400s). */
+export type MessageImage = {
+  /** `image_url.url`: a `data:` or `http(s)` URL. */
+  url: string;
+  /** `image_url.detail` (`auto`, `low`, `high`): accepted; the projector decides the resolution. */
+  detail?: string;
+  /** `messages[i].content[j]`. */
+  param: string;
+};
+
+/**
+ * How a model that takes images wants them in the prompt: each image part becomes `marker` in the
+ * message's text, at its place, and is collected in `images`, in order (as llama-server puts mtmd's
+ * marker where each image goes).
+ */
+export type MediaPrompt = { readonly marker: string; readonly images: MessageImage[] };
+
 /**
  * The text of a message's content: a string as is, parts' texts joined with `"\n"` (as vLLM joins text
- * parts), `null`/absent as `""`. Throws 400 naming `messages[i].content[j]` for a media part (this server
- * serves text-only models) and for a `refusal` part outside an assistant message.
+ * parts), `null`/absent as `""`. With `media`, a user message's `image_url` parts become its marker.
+ * Throws 400 naming `messages[i].content[j]` for another media part (or any image part when the model
+ * takes none, or outside a user message), a malformed image part, and a `refusal` part outside an
+ * assistant message.
  */
-function contentText(value: string | ContentPart[] | null | undefined, index: number, role: string): string {
+function contentText(
+  value: string | ContentPart[] | null | undefined,
+  index: number,
+  role: string,
+  media: MediaPrompt | undefined,
+): string {
   if (value === null || value === undefined) return "";
   if (typeof value === "string") return value;
   const texts: string[] = [];
@@ -116,12 +140,37 @@ function contentText(value: string | ContentPart[] | null | undefined, index: nu
     else if (part.type === "refusal" && role === "assistant") texts.push(part.refusal);
     else if (part.type === "refusal") {
       throw badRequest(`A refusal part is only allowed in an assistant message (${param}).`, param);
+    } else if (part.type === "image_url" && media && role === "user") {
+      texts.push(media.marker);
+      media.images.push(imagePart(part, param));
+    } else if (part.type === "image_url" && media) {
+      throw badRequest(
+        `Images are only accepted in user messages: ${param} is in a '${role}' message.`,
+        param,
+      );
     } else {
       const what = MEDIA_WORDS[part.type] ?? part.type;
       throw badRequest(`The model does not accept ${what}: ${param} is a '${part.type}' part.`, param);
     }
   });
   return texts.join("\n");
+}
+
+/** The URL and detail of an `image_url` part. @throws ApiError 400 naming `param` when it has no URL string. */
+function imagePart(part: ContentPart, param: string): MessageImage {
+  const image = (part as { image_url?: unknown }).image_url;
+  const url = typeof image === "string" ? image : (image as { url?: unknown } | undefined)?.url;
+  if (typeof url !== "string" || url.length === 0) {
+    throw badRequest(
+      `${param}: an image_url part needs image_url.url, a data: or http(s) URL.`,
+      `${param}.image_url.url`,
+    );
+  }
+  const detail = (image as { detail?: unknown } | undefined)?.detail;
+  if (detail !== undefined && detail !== null && !["auto", "low", "high"].includes(String(detail))) {
+    throw badRequest(`${param}: image_url.detail must be auto, low or high.`, `${param}.image_url.detail`);
+  }
+  return { url, param, ...(typeof detail === "string" ? { detail } : {}) };
 }
 
 /** Parses a tool call's `arguments` JSON string to an object where it holds one. */
@@ -146,26 +195,33 @@ function templateArguments(text: string): Record<string, unknown> | string {
  * `name`; an assistant `function_call` becomes a one-element `tool_calls` with id `call_<message index>`.
  * Throws 400 (`param: "messages"`) for an empty list and the errors of content parts (see above).
  */
-export function normalizeMessages(messages: readonly ChatMessage[]): TemplateMessage[] {
+export function normalizeMessages(messages: readonly ChatMessage[], media?: MediaPrompt): TemplateMessage[] {
   if (messages.length === 0) throw badRequest("`messages` must contain at least one message.", "messages");
-  return messages.map(normalizeMessage);
+  return messages.map((message, index) => normalizeMessage(message, index, media));
 }
 
 /** One message of {@link normalizeMessages}; `index` is its position, for error params and legacy ids. */
-function normalizeMessage(message: ChatMessage, index: number): TemplateMessage {
+function normalizeMessage(
+  message: ChatMessage,
+  index: number,
+  media: MediaPrompt | undefined,
+): TemplateMessage {
   switch (message.role) {
     case "system":
     case "developer":
     case "user": {
       const role = message.role === "user" ? "user" : "system";
-      const out: TemplateMessage = { role, content: contentText(message.content, index, message.role) };
+      const out: TemplateMessage = {
+        role,
+        content: contentText(message.content, index, message.role, media),
+      };
       if (message.name !== undefined) out.name = message.name;
       return out;
     }
     case "assistant": {
       const out: TemplateMessage = {
         role: "assistant",
-        content: contentText(message.content, index, "assistant"),
+        content: contentText(message.content, index, "assistant", media),
       };
       if (message.name !== undefined) out.name = message.name;
       const calls = message.tool_calls ?? [];
@@ -195,7 +251,7 @@ function normalizeMessage(message: ChatMessage, index: number): TemplateMessage 
     case "tool": {
       const out: TemplateMessage = {
         role: "tool",
-        content: contentText(message.content, index, "tool"),
+        content: contentText(message.content, index, "tool", media),
         tool_call_id: message.tool_call_id,
       };
       if (message.name !== undefined) out.name = message.name;

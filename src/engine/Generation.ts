@@ -63,7 +63,8 @@ export class Generation {
     this.acceptInjected = acceptInjected;
     this.detokenizer = new IncrementalDetokenizer(
       (tokens, lastTokens) => host.detokenize(tokens, lastTokens),
-      request.promptTokens.slice(-4),
+      // Image placeholders (negative ids) are no detokenizer context.
+      request.promptTokens.slice(-4).filter((token) => token >= 0),
     );
     this.stopMatcher = new StopMatcher(request.stop, request.includeStopStrInOutput);
     this.stopTokenIds = new Set(request.stopTokenIds);

@@ -2,7 +2,13 @@ import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { readGgufFileInfo } from "node-llama-cpp";
 import { type DeviceKind, type DevicePlan, planDevices } from "./devices.ts";
-import { type NativeContext, type NativeModel, type NativeModelInfo, nativeAddon } from "./native.ts";
+import {
+  type NativeContext,
+  type NativeModel,
+  type NativeModelInfo,
+  type NativeProjector,
+  nativeAddon,
+} from "./native.ts";
 import { TokenVocabulary } from "./TokenVocabulary.ts";
 
 /** Options of {@link ModelHost.load}. */
@@ -34,6 +40,11 @@ export type ModelHostOptions = {
   batchSize?: number;
   /** Chat template overriding the GGUF's `tokenizer.chat_template`. */
   chatTemplate?: string;
+  /**
+   * The multimodal projector GGUF beside the model (llama-server's `--mmproj`): with it the model takes
+   * images. Defaults to none.
+   */
+  mmproj?: string;
   /** Tool-call parser name (`--tool-call-parser`); defaults to none: the chat serving detects one from the template. */
   toolCallParser?: string;
   /** Reasoning parser name (`--reasoning-parser`); defaults to none: the chat serving detects one from the template. */
@@ -95,6 +106,8 @@ export class ModelHost {
   /** Most tokens one step may hold. */
   readonly batchSize: number;
   readonly placement: ModelPlacement;
+  /** The multimodal projector (`--mmproj`), or null: then the model takes no images. */
+  readonly projector: NativeProjector | null;
   private readonly endOfGeneration: number[];
 
   private constructor(init: {
@@ -109,7 +122,9 @@ export class ModelHost {
     sequences: number;
     batchSize: number;
     placement: ModelPlacement;
+    projector: NativeProjector | null;
   }) {
+    this.projector = init.projector;
     this.names = init.names;
     this.modelPath = init.modelPath;
     this.model = init.model;
@@ -201,6 +216,21 @@ export class ModelHost {
         cause: error,
       });
     }
+    let projector: NativeProjector | null = null;
+    if (options.mmproj !== undefined) {
+      try {
+        projector = await engine.loadProjector(options.mmproj, model, {
+          threads: options.threads,
+          useGpu: onGpu,
+        });
+      } catch (error) {
+        context.dispose();
+        model.dispose();
+        throw new ModelLoadError(`Failed to load the projector ${options.mmproj}: ${firstLine(error)}`, {
+          cause: error,
+        });
+      }
+    }
     const names =
       options.servedModelNames && options.servedModelNames.length > 0
         ? options.servedModelNames
@@ -231,6 +261,7 @@ export class ModelHost {
         offloadedLayers: onGpu ? Math.min(nGpuLayers < 0 ? layers + 1 : nGpuLayers, layers + 1) : 0,
         layers,
       },
+      projector,
     });
     host.trustRequestChatTemplate = options.trustRequestChatTemplate ?? false;
     return host;
@@ -295,8 +326,14 @@ export class ModelHost {
     return this.model.isEog(token);
   }
 
+  /** Whether the model takes images (it has a projector with a vision encoder). */
+  get acceptsImages(): boolean {
+    return this.projector?.info().vision ?? false;
+  }
+
   /** Frees the context and the model. Call only when no step is running. */
   async dispose(): Promise<void> {
+    this.projector?.dispose();
     this.context.dispose();
     this.model.dispose();
   }

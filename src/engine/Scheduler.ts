@@ -8,6 +8,7 @@ import type {
   GenerationObserver,
   GenerationRequest,
   GenerationResult,
+  MediaSpan,
   SchedulerEvents,
   TokenLogprob,
 } from "./types.ts";
@@ -36,8 +37,10 @@ export type Slot = {
   /** The llama.cpp sequence id. */
   readonly id: number;
   state: SlotState;
-  /** The tokens whose KV state the sequence holds, by position. */
+  /** The tokens whose KV state the sequence holds, in order (an image's cells hold its placeholder id). */
   kvTokens: number[];
+  /** The images among `kvTokens` (their positions may differ from their cells under M-RoPE). */
+  kvImages: MediaSpan[];
   /** `performance.now()` when the slot last took a request, in milliseconds (0: never). */
   lastUsedAt: number;
 };
@@ -130,6 +133,7 @@ export class Scheduler {
       id,
       state: SlotState.Idle,
       kvTokens: [],
+      kvImages: [],
       lastUsedAt: 0,
     }));
   }
@@ -304,7 +308,9 @@ export class Scheduler {
       this.reap();
       if (!this.closed) this.admit();
       if (this.running.length === 0) return;
+      if (await this.evaluateImages()) continue;
       const { input, outputs } = this.planStep();
+      if (input.tokens.length === 0) continue;
       let output: NativeStepOutput;
       try {
         output = await this.host.context.step(input);
@@ -367,13 +373,18 @@ export class Scheduler {
     let cached = reuse ? commonPrefixLength(slot.kvTokens, prompt) : 0;
     // At least one prompt token is evaluated, for the next token's logits.
     if (cached >= prompt.length) cached = prompt.length - 1;
+    // Never half an image: the cut goes before an image the reused prefix ends inside.
+    for (const span of [...slot.kvImages, ...(request.media?.spans ?? [])]) {
+      if (cached > span.start && cached < span.start + span.length) cached = span.start;
+    }
     slot.state = SlotState.Prefill;
     slot.lastUsedAt = performance.now();
     const startedAt = performance.now();
     try {
       if (slot.kvTokens.length > cached) {
-        context.removeTokens(slot.id, cached, -1);
+        context.removeTokens(slot.id, positionOf(slot, cached), -1);
         slot.kvTokens.length = cached;
+        slot.kvImages = slot.kvImages.filter((span) => span.start + span.length <= cached);
       }
       context.configure(slot.id, samplerConfig(request, this.host.endOfGenerationTokens));
     } catch (error) {
@@ -415,6 +426,41 @@ export class Scheduler {
   }
 
   /**
+   * Evaluates the images that prefilling generations have reached (each its own native call: the vision
+   * encoder, then its embeddings' decode), one after the other. Decoding sequences wait meanwhile, as in
+   * llama-server. Returns whether any image was evaluated (the loop then looks at aborts again).
+   */
+  private async evaluateImages(): Promise<boolean> {
+    const projector = this.host.projector;
+    let evaluated = false;
+    for (const running of [...this.running]) {
+      const { generation, slot, job } = running;
+      const media = generation.request.media;
+      const span = media?.spans.find((entry) => entry.start === generation.prefilled);
+      if (!media || !span || generation.finishReason !== null) continue;
+      if (job.signal?.aborted) continue;
+      try {
+        if (!projector) throw new Error("the model has no projector for the prompt's images");
+        if (span.start + span.length >= generation.request.promptTokens.length) {
+          throw new Error("a prompt must not end with an image");
+        }
+        const nPast = positionOf(slot, slot.kvTokens.length);
+        await this.host.context.evalImage(slot.id, projector, media.prompt, span.chunk, nPast);
+        slot.kvImages.push(span);
+        for (let index = 0; index < span.length; index++) {
+          slot.kvTokens.push(generation.request.promptTokens[span.start + index] as number);
+        }
+        generation.prefilled = span.start + span.length;
+        this.events?.onIteration?.(span.length);
+        evaluated = true;
+      } catch (error) {
+        this.fail(running, error);
+      }
+    }
+    return evaluated;
+  }
+
+  /**
    * The next step's batch: every decoding sequence's pending tokens first (in slot order), then prompt
    * chunks of the prefilling sequences (in arrival order) up to the budget. A sequence's last row is
    * sampled; with prompt logprobs, every prompt row is also scored against the next prompt token.
@@ -431,7 +477,7 @@ export class Scheduler {
     const budget = this.host.batchSize;
     const add = (running: Running, token: number) => {
       seqs.push(running.slot.id);
-      positions.push(running.slot.kvTokens.length);
+      positions.push(positionOf(running.slot, running.slot.kvTokens.length));
       running.slot.kvTokens.push(token);
       tokens.push(token);
     };
@@ -461,7 +507,10 @@ export class Scheduler {
       // Every scored prompt row holds a vocabulary-sized logits row in llama.cpp's output buffer (600 KB
       // on a 152K vocabulary): smaller chunks keep that buffer small.
       const chunk = promptTopN === null ? promptBudget : Math.min(promptBudget, PROMPT_LOGPROBS_CHUNK_TOKENS);
-      const to = Math.min(prompt.length, from + chunk);
+      // A text chunk ends where the next image starts (images are evaluated on their own, see evaluateImages).
+      const image = generation.request.media?.spans.find((span) => span.start >= from);
+      const to = Math.min(prompt.length, from + chunk, image?.start ?? Number.POSITIVE_INFINITY);
+      if (to === from) continue;
       for (let index = from; index < to; index++) {
         add(running, prompt[index] as number);
         if (promptTopN !== null && index + 1 < prompt.length) {
@@ -564,8 +613,20 @@ export class Scheduler {
       // A disposed context: nothing left to clear.
     }
     slot.kvTokens = [];
+    slot.kvImages = [];
     slot.state = SlotState.Idle;
   }
+}
+
+/**
+ * The position of a slot's `index`-th KV cell: the index itself, plus what the images before it advance
+ * beyond their cells (M-RoPE models place an image's cells on fewer positions).
+ */
+function positionOf(slot: Slot, index: number): number {
+  let position = index;
+  for (const span of slot.kvImages)
+    if (span.start + span.length <= index) position += span.nPos - span.length;
+  return position;
 }
 
 /** The logprob entry of output `index` of a step (vLLM's floor of -9999 for a probability of 0). */

@@ -1,3 +1,5 @@
+import type { NativeMediaPrompt } from "./native.ts";
+
 /**
  * The engine's request and result types. The serving layer builds a {@link GenerationRequest} from a
  * validated API request; the engine knows nothing of HTTP or JSON.
@@ -12,6 +14,28 @@ export type Grammar = {
   readonly gbnf: string;
   /** The start rule. Defaults to "root". */
   readonly root?: string;
+};
+
+/** Where an image sits in a prompt: `length` placeholder entries of `promptTokens` from `start`. */
+export type MediaSpan = {
+  /** Index in `promptTokens` of the image's first position. */
+  readonly start: number;
+  /** KV cells (prompt tokens) the image takes. */
+  readonly length: number;
+  /** Positions it advances (differs from `length` under M-RoPE). */
+  readonly nPos: number;
+  /** Index of the image's chunk in the native prompt. */
+  readonly chunk: number;
+};
+
+/**
+ * A prompt's images: the native prompt (mtmd's chunks) and where each image sits. In `promptTokens` an
+ * image's positions hold a negative placeholder id derived from the image's hash, so that prefix caching
+ * never reuses one image's KV cells for another (as llama-server keys them on the image hash).
+ */
+export type PromptMedia = {
+  readonly prompt: NativeMediaPrompt;
+  readonly spans: readonly MediaSpan[];
 };
 
 /** Sampling parameters of one sequence, already validated and defaulted. */
@@ -99,6 +123,8 @@ export type GenerationRequest = {
    * is spent inside a thinking block, it injects the block's closing text.
    */
   injectTokens?: () => readonly number[] | undefined;
+  /** The prompt's images, when it has any (the model's projector evaluates them). */
+  media?: PromptMedia;
 };
 
 /** Why a generation ended, as the API's `finish_reason` (`abort` never reaches a 200 response). */

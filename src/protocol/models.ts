@@ -9,6 +9,8 @@ export type ModelObject = {
   root: string;
   parent: string | null;
   max_model_len: number;
+  /** What the model takes besides text: `vision` when it has a projector (`--mmproj`). lmserve's extension. */
+  capabilities: { vision: boolean };
 };
 
 /** The model list (`object: "list"`). */

@@ -125,7 +125,7 @@ export const ChatCompletionChunkSchema = z.object({
   system_fingerprint: z.string(),
 });
 
-/** OpenAI's model object plus vLLM's `root`, `parent` and `max_model_len`. */
+/** OpenAI's model object plus vLLM's `root`, `parent` and `max_model_len`, and lmserve's `capabilities`. */
 export const ModelObjectSchema = z.object({
   id: z.string(),
   object: z.literal("model"),
@@ -134,6 +134,8 @@ export const ModelObjectSchema = z.object({
   root: z.string(),
   parent: z.string().nullable(),
   max_model_len: z.number().int(),
+  /** What the model takes besides text: `vision` with a projector (`--mmproj`). */
+  capabilities: z.object({ vision: z.boolean() }),
 });
 
 /** `GET /v1/models` response. */

@@ -15,6 +15,7 @@ import {
   toApiError,
   unsupportedMediaType,
 } from "../errors.ts";
+import type { ImageLimits } from "../serving/chatImages.ts";
 import type { SeedSource } from "../serving/generationParams.ts";
 import type { ModelRegistry } from "../serving/ModelRegistry.ts";
 import { anthropicErrorBody, errorBody, errorHeaders } from "./errorBody.ts";
@@ -22,7 +23,6 @@ import { answerClientError, answerFrameworkError } from "./frameworkErrors.ts";
 import { registerJsonBodyParser } from "./jsonBody.ts";
 import { registerMetricsRoute, type ServerMetrics } from "./metrics.ts";
 import { DEFAULT_OPERATIONS, type OperationsOptions, registerOperations } from "./operations.ts";
-
 import { registerChatRoutes } from "./routes/chat.ts";
 import { registerCompletionRoutes } from "./routes/completions.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
@@ -37,6 +37,8 @@ export type AppContext = {
   seeds: SeedSource;
   /** `--max-tokens-cap`: also the most a request that omits `max_tokens` generates. */
   maxTokensCap?: number | undefined;
+  /** Image limits (`--max-image-bytes`, `--allow-private-image-urls`). Defaults to 20 MB, public URLs only. */
+  imageLimits?: ImageLimits;
   /** Prometheus metrics served at GET /metrics (absent: no /metrics route). */
   metrics?: ServerMetrics;
   /** True once every model is loaded (readiness). */

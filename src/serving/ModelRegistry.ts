@@ -80,5 +80,6 @@ function toModelObject(name: string, scheduler: Scheduler): ModelObject {
     root: host.id,
     parent: null,
     max_model_len: host.contextSize,
+    capabilities: { vision: host.acceptsImages },
   };
 }

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { createChatOutputParser, detectReasoningParser, promptOpensThinking } from "../chat/index.ts";
-import { normalizeMessages } from "../chat/messages.ts";
+import { type MediaPrompt, normalizeMessages } from "../chat/messages.ts";
 import {
   CHATML_FALLBACK_TEMPLATE,
   promptStartsWithBos,
@@ -13,10 +13,11 @@ import {
 } from "../chat/renderChatTemplate.ts";
 import type { ModelHost } from "../engine/ModelHost.ts";
 import type { Scheduler } from "../engine/Scheduler.ts";
-import type { GenerationRequest } from "../engine/types.ts";
+import type { GenerationRequest, PromptMedia } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import { chatGrammar, type ThinkingStart } from "./chatGrammar.ts";
+import { type ImageLimits, tokenizeWithImages } from "./chatImages.ts";
 import { ChoiceOutput } from "./chatOutput.ts";
 import { resolveToolCalling } from "./chatTools.ts";
 import {
@@ -67,6 +68,7 @@ export async function planChat(
   body: ChatCompletionRequest,
   seeds: SeedSource,
   maxTokensCap?: number,
+  imageLimits: ImageLimits = DEFAULT_IMAGE_LIMITS,
 ): Promise<ChatPlan> {
   const { name: model, scheduler } = registry.resolve(body.model);
   refuseUnsupportedFields(body);
@@ -75,7 +77,11 @@ export async function planChat(
   const template = chatTemplateOf(host, body);
   const tools = resolveToolCalling(body, host.chatParsers.toolCallParser, template);
   const reasoningParser = host.chatParsers.reasoningParser ?? detectReasoningParser(template);
-  let [prompt, addSpecialTokens] = await renderPrompt(host, body);
+  // A model with a projector takes image parts: each becomes the projector's marker in the prompt.
+  const media: MediaPrompt | undefined = host.acceptsImages
+    ? { marker: host.projector?.info().marker ?? "", images: [] }
+    : undefined;
+  let [prompt, addSpecialTokens] = await renderPrompt(host, body, media);
   const budget = body.nvext?.max_thinking_tokens ?? undefined;
   const parserFor = (startsInThinking: boolean | undefined) =>
     createChatOutputParser({
@@ -95,7 +101,16 @@ export async function planChat(
     opened = false;
   }
   const thinking: ThinkingStart = reasoningParser === undefined ? "none" : opened ? "open" : "optional";
-  const promptTokens = host.tokenize(prompt, addSpecialTokens);
+  let promptTokens: number[];
+  let promptMedia: PromptMedia | undefined;
+  if (media && media.images.length > 0) {
+    if (body.prompt_logprobs !== undefined && body.prompt_logprobs !== null) {
+      throw badRequest("prompt_logprobs cannot be combined with images yet.", "prompt_logprobs");
+    }
+    const tokenized = await tokenizeWithImages(host, prompt, addSpecialTokens, media.images, imageLimits);
+    promptTokens = tokenized.promptTokens;
+    promptMedia = tokenized.media;
+  } else promptTokens = host.tokenize(prompt, addSpecialTokens);
   const maxTokens = resolveMaxTokens(
     body.max_completion_tokens ?? body.max_tokens,
     promptTokens.length,
@@ -120,6 +135,7 @@ export async function planChat(
     });
     outputs.push(output);
     const request = generationRequest(body, host, promptTokens, maxTokens, choice, seeds, counts, grammar);
+    if (promptMedia) request.media = promptMedia;
     if (closeTokens && budget !== undefined)
       request.injectTokens = output.thinkingBudget(budget, closeTokens);
     return request;
@@ -135,6 +151,9 @@ export async function planChat(
     naming: { vocabulary: host.vocabulary, asIds: body.return_tokens_as_token_ids ?? false },
   };
 }
+
+/** Image limits when the server gives none: 20 MB, public URLs only, 10 s (as `--max-image-bytes`). */
+const DEFAULT_IMAGE_LIMITS: ImageLimits = { maxBytes: 20_000_000, allowPrivate: false };
 
 /** The chat template a request renders with: its own `chat_template`, else the model's, else ChatML. */
 export function chatTemplateOf(host: ModelHost, body: Pick<ChatCompletionRequest, "chat_template">): string {
@@ -168,9 +187,13 @@ export type ChatPromptFields = Pick<
  * (worker threads under range, output, memory and time limits: `chat/TemplateSandbox.ts`).
  * @throws ApiError 400 for unsupported content, a template that fails to render or goes past a limit.
  */
-export async function renderPrompt(host: ModelHost, body: ChatPromptFields): Promise<[string, boolean]> {
+export async function renderPrompt(
+  host: ModelHost,
+  body: ChatPromptFields,
+  media?: MediaPrompt,
+): Promise<[string, boolean]> {
   const prompt = await renderChatTemplateSandboxed(chatTemplateOf(host, body), {
-    messages: normalizeMessages(body.messages),
+    messages: normalizeMessages(body.messages, media),
     tools: body.tools ?? null,
     documents: body.documents ?? null,
     addGenerationPrompt: body.add_generation_prompt ?? !body.continue_final_message,

@@ -9,7 +9,13 @@ import { parseBody } from "../validation.ts";
 export function registerChatRoutes(app: FastifyInstance, context: AppContext): void {
   app.post("/v1/chat/completions", async (request, reply) => {
     const body = parseBody(ChatCompletionRequestSchema, request.body);
-    const plan = await planChat(context.registry, body, context.seeds, context.maxTokensCap);
+    const plan = await planChat(
+      context.registry,
+      body,
+      context.seeds,
+      context.maxTokensCap,
+      context.imageLimits,
+    );
     const signal = clientSignal(request, reply);
     if (!body.stream) {
       const response = await completeChat(plan, signal);
