@@ -546,10 +546,21 @@ class LoadProjectorWorker : public Napi::AsyncWorker {
       capture.text += error.what();
     }
     if (ctx_ == nullptr) {
-      std::string message = capture.text;
-      while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-      const size_t newline = message.rfind('\n');
-      if (newline != std::string::npos) message = message.substr(newline + 1);
+      // mtmd explains a refusal over its last lines (e.g. the width mismatch, then a hint): keep two.
+      std::vector<std::string> lines;
+      size_t start = 0;
+      while (start < capture.text.size()) {
+        size_t end = capture.text.find('\n', start);
+        if (end == std::string::npos) end = capture.text.size();
+        std::string line = capture.text.substr(start, end - start);
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        if (!line.empty()) lines.push_back(line);
+        start = end + 1;
+      }
+      std::string message;
+      for (size_t i = lines.size() > 2 ? lines.size() - 2 : 0; i < lines.size(); i++) {
+        message += (message.empty() ? "" : "; ") + lines[i];
+      }
       SetError(message.empty() ? "llama.cpp could not load the projector" : message);
     }
   }
