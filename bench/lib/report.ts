@@ -37,8 +37,10 @@ export type BenchReport = {
 };
 
 const f0 = (value: number) => (Number.isFinite(value) ? value.toFixed(0) : "–");
-const f1 = (value: number) => (Number.isFinite(value) ? value.toFixed(1) : "–");
-const f2 = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : "–");
+/** One decimal, "–" for NaN or infinities. */
+export const f1 = (value: number) => (Number.isFinite(value) ? value.toFixed(1) : "–");
+/** Two decimals, "–" for NaN or infinities. */
+export const f2 = (value: number) => (Number.isFinite(value) ? value.toFixed(2) : "–");
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -47,7 +49,8 @@ const median = (values: number[]) => {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
 
-function table(header: string[], rows: string[][]): string {
+/** A Markdown table. */
+export function table(header: string[], rows: string[][]): string {
   const lines = [`| ${header.join(" | ")} |`, `| ${header.map(() => "---").join(" | ")} |`];
   for (const row of rows) lines.push(`| ${row.join(" | ")} |`);
   return lines.join("\n");

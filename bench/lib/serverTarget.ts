@@ -6,12 +6,11 @@
  * so a chunk that carries several tokens (held-back UTF-8 bytes) is counted as such.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { projectRoot } from "../../src/paths.ts";
 import { PROBE_LINE_PREFIX } from "./engineProtocol.ts";
-import { awaitListening } from "./serverProcess.ts";
+import { awaitListening, stopProcess } from "./serverProcess.ts";
 import { sseEvents } from "./sseEvents.ts";
 import { ArrivalRecorder, type BatchStats, closedLoop, type LevelRaw, type RequestTiming } from "./stats.ts";
 import type { Sampling } from "./workload.ts";
@@ -174,12 +173,7 @@ export class ServerTarget {
   }
 
   /** Stops the server (SIGTERM, SIGKILL after 30 s) and waits for it to exit. */
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = once(this.child, "exit");
-    this.child.kill("SIGTERM");
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), 30_000);
-    await exited;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return stopProcess(this.child);
   }
 }
