@@ -4,7 +4,7 @@
  * RSS, TTFT p50 at concurrency 1); as console tables and as the Markdown page `bench/results/peer.md`.
  */
 import type { PeerName } from "./peerServer.ts";
-import { f1, f2, table } from "./report.ts";
+import { f1, f2, machineAndSetup, table } from "./report.ts";
 import { type LevelSummary, quantile } from "./stats.ts";
 
 /** One throughput level of one server in one round. */
@@ -213,14 +213,7 @@ export function renderMarkdown(report: PeerReport): string {
     "",
     `Run ${report.date}: \`${report.command}\``,
     "",
-    "## Machine",
-    "",
-    ...report.machine.map((line) => `- ${line}`),
-    "",
-    "## Setup",
-    "",
-    ...report.setup.map((line) => `- ${line}`),
-    "",
+    ...machineAndSetup(report.machine, report.setup),
     "## Headline",
     "",
     headlineTable(report),

@@ -7,6 +7,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { runProcess } from "../../test/helpers/runProcess.ts";
 import { stopProcess } from "./serverProcess.ts";
 import { ServerTarget } from "./serverTarget.ts";
 
@@ -124,15 +125,8 @@ export async function runBatchedBench(
   args: string[],
 ): Promise<{ rows: BatchedBenchRow[]; command: string[] }> {
   const command = [binary, "-m", modelPath, ...args, "--output-format", "jsonl"];
-  const child = spawn(command[0] as string, command.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout?.on("data", (bytes: Buffer) => {
-    output += bytes.toString();
-  });
-  child.stderr?.on("data", (bytes: Buffer) => {
-    output += bytes.toString();
-  });
-  const [code] = (await once(child, "exit")) as [number | null];
+  const { status: code, stdout, stderr } = await runProcess(command[0] as string, command.slice(1));
+  const output = `${stdout}\n${stderr}`;
   const rows = output
     .split("\n")
     .filter((line) => line.startsWith("{"))
