@@ -223,7 +223,18 @@ function levelBody(
   };
 }
 
-/** Runs the selected workloads of one round on one started server. */
+/** What the rounds collected; a workload that failed is recorded and the run goes on. */
+type Results = {
+  levels: LevelResult[];
+  pairs: PairResult[];
+  failures: { workload: string; round: number; server: PeerName; message: string }[];
+};
+
+/**
+ * Runs the selected workloads of one round on one started server. A failing workload (an HTTP error,
+ * a stream error, a stalled stream that fetch gives up on after 300 s) is logged and recorded in
+ * `results.failures`; the next one runs.
+ */
 async function runWorkloads(
   server: PeerServer,
   round: number,
@@ -231,66 +242,87 @@ async function runWorkloads(
   prompts: RoundPrompts,
   base: Record<string, unknown>,
   waitQuiet: (server: PeerServer) => Promise<void>,
-  results: { levels: LevelResult[]; pairs: PairResult[] },
+  results: Results,
 ): Promise<void> {
   for (const workload of workloads) {
     if (workload.kind === "pair" && workload.lmserveOnly && server.name !== "lmserve") continue;
     await waitQuiet(server);
-    const endWindow = cpuWindow([process.pid, server.pid]);
-    if (workload.kind === "throughput") {
-      const queues = prompts.levels.get(workload.name) ?? [];
-      const raw = await closedLoop(queues, (_worker, { index, input }) =>
-        streamRequest(server, workload.endpoint, levelBody(workload, input, index, base)),
-      );
-      const summary = summarise(raw);
-      results.levels.push({
-        workload: workload.name,
+    try {
+      await runWorkload(server, round, workload, prompts, base, results);
+    } catch (error) {
+      const message =
+        error instanceof Error
+          ? `${error.message}${error.cause ? ` (${String(error.cause)})` : ""}`
+          : String(error);
+      results.failures.push({ workload: workload.name, round, server: server.name, message });
+      log(`  ${server.name} ${workload.name}: FAILED: ${message}`);
+    }
+  }
+}
+
+/** Runs one workload on one server and adds its results. @throws whatever a request throws. */
+async function runWorkload(
+  server: PeerServer,
+  round: number,
+  workload: PeerWorkload,
+  prompts: RoundPrompts,
+  base: Record<string, unknown>,
+  results: Results,
+): Promise<void> {
+  const endWindow = cpuWindow([process.pid, server.pid]);
+  if (workload.kind === "throughput") {
+    const queues = prompts.levels.get(workload.name) ?? [];
+    const raw = await closedLoop(queues, (_worker, { index, input }) =>
+      streamRequest(server, workload.endpoint, levelBody(workload, input, index, base)),
+    );
+    const summary = summarise(raw);
+    results.levels.push({
+      workload: workload.name,
+      round,
+      server: server.name,
+      summary,
+      othersCpu: endWindow()?.others ?? null,
+    });
+    log(
+      `  ${server.name} ${workload.name}: ${summary.aggTokPerS.toFixed(1)} tok/s, TTFT p50 ${summary.ttftP50.toFixed(0)} ms (${summary.requests} requests, ${summary.tokens} tokens)`,
+    );
+    return;
+  }
+  const ttft = async (prompt: number[], extra: Record<string, unknown> = {}) =>
+    streamRequest(server, "completions", { prompt, max_tokens: 4, ignore_eos: true, ...base, ...extra });
+  if (workload.group === "prompt-logprobs") {
+    for (const [trial, { withPrompt, withoutPrompt }] of prompts.promptLogprobs.entries()) {
+      const withFirst = trial % 2 === 0;
+      const first = withFirst ? await ttft(withPrompt, { prompt_logprobs: 1 }) : await ttft(withoutPrompt);
+      const second = withFirst ? await ttft(withoutPrompt) : await ttft(withPrompt, { prompt_logprobs: 1 });
+      const [withRun, withoutRun] = withFirst ? [first, second] : [second, first];
+      results.pairs.push({
+        workload: "prompt-logprobs",
         round,
         server: server.name,
-        summary,
-        othersCpu: endWindow()?.others ?? null,
+        withMs: withRun.ttftMs,
+        withoutMs: withoutRun.ttftMs,
+        cachedTokens: withoutRun.cachedTokens,
       });
       log(
-        `  ${server.name} ${workload.name}: ${summary.aggTokPerS.toFixed(1)} tok/s, TTFT p50 ${summary.ttftP50.toFixed(0)} ms (${summary.requests} requests, ${summary.tokens} tokens)`,
+        `  ${server.name} prompt_logprobs: TTFT ${withRun.ttftMs.toFixed(0)} ms with, ${withoutRun.ttftMs.toFixed(0)} ms without`,
       );
-      continue;
     }
-    const ttft = async (prompt: number[], extra: Record<string, unknown> = {}) =>
-      streamRequest(server, "completions", { prompt, max_tokens: 4, ignore_eos: true, ...base, ...extra });
-    if (workload.group === "prompt-logprobs") {
-      for (const [trial, { withPrompt, withoutPrompt }] of prompts.promptLogprobs.entries()) {
-        const withFirst = trial % 2 === 0;
-        const first = withFirst ? await ttft(withPrompt, { prompt_logprobs: 1 }) : await ttft(withoutPrompt);
-        const second = withFirst ? await ttft(withoutPrompt) : await ttft(withPrompt, { prompt_logprobs: 1 });
-        const [withRun, withoutRun] = withFirst ? [first, second] : [second, first];
-        results.pairs.push({
-          workload: "prompt-logprobs",
-          round,
-          server: server.name,
-          withMs: withRun.ttftMs,
-          withoutMs: withoutRun.ttftMs,
-          cachedTokens: withoutRun.cachedTokens,
-        });
-        log(
-          `  ${server.name} prompt_logprobs: TTFT ${withRun.ttftMs.toFixed(0)} ms with, ${withoutRun.ttftMs.toFixed(0)} ms without`,
-        );
-      }
-    } else {
-      for (const { prefix, suffixA, suffixB } of prompts.prefix) {
-        const uncached = await ttft([...prefix, ...suffixA]);
-        const cached = await ttft([...prefix, ...suffixB]);
-        results.pairs.push({
-          workload: "prefix",
-          round,
-          server: server.name,
-          withMs: uncached.ttftMs,
-          withoutMs: cached.ttftMs,
-          cachedTokens: cached.cachedTokens,
-        });
-        log(
-          `  ${server.name} prefix: TTFT ${uncached.ttftMs.toFixed(0)} ms uncached (${uncached.cachedTokens} cached tokens), ${cached.ttftMs.toFixed(0)} ms cached (${cached.cachedTokens} cached tokens)`,
-        );
-      }
+  } else {
+    for (const { prefix, suffixA, suffixB } of prompts.prefix) {
+      const uncached = await ttft([...prefix, ...suffixA]);
+      const cached = await ttft([...prefix, ...suffixB]);
+      results.pairs.push({
+        workload: "prefix",
+        round,
+        server: server.name,
+        withMs: uncached.ttftMs,
+        withoutMs: cached.ttftMs,
+        cachedTokens: cached.cachedTokens,
+      });
+      log(
+        `  ${server.name} prefix: TTFT ${uncached.ttftMs.toFixed(0)} ms uncached (${uncached.cachedTokens} cached tokens), ${cached.ttftMs.toFixed(0)} ms cached (${cached.cachedTokens} cached tokens)`,
+      );
     }
   }
 }
@@ -367,7 +399,7 @@ async function main(): Promise<void> {
     if (others !== null && others >= QUIET_THRESHOLD)
       log(`  still busy (${others.toFixed(0)}%): measuring anyway`);
   };
-  const results = { levels: [] as LevelResult[], pairs: [] as PairResult[] };
+  const results: Results = { levels: [], pairs: [], failures: [] };
   const rss: PeerReport["rss"] = [];
   const commands = new Map<PeerName, string[]>();
   for (let round = 1; round <= cli.rounds; round++) {
@@ -437,6 +469,10 @@ async function main(): Promise<void> {
       "llama-server's /v1/completions answers `logprobs: N` (its alias of `n_probs`) in the chat shape `{content: [...]}` rather than OpenAI's `{tokens, token_logprobs, top_logprobs}`; the cost is measured all the same.",
       "RSS = VmRSS of the server process itself (lmserve's node process, llama-server's binary) after the warm-up requests.",
       "others' CPU % = share of the machine other processes used during a level (the machine is shared).",
+      ...results.failures.map(
+        (failure) =>
+          `FAILED: ${failure.workload} on ${failure.server} in round ${failure.round}: ${failure.message}`,
+      ),
     ],
   };
   mkdirSync(dirname(cli.out), { recursive: true });
