@@ -381,9 +381,21 @@ async function main(): Promise<void> {
     String(THREADS),
   ];
 
+  const waitQuiet = async (server?: PeerServer) => {
+    if (cli.quietWaitMs <= 0) return;
+    const others = await waitForQuiet(
+      server ? [process.pid, server.pid] : [process.pid],
+      cli.quietWaitMs,
+      QUIET_THRESHOLD,
+      (busy) => log(`  waiting: other processes use ${busy.toFixed(0)}% of the CPU`),
+    );
+    if (others !== null && others >= QUIET_THRESHOLD)
+      log(`  still busy (${others.toFixed(0)}%): measuring anyway`);
+  };
   let batchedGen: Map<number, number> | null = null;
   let batchedCommand = "";
   if (cli.only.has(BATCHED)) {
+    await waitQuiet();
     log(`llama-batched-bench ${batchedArgs.join(" ")}`);
     const { rows, command } = await runBatchedBench(peer.batchedBench, cli.modelPath, batchedArgs);
     batchedGen = new Map(rows.map((row) => [row.pl, row.speed_tg]));
@@ -391,14 +403,6 @@ async function main(): Promise<void> {
     log(`  generation t/s: ${rows.map((row) => `${row.speed_tg.toFixed(1)} at ${row.pl}`).join(", ")}`);
   }
 
-  const waitQuiet = async (server: PeerServer) => {
-    if (cli.quietWaitMs <= 0) return;
-    const others = await waitForQuiet([process.pid, server.pid], cli.quietWaitMs, QUIET_THRESHOLD, (busy) =>
-      log(`  waiting: other processes use ${busy.toFixed(0)}% of the CPU`),
-    );
-    if (others !== null && others >= QUIET_THRESHOLD)
-      log(`  still busy (${others.toFixed(0)}%): measuring anyway`);
-  };
   const results: Results = { levels: [], pairs: [], failures: [] };
   const rss: PeerReport["rss"] = [];
   const commands = new Map<PeerName, string[]>();

@@ -107,7 +107,7 @@ export function levelsTable(report: PeerReport): string {
       "lmserve TTFT p50 ms",
       "llama-server TTFT p50 ms",
       "requests",
-      "others' CPU %",
+      "others' CPU % (lmserve / llama-server)",
     ],
     rows,
   );
