@@ -207,6 +207,13 @@ async function makePrompts(
   return all;
 }
 
+/** A command line for the report: paths inside the project relative to it, the rest as they are. */
+function shownCommand(command: readonly string[]): string {
+  return command
+    .map((part) => (part.startsWith(`${projectRoot}/`) ? relative(projectRoot, part) : part))
+    .join(" ");
+}
+
 /** The request body of one throughput request. */
 function levelBody(
   workload: ThroughputWorkload,
@@ -399,7 +406,7 @@ async function main(): Promise<void> {
     log(`llama-batched-bench ${batchedArgs.join(" ")}`);
     const { rows, command } = await runBatchedBench(peer.batchedBench, cli.modelPath, batchedArgs);
     batchedGen = new Map(rows.map((row) => [row.pl, row.speed_tg]));
-    batchedCommand = command.map((part) => relative(projectRoot, part) || part).join(" ");
+    batchedCommand = shownCommand(command);
     log(`  generation t/s: ${rows.map((row) => `${row.speed_tg.toFixed(1)} at ${row.pl}`).join(", ")}`);
   }
 
@@ -441,8 +448,6 @@ async function main(): Promise<void> {
     }
   }
 
-  const shown = (command: string[] | undefined) =>
-    (command ?? []).map((part) => relative(projectRoot, part) || part).join(" ");
   const report: PeerReport = {
     date: new Date().toISOString(),
     command: commandLine,
@@ -454,8 +459,8 @@ async function main(): Promise<void> {
     ],
     setup: [
       `Model: \`${basename(cli.modelPath)}\` (${(statSync(cli.modelPath).size / 2 ** 20).toFixed(0)} MiB)`,
-      `lmserve: \`${shown(commands.get("lmserve"))}\``,
-      `llama-server: \`${shown(commands.get("llama-server"))}\` (${SLOTS} slots x ${SLOT_CONTEXT} tokens)`,
+      `lmserve: \`${shownCommand(commands.get("lmserve") ?? [])}\``,
+      `llama-server: \`${shownCommand(commands.get("llama-server") ?? [])}\` (${SLOTS} slots x ${SLOT_CONTEXT} tokens)`,
       `llama-batched-bench: \`${batchedCommand || "not run"}\``,
       `Rounds: ${cli.rounds}; round r runs ${"`lmserve`, then `llama-server`"} when r is odd and the reverse when even, one server up at a time${cli.quick ? "; --quick: one request per worker, one trial per TTFT scenario" : "; max(2, ceil(8 / concurrency)) requests per worker, three trials per TTFT scenario"}`,
       `Requests: streamed, ${OUTPUT_TOKENS} tokens (\`ignore_eos\`, except guided JSON), temperature 0.7, top_k 40, top_p 0.95, min_p 0.05; completions get ${PROMPT_TOKENS}-token id prompts, chat a ~24-word user message; guided JSON = chat with \`response_format\` json_schema (test/fixtures/schemas/api-order.json)`,
