@@ -14,15 +14,13 @@
  *     [--defer-reloop] [--quiet-wait SECONDS] [--out DIR] [--help]
  *
  * Without `--model` it uses `bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf`, generating it first
- * (`npx tsx bench/make-model.ts`) when missing. Writes `DIR/latest.md` and `DIR/latest.svg` (DIR
+ * (`bench/make-model.ts`'s `main`) when missing. Writes `DIR/latest.md` and `DIR/latest.svg` (DIR
  * defaults to `bench/results`) and prints the tables. Before each level and each prefix trial it waits
  * (up to `--quiet-wait` seconds, default 300; 0 = never) until other processes use less than 15% of
  * the machine, and it reports how much CPU they took during each level. Exit code 0 on success, 1 on a failure.
  */
-import { execFileSync, spawn } from "node:child_process";
-import { once } from "node:events";
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
-import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
+import { mkdirSync, statSync } from "node:fs";
+import { loadavg } from "node:os";
 import { basename, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { projectRoot } from "../src/paths.ts";
@@ -39,6 +37,15 @@ import {
   resultsTable,
   targetsTable,
 } from "./lib/report.ts";
+import {
+  cpuFacts,
+  DEFAULT_MODEL,
+  ensureModel,
+  gitRevision,
+  loadFacts,
+  packageVersion,
+  writeAtomic,
+} from "./lib/runInfo.ts";
 import { measureLevel } from "./lib/runLevel.ts";
 import { ServerTarget } from "./lib/serverTarget.ts";
 import {
@@ -50,7 +57,6 @@ import {
   type Workload,
 } from "./lib/workload.ts";
 
-const DEFAULT_MODEL = resolve(projectRoot, "bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf");
 const MAX_NUM_SEQS = 8;
 const THREADS = 2;
 const MAX_MODEL_LEN = 1024;
@@ -74,17 +80,6 @@ const USAGE = `Usage: npm run bench -- [options]
 `;
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-/** Generates the default synthetic model with `npx tsx bench/make-model.ts`. @throws Error on failure. */
-async function makeDefaultModel(): Promise<void> {
-  log(
-    `model ${relative(projectRoot, DEFAULT_MODEL)} is missing: generating it (npx tsx bench/make-model.ts)`,
-  );
-  const child = spawn("npx", ["tsx", "bench/make-model.ts"], { cwd: projectRoot, stdio: "inherit" });
-  const [code] = (await once(child, "exit")) as [number | null];
-  if (code !== 0 || !existsSync(DEFAULT_MODEL))
-    throw new Error(`bench/make-model.ts failed (exit code ${code})`);
-}
 
 function parseCli(argv: string[]): {
   workload: Workload;
@@ -138,31 +133,6 @@ function parseSeconds(text: string): number {
   return seconds * 1000;
 }
 
-function gitRevision(): string {
-  try {
-    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: projectRoot })
-      .toString()
-      .trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: projectRoot })
-      .toString()
-      .trim();
-    return dirty ? `${head} (with uncommitted changes)` : head;
-  } catch {
-    return "unknown";
-  }
-}
-
-function packageVersion(name: string): string {
-  const path = resolve(projectRoot, "node_modules", name, "package.json");
-  return (JSON.parse(readFileSync(path, "utf8")) as { version: string }).version;
-}
-
-/** Writes `path` atomically (through `path.tmp`, git-ignored). */
-function writeAtomic(path: string, text: string): void {
-  writeFileSync(`${path}.tmp`, text);
-  renameSync(`${path}.tmp`, path);
-}
-
 async function main(): Promise<void> {
   const cli = parseCli(process.argv.slice(2));
   if (!cli) {
@@ -170,10 +140,7 @@ async function main(): Promise<void> {
     return;
   }
   const { workload, modelPath, probe, deferred, quietWaitMs, outDir } = cli;
-  if (!existsSync(modelPath)) {
-    if (modelPath !== DEFAULT_MODEL) throw new Error(`model not found: ${modelPath}`);
-    await makeDefaultModel();
-  }
+  await ensureModel(modelPath, log);
   const loadAtStart = loadavg();
   const flags = [
     "--max-num-seqs",
@@ -321,14 +288,11 @@ async function main(): Promise<void> {
       });
     }
 
-    const cpu = cpus();
     const report: BenchReport = {
       date: new Date().toISOString(),
       machine: [
-        `CPU: ${cpu[0]?.model ?? "unknown"}, ${cpu.length} logical cores (availableParallelism ${availableParallelism()}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB RAM`,
-        `Load average (1/5/15 min) at start: ${loadAtStart.map((value) => value.toFixed(2)).join(" / ")}; at end: ${loadavg()
-          .map((value) => value.toFixed(2))
-          .join(" / ")} (the machine is shared with other test runs)`,
+        cpuFacts(),
+        `Load average (1/5/15 min) at start: ${loadFacts(loadAtStart)}; at end: ${loadFacts()} (the machine is shared with other test runs)`,
         `Node ${process.version}, node-llama-cpp ${packageVersion("node-llama-cpp")}, lmserve revision ${gitRevision()}`,
       ],
       setup: [

@@ -18,24 +18,22 @@
  *     [--compile-runs 20] [--probe-runs 3] [--no-probe] [--out FILE] [--help]
  *
  * Without `--model` it uses `bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf`, generating it first
- * (`npx tsx bench/make-model.ts`) when missing. Prints a Markdown report and writes it to `--out`
+ * (`bench/make-model.ts`'s `main`) when missing. Prints a Markdown report and writes it to `--out`
  * (default `bench/results/structured.md`). Exit code 0 on success, 1 on a failure.
  */
-import { spawn } from "node:child_process";
-import { once } from "node:events";
-import { existsSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { getLlama, LlamaLogLevel, type LlamaModel } from "node-llama-cpp";
 import { projectRoot } from "../src/paths.ts";
 import { compileConstraint } from "../src/structured/index.ts";
+import { DEFAULT_MODEL, ensureModel } from "./lib/runInfo.ts";
 import { corpusSchemas, measureCompileTimes, percentile } from "./lib/structuredCompile.ts";
 import { probeStepTimes } from "./lib/structuredProbe.ts";
 import { compileTable, probeTable, type ThroughputPair, throughputTable } from "./lib/structuredReport.ts";
 import { StructuredServer } from "./lib/structuredServer.ts";
 
-const DEFAULT_MODEL = resolve(projectRoot, "bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf");
 /** Threads of the server and the probe unless `--threads` says otherwise (issue 5: 2). */
 const DEFAULT_THREADS = 2;
 const MAX_MODEL_LEN = 1024;
@@ -78,15 +76,6 @@ function parseCli() {
     probe: !values["no-probe"],
     out: resolve(values.out ?? resolve(projectRoot, "bench/results/structured.md")),
   };
-}
-
-async function ensureModel(path: string): Promise<void> {
-  if (existsSync(path)) return;
-  if (path !== DEFAULT_MODEL) throw new Error(`model not found: ${path}`);
-  log("the synthetic model is missing: generating it (npx tsx bench/make-model.ts)");
-  const child = spawn("npx", ["tsx", "bench/make-model.ts"], { cwd: projectRoot, stdio: "inherit" });
-  const [code] = (await once(child, "exit")) as [number | null];
-  if (code !== 0 || !existsSync(path)) throw new Error(`bench/make-model.ts failed (exit code ${code})`);
 }
 
 /** Interleaved unconstrained / constrained streamed requests, after one warm-up of each. */
@@ -135,7 +124,7 @@ async function main(): Promise<number> {
     return 0;
   }
   if (!ORDER_SCHEMA) throw new Error("test/fixtures/schemas/api-order.json is missing");
-  await ensureModel(options.modelPath);
+  await ensureModel(options.modelPath, log);
   const started = new Date();
   const load = loadavg()[0]?.toFixed(1);
   const sections: string[] = [

@@ -1,8 +1,9 @@
 /**
- * Shared by the benchmarks' server wrappers (`serverTarget.ts`, `structuredServer.ts`): waiting for a
- * spawned `lmserve serve ... --port 0` to listen.
+ * Shared by the benchmarks' server wrappers (`serverTarget.ts`, `structuredServer.ts`, `peerServer.ts`):
+ * waiting for a spawned `lmserve serve ... --port 0` to listen, and stopping a server process.
  */
 import type { ChildProcess } from "node:child_process";
+import { once } from "node:events";
 import { createInterface } from "node:readline";
 
 /**
@@ -42,4 +43,14 @@ export async function awaitListening(
   const modelId = models.data[0]?.id;
   if (!modelId) throw new Error("the server lists no model");
   return { url, modelId };
+}
+
+/** Stops a server process (SIGTERM, SIGKILL after 30 s) and waits for it to exit; no-op when it has. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, "exit");
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  await exited;
+  clearTimeout(timer);
 }

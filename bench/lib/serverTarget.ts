@@ -6,12 +6,12 @@
  * so a chunk that carries several tokens (held-back UTF-8 bytes) is counted as such.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { projectRoot } from "../../src/paths.ts";
 import { PROBE_LINE_PREFIX } from "./engineProtocol.ts";
-import { awaitListening } from "./serverProcess.ts";
+import { awaitListening, stopProcess } from "./serverProcess.ts";
+import { sseEvents } from "./sseEvents.ts";
 import { ArrivalRecorder, type BatchStats, closedLoop, type LevelRaw, type RequestTiming } from "./stats.ts";
 import type { Sampling } from "./workload.ts";
 
@@ -119,27 +119,15 @@ export class ServerTarget {
     }
     let usage: UsageChunk = {};
     let seen = 0;
-    let buffer = "";
-    const decoder = new TextDecoder();
-    for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
-      const now = performance.now();
-      buffer += decoder.decode(bytes, { stream: true });
-      let end = buffer.indexOf("\n\n");
-      while (end !== -1) {
-        const event = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        end = buffer.indexOf("\n\n");
-        if (!event.startsWith("data: ")) continue;
-        const data = event.slice("data: ".length);
-        if (data === "[DONE]") continue;
-        const chunk = JSON.parse(data) as { usage?: UsageChunk | null; error?: { message?: string } };
-        if (chunk.error) throw new Error(`stream error: ${chunk.error.message ?? data}`);
-        if (!chunk.usage) continue;
-        usage = chunk.usage;
-        const count = chunk.usage.completion_tokens ?? seen;
-        recorder.arrive(count - seen, now);
-        seen = Math.max(seen, count);
-      }
+    for await (const { data, arrivedMs } of sseEvents(response.body)) {
+      if (data === "[DONE]") continue;
+      const chunk = JSON.parse(data) as { usage?: UsageChunk | null; error?: { message?: string } };
+      if (chunk.error) throw new Error(`stream error: ${chunk.error.message ?? data}`);
+      if (!chunk.usage) continue;
+      usage = chunk.usage;
+      const count = chunk.usage.completion_tokens ?? seen;
+      recorder.arrive(count - seen, arrivedMs);
+      seen = Math.max(seen, count);
     }
     return {
       ...recorder.finish(performance.now()),
@@ -185,12 +173,7 @@ export class ServerTarget {
   }
 
   /** Stops the server (SIGTERM, SIGKILL after 30 s) and waits for it to exit. */
-  async stop(): Promise<void> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
-    const exited = once(this.child, "exit");
-    this.child.kill("SIGTERM");
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), 30_000);
-    await exited;
-    clearTimeout(timer);
+  stop(): Promise<void> {
+    return stopProcess(this.child);
   }
 }

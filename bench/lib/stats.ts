@@ -115,12 +115,12 @@ export function summarise(raw: LevelRaw, batch?: BatchStats): LevelSummary {
 /**
  * Runs `concurrency` workers in a closed loop: worker `w` runs `prompts[w][0]`, then `prompts[w][1]`
  * as soon as the first ends, and so on. Resolves with the timings and the wall time from the first
- * start to the last end.
+ * start to the last end. A prompt is whatever `runOne` takes (token ids by default).
  * @throws whatever `runOne` throws (the other workers are left to finish on their own).
  */
-export async function closedLoop(
-  prompts: readonly (readonly (readonly number[])[])[],
-  runOne: (worker: number, prompt: readonly number[]) => Promise<RequestTiming>,
+export async function closedLoop<Prompt = readonly number[]>(
+  prompts: readonly (readonly Prompt[])[],
+  runOne: (worker: number, prompt: Prompt) => Promise<RequestTiming>,
 ): Promise<LevelRaw> {
   const requests: RequestTiming[] = [];
   const start = performance.now();

@@ -9,6 +9,7 @@ import { once } from "node:events";
 import { resolve } from "node:path";
 import { projectRoot } from "../../src/paths.ts";
 import { awaitListening } from "./serverProcess.ts";
+import { sseEvents } from "./sseEvents.ts";
 
 /** The timings of one streamed completion. */
 export type StreamTiming = {
@@ -81,27 +82,19 @@ export class StructuredServer {
     let tokens = 0;
     let finishReason = "";
     let text = "";
-    let buffer = "";
-    const decoder = new TextDecoder();
-    for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
-      const now = performance.now();
-      buffer += decoder.decode(bytes, { stream: true });
-      const events = buffer.split("\n\n");
-      buffer = events.pop() ?? "";
-      for (const event of events) {
-        if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
-        const chunk = JSON.parse(event.slice("data: ".length)) as Chunk;
-        if (chunk.error) throw new Error(`stream error: ${chunk.error.message}`);
-        const count = chunk.usage?.completion_tokens ?? tokens;
-        if (count > tokens) {
-          if (tokens === 0) first = now;
-          last = now;
-          tokens = count;
-        }
-        for (const choice of chunk.choices ?? []) {
-          text += choice.text ?? "";
-          if (choice.finish_reason) finishReason = choice.finish_reason;
-        }
+    for await (const { data, arrivedMs } of sseEvents(response.body)) {
+      if (data === "[DONE]") continue;
+      const chunk = JSON.parse(data) as Chunk;
+      if (chunk.error) throw new Error(`stream error: ${chunk.error.message}`);
+      const count = chunk.usage?.completion_tokens ?? tokens;
+      if (count > tokens) {
+        if (tokens === 0) first = arrivedMs;
+        last = arrivedMs;
+        tokens = count;
+      }
+      for (const choice of chunk.choices ?? []) {
+        text += choice.text ?? "";
+        if (choice.finish_reason) finishReason = choice.finish_reason;
       }
     }
     return {
