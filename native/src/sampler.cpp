@@ -53,20 +53,37 @@ double Mulberry32::next() {
 }
 
 RowLogprobs rawLogprobs(const float* logits, int32_t nVocab, int32_t token, int32_t topN) {
+  // Pass 1: the maximum and its (lowest) id. Pass 2: the sum of exp(logit - max), in single precision per
+  // block of 1024 (expf is about twice as fast as exp) added up in double, and the count above the token.
   float max = kNegInf;
-  for (int32_t id = 0; id < nVocab; id++) max = std::max(max, logits[id]);
-  double sum = 0;
+  int32_t best = 0;
   for (int32_t id = 0; id < nVocab; id++) {
-    if (std::isfinite(logits[id])) sum += std::exp(static_cast<double>(logits[id]) - max);
+    if (logits[id] > max) {
+      max = logits[id];
+      best = id;
+    }
+  }
+  const float target = token >= 0 && token < nVocab ? logits[token] : kNegInf;
+  double sum = 0;
+  int32_t above = 0;
+  for (int32_t from = 0; from < nVocab; from += 1024) {
+    const int32_t to = std::min(nVocab, from + 1024);
+    float block = 0;
+    for (int32_t id = from; id < to; id++) {
+      const float logit = logits[id];
+      block += logit > kNegInf ? std::exp(logit - max) : 0.0f;
+      above += logit > target ? 1 : 0;
+    }
+    sum += block;
   }
   const double lse = static_cast<double>(max) + std::log(sum);
   RowLogprobs result;
-  const float target = token >= 0 && token < nVocab ? logits[token] : kNegInf;
   result.logprob = static_cast<float>(static_cast<double>(target) - lse);
-  int32_t above = 0;
-  for (int32_t id = 0; id < nVocab; id++) above += logits[id] > target ? 1 : 0;
   result.rank = above + 1;
-  if (topN > 0) {
+  if (topN == 1 && std::isfinite(max)) {
+    result.topIds.push_back(best);
+    result.topLogprobs.push_back(static_cast<float>(static_cast<double>(max) - lse));
+  } else if (topN > 1) {
     std::vector<int32_t> top;
     selectTop(logits, nVocab, topN, top);
     for (int32_t id : top) {

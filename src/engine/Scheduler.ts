@@ -310,7 +310,11 @@ export class Scheduler {
       if (this.running.length === 0) return;
       if (await this.evaluateImages()) continue;
       const { input, outputs } = this.planStep();
-      if (input.tokens.length === 0) continue;
+      if (input.tokens.length === 0) {
+        // Nothing to decode (every sequence waits on an image that just failed, say): yield, then look again.
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
+      }
       let output: NativeStepOutput;
       try {
         output = await this.host.context.step(input);
@@ -494,6 +498,7 @@ export class Scheduler {
     for (const running of decoding) {
       const pending = running.generation.pending;
       const take = pending.splice(0, Math.max(1, budget - tokens.length));
+      if (take.length === 0) continue;
       for (const token of take) add(running, token);
       if (pending.length === 0) sampleLast(running);
     }
