@@ -3,7 +3,8 @@
 // reach through HF_ENDPOINT. Nothing leaves 127.0.0.1; XDG_CACHE_HOME points into a temporary folder so
 // the default download folder never touches the real home directory.
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -172,6 +173,30 @@ describe("lmserve pull / list / serve with hf: URIs", () => {
       listed.stdout,
       /^tiny-stories\.Q8_0\s+1\.2 MB\s+llama\s+hf:owner\/tiny-stories-GGUF:Q8_0\s/m,
     );
+  });
+
+  it("a full disk (ENOSPC on a 512 KB tmpfs) is a one-line error and exit 2; no file keeps the final name", async (t) => {
+    const small = join(root, "small");
+    mkdirSync(small, { recursive: true });
+    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", small], { encoding: "utf8" });
+    if (mounted.status !== 0) {
+      t.skip(`cannot mount a tmpfs here: ${(mounted.stderr || String(mounted.error)).trim()}`);
+      return;
+    }
+    try {
+      const { status, stdout, stderr } = await lmserve(["pull", "hf:owner/repo/stories260K.gguf", "--download-dir", small]);
+      assert.equal(status, 2, stderr);
+      assert.equal(stdout, "");
+      const errors = lines(stderr).filter((line) => line.startsWith("lmserve: error:"));
+      assert.equal(errors.length, 1, stderr);
+      assert.match(errors[0] as string, /ENOSPC|no space|disk/i);
+      assert.doesNotMatch(stderr, /\n\s+at /, "no stack trace");
+      assert.ok(!existsSync(join(small, "hf_owner_repo_stories260K.gguf")), "no file under the final name");
+      const listed = await lmserve(["list", "--download-dir", small]);
+      assert.doesNotMatch(listed.stdout, /^stories260K\s+[\d.]+ [KMG]?B\s+llama/m, "not listed as a model");
+    } finally {
+      spawnSync("umount", [small]);
+    }
   });
 
   it("a source that answers 404 is a one-line error and exit code 2, for pull and serve", async () => {
