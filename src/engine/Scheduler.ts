@@ -295,12 +295,17 @@ export class Scheduler {
   /** Starts the step loop unless it runs (it runs while any sequence does). */
   private wake(): void {
     if (this.loop) return;
-    this.loop = this.runLoop().finally(() => {
-      this.loop = undefined;
-      // A request that arrived while the loop was ending.
-      const idle = this.slots.some((slot) => slot.state === SlotState.Idle);
-      if (!this.closed && ((this.waiting.length > 0 && idle) || this.running.length > 0)) this.wake();
-    });
+    this.loop = this.runLoop()
+      .catch((error: unknown) => {
+        // A bug in the loop must not take the process down: the requests it held fail, their slots reset.
+        for (const running of [...this.running]) this.fail(running, error);
+      })
+      .finally(() => {
+        this.loop = undefined;
+        // A request that arrived while the loop was ending.
+        const idle = this.slots.some((slot) => slot.state === SlotState.Idle);
+        if (!this.closed && ((this.waiting.length > 0 && idle) || this.running.length > 0)) this.wake();
+      });
   }
 
   private async runLoop(): Promise<void> {

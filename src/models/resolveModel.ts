@@ -220,27 +220,48 @@ async function resolveRemote(
   // 3. Download (resumes a kept `.ipull` partial file).
   const onProgress = options.onProgress;
   let path: string;
+  // ipull (node-llama-cpp's downloader) lets a failed file write escape as an unhandled rejection, which
+  // would end the process with a stack trace: such an error fails this download instead.
+  const stop = new AbortController();
+  const forwardAbort = () => stop.abort(signal?.reason);
+  if (signal?.aborted) forwardAbort();
+  else signal?.addEventListener("abort", forwardAbort, { once: true });
+  const escaped = escapedWriteError();
   try {
-    path = await resolveModelFile(source, {
-      ...common,
-      download: "auto",
-      verify: false,
-      deleteTempFileOnCancel: false,
-      ...(signal ? { signal } : {}),
-      ...(onProgress
-        ? {
-            onProgress: (status: { totalSize: number; downloadedSize: number }) => {
-              try {
-                onProgress({ totalSize: status.totalSize, downloadedSize: status.downloadedSize });
-              } catch {
-                // a failing progress display must not fail the download
-              }
-            },
-          }
-        : {}),
-    });
+    path = await Promise.race([
+      resolveModelFile(source, {
+        ...common,
+        download: "auto",
+        verify: false,
+        deleteTempFileOnCancel: false,
+        signal: stop.signal,
+        ...(onProgress
+          ? {
+              onProgress: (status: { totalSize: number; downloadedSize: number }) => {
+                try {
+                  onProgress({ totalSize: status.totalSize, downloadedSize: status.downloadedSize });
+                } catch {
+                  // a failing progress display must not fail the download
+                }
+              },
+            }
+          : {}),
+      }),
+      escaped.promise,
+    ]);
   } catch (error) {
+    stop.abort(error);
+    const code = (error as NodeJS.ErrnoException | undefined)?.code;
+    if (code !== undefined && writeErrorCodes.has(code)) {
+      // The downloader writes under the final name: a write failure (a full disk) must not leave a file
+      // that looks like a model. Nothing can resume it anyway until the disk has room.
+      const partial = await resolveModelFile(source, { ...common, download: false }).catch(() => undefined);
+      if (partial !== undefined) await removeCachedModel(partial).catch(() => undefined);
+    }
     throw toModelSourceError(error, source, kind, options);
+  } finally {
+    escaped.dispose();
+    signal?.removeEventListener("abort", forwardAbort);
   }
   throwIfCancelled(source, options);
   if (!(await isFile(path)))
@@ -426,6 +447,27 @@ async function isFile(path: string): Promise<boolean> {
   }
 }
 
+/**
+ * While it is not disposed, a file write error (ENOSPC and the other {@link writeErrorCodes}) that escapes
+ * as an unhandled rejection rejects `promise` instead of ending the process. Other unhandled rejections
+ * are rethrown, as Node would.
+ */
+function escapedWriteError(): { promise: Promise<never>; dispose(): void } {
+  let fail: (error: unknown) => void = () => undefined;
+  const promise = new Promise<never>((_, reject) => {
+    fail = reject;
+  });
+  const listener = (reason: unknown) => {
+    const code = (reason as NodeJS.ErrnoException | undefined)?.code;
+    if (code === undefined || !writeErrorCodes.has(code)) throw reason;
+    fail(reason);
+  };
+  process.on("unhandledRejection", listener);
+  // The race may settle through the download itself; this one must not become unhandled in turn.
+  promise.catch(() => undefined);
+  return { promise, dispose: () => process.off("unhandledRejection", listener) };
+}
+
 /** The `ModelSourceError` for an HTTP status from the probe or the downloader. */
 function httpError(status: number, source: string, kind: ModelSourceKind, cause?: unknown): ModelSourceError {
   const shown = displaySource(source);
@@ -544,7 +586,7 @@ function toModelSourceError(
   if (code !== undefined && writeErrorCodes.has(code))
     return new ModelSourceError(
       "download_failed",
-      `Cannot write the download of ${shown} to ${resolve(options.downloadDir)} (${code}); the partial \`.ipull\` file, if any, is resumed by the next attempt.`,
+      `Cannot write the download of ${shown} to ${resolve(options.downloadDir)} (${code}); the partial file was removed.`,
       source,
       error,
     );

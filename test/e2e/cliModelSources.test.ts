@@ -178,13 +178,20 @@ describe("lmserve pull / list / serve with hf: URIs", () => {
   it("a full disk (ENOSPC on a 512 KB tmpfs) is a one-line error and exit 2; no file keeps the final name", async (t) => {
     const small = join(root, "small");
     mkdirSync(small, { recursive: true });
-    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", small], { encoding: "utf8" });
+    const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", small], {
+      encoding: "utf8",
+    });
     if (mounted.status !== 0) {
       t.skip(`cannot mount a tmpfs here: ${(mounted.stderr || String(mounted.error)).trim()}`);
       return;
     }
     try {
-      const { status, stdout, stderr } = await lmserve(["pull", "hf:owner/repo/stories260K.gguf", "--download-dir", small]);
+      const { status, stdout, stderr } = await lmserve([
+        "pull",
+        "hf:owner/repo/stories260K.gguf",
+        "--download-dir",
+        small,
+      ]);
       assert.equal(status, 2, stderr);
       assert.equal(stdout, "");
       const errors = lines(stderr).filter((line) => line.startsWith("lmserve: error:"));
