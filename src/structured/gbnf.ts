@@ -107,6 +107,8 @@ export function group(expr: string): string {
  */
 export class GbnfBuilder {
   private readonly rules = new Map<string, string | null>();
+  /** Rule names in reservation order (what {@link rollback} undoes from the end). */
+  private readonly order: string[] = [];
   private readonly byBody = new Map<string, string>();
   /** Per name base, the numeric suffix {@link reserve} tries first. */
   private readonly suffixes = new Map<string, number>();
@@ -130,6 +132,7 @@ export class GbnfBuilder {
       this.suffixes.set(base, i + 1);
     }
     this.rules.set(name, null);
+    this.order.push(name);
     return name;
   }
 
@@ -137,6 +140,7 @@ export class GbnfBuilder {
   reserveExact(name: string): string {
     if (this.rules.has(name)) throw new Error(`Rule ${name} is already defined`);
     this.rules.set(name, null);
+    this.order.push(name);
     return name;
   }
 
@@ -161,6 +165,7 @@ export class GbnfBuilder {
   fixed(name: string, body: string | (() => string)): string {
     if (!this.rules.has(name)) {
       this.rules.set(name, null);
+      this.order.push(name);
       this.define(name, typeof body === "string" ? body : body());
     }
     return name;
@@ -168,15 +173,20 @@ export class GbnfBuilder {
 
   /** A mark for {@link rollback}: the rules defined so far. */
   checkpoint(): number {
-    return this.rules.size;
+    return this.order.length;
   }
 
-  /** Forgets every rule reserved after `mark` (a {@link checkpoint}), e.g. of a subschema that was dropped. */
+  /**
+   * Forgets every rule reserved after `mark` (a {@link checkpoint}), e.g. of a subschema that was dropped.
+   * Costs only the dropped rules, however many were defined before.
+   */
   rollback(mark: number): void {
-    const names = [...this.rules.keys()].slice(mark);
-    for (const name of names) this.rules.delete(name);
-    const dropped = new Set(names);
-    for (const [body, name] of this.byBody) if (dropped.has(name)) this.byBody.delete(body);
+    while (this.order.length > mark) {
+      const name = this.order.pop()!;
+      const body = this.rules.get(name);
+      this.rules.delete(name);
+      if (body !== undefined && body !== null && this.byBody.get(body) === name) this.byBody.delete(body);
+    }
   }
 
   /** True when a rule of this name was reserved or defined. */

@@ -36,6 +36,7 @@ import {
 import { literalFits } from "./jsonSchema/literals.ts";
 import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
 import { integerBody, numberBody, stringBody } from "./jsonSchema/scalars.ts";
+import { SubschemaKeys } from "./jsonSchema/subschemaKeys.ts";
 import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
 import { echoed, regexBadRequest, regexExpression } from "./regexToGbnf.ts";
 
@@ -53,8 +54,19 @@ const MAX_NESTING = 1000;
 /** Most subschema compilations for one schema (a guard against exponential rewrites). */
 const MAX_COMPILE_STEPS = 50_000;
 
-/** Thrown inside the compiler when a subschema has no instance; optional places drop it, others fail. */
-class UnsatisfiableError extends Error {}
+/**
+ * Thrown inside the compiler when a subschema has no instance; optional places drop it, others fail. It is
+ * control flow, caught by {@link SchemaCompiler.attempt} (often thousands of times for a large schema), so it
+ * does not capture a stack trace.
+ */
+class UnsatisfiableError extends Error {
+  constructor(message: string) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = limit;
+  }
+}
 
 /** Most non-consuming steps (`$ref` → `allOf` → `$ref` ...) followed before giving up on a schema. */
 const MAX_RESOLVE_DEPTH = 32;
@@ -205,6 +217,12 @@ class SchemaCompiler implements CompileContext {
   private readonly refs = new Map<string, string>();
   /** Results of {@link flatten} by subschema object. */
   private readonly flattened = new WeakMap<SchemaObject, Schema>();
+  /** Structural keys of subschemas, so that equal subschemas are compiled once. */
+  private readonly keys = new SubschemaKeys();
+  /** The symbol {@link value} returned, by subschema key; entries are undone with the rules they name. */
+  private readonly symbols = new Map<number, string>();
+  /** The keys of {@link symbols} in insertion order (what {@link attempt} undoes from the end). */
+  private readonly symbolOrder: number[] = [];
   private nesting = 0;
   private steps = 0;
 
@@ -224,12 +242,15 @@ class SchemaCompiler implements CompileContext {
   attempt<T>(fn: () => T): T | null {
     const mark = this.b.checkpoint();
     const refCount = this.refs.size;
+    const symbolCount = this.symbolOrder.length;
     try {
       return fn();
     } catch (error) {
       if (!(error instanceof UnsatisfiableError)) throw error;
       this.b.rollback(mark);
-      for (const key of [...this.refs.keys()].slice(refCount)) this.refs.delete(key);
+      if (this.refs.size > refCount)
+        for (const key of [...this.refs.keys()].slice(refCount)) this.refs.delete(key);
+      while (this.symbolOrder.length > symbolCount) this.symbols.delete(this.symbolOrder.pop()!);
       return null;
     }
   }
@@ -251,24 +272,34 @@ class SchemaCompiler implements CompileContext {
     return finish(this.b, this.param);
   }
 
-  /** A single GBNF symbol (rule name or literal) for `schema`. */
+  /**
+   * A single GBNF symbol (rule name or literal) for `schema`. A subschema equal to one compiled before
+   * (same keywords and values, top-level annotations aside) gets that one's symbol without compiling again.
+   */
   value(schema: Schema, path: string, hint: string, depth: number): string {
+    const key = this.keys.ofSchema(schema);
+    const known = this.symbols.get(key);
+    if (known !== undefined) return known;
+    let symbol: string;
     if (
       isObject(schema) &&
       Array.isArray(schema.allOf) &&
       schema.allOf.some((x) => isObject(x) && "$ref" in x)
     ) {
       // An allOf over $refs is inlined by merging; naming it lets a recursive one refer to itself.
-      const key = `allOf:${JSON.stringify(schema)}`;
-      const known = this.refs.get(key);
-      if (known !== undefined) return known;
-      const name = this.b.reserve(hint);
-      this.refs.set(key, name);
-      this.b.define(name, this.body(schema, path, hint, depth));
-      return name;
+      const refKey = `allOf:${key}`;
+      const named = this.refs.get(refKey);
+      if (named !== undefined) return named;
+      symbol = this.b.reserve(hint);
+      this.refs.set(refKey, symbol);
+      this.b.define(symbol, this.body(schema, path, hint, depth));
+    } else {
+      const body = this.body(schema, path, hint, depth);
+      symbol = isAtomicExpression(body) && !body.startsWith("(") ? body : this.b.rule(hint, body);
     }
-    const body = this.body(schema, path, hint, depth);
-    return isAtomicExpression(body) && !body.startsWith("(") ? body : this.b.rule(hint, body);
+    this.symbols.set(key, symbol);
+    this.symbolOrder.push(key);
+    return symbol;
   }
 
   /** A GBNF expression (possibly with top-level `|`) for `schema` at JSON pointer `path`. */

@@ -399,3 +399,59 @@ export function regexLengthBounds(node: RegexNode): { min: number; max: number |
     }
   }
 }
+
+/**
+ * The matches of `node` whose length in code points lies in `[min, max]` (`max` null: unbounded), as a tree:
+ * `node` itself when all its matches already fit, null when none does, or undefined when this function
+ * cannot express the intersection exactly. Exact cases: alternatives (each restricted), a sequence in which
+ * at most one item has a variable length (that item gets the remaining bounds), and a repetition of an item
+ * of fixed width (its count is bounded). Example: `[a-z][a-z0-9]*` with lengths 3..8 → `[a-z][a-z0-9]{2,7}`.
+ */
+export function restrictLength(
+  node: RegexNode,
+  min: number,
+  max: number | null,
+): RegexNode | null | undefined {
+  const own = regexLengthBounds(node);
+  if (own.min >= min && max !== null && own.max !== null && own.max <= max) return node;
+  if (own.min >= min && max === null) return node;
+  if ((max !== null && own.min > max) || (own.max !== null && own.max < min)) return null;
+  switch (node.type) {
+    case "alt": {
+      const items: RegexNode[] = [];
+      for (const item of node.items) {
+        const restricted = restrictLength(item, min, max);
+        if (restricted === undefined) return undefined;
+        if (restricted !== null) items.push(restricted);
+      }
+      if (items.length === 0) return null;
+      return items.length === 1 ? items[0]! : { type: "alt", items };
+    }
+    case "seq": {
+      const bounds = node.items.map(regexLengthBounds);
+      const variable = bounds.flatMap((b, i) => (b.min === b.max ? [] : [i]));
+      if (variable.length !== 1) return undefined;
+      const v = variable[0]!;
+      const fixed = bounds.reduce((sum, b, i) => (i === v ? sum : sum + b.min), 0);
+      const restricted = restrictLength(
+        node.items[v]!,
+        Math.max(0, min - fixed),
+        max === null ? null : max - fixed,
+      );
+      if (restricted === undefined || restricted === null) return restricted;
+      return { type: "seq", items: node.items.map((item, i) => (i === v ? restricted : item)) };
+    }
+    case "repeat": {
+      const width = regexLengthBounds(node.item);
+      if (width.max !== width.min || width.min === 0) return undefined;
+      const w = width.min;
+      const low = Math.max(node.min, Math.ceil(min / w));
+      const high =
+        max === null ? node.max : Math.min(node.max ?? Number.POSITIVE_INFINITY, Math.floor(max / w));
+      if (high !== null && low > high) return null;
+      return { type: "repeat", item: node.item, min: low, max: high };
+    }
+    default:
+      return undefined;
+  }
+}

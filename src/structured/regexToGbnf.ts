@@ -138,6 +138,18 @@ export function regexExpression(
   return exprs.length === 1 ? exprs[0]! : exprs.join(" | ");
 }
 
+/**
+ * Adds the rules for an already parsed tree to `b` and returns a GBNF expression matching exactly its strings
+ * (full match; anchors must have been removed, e.g. by `splitAnchors`).
+ */
+export function regexTreeExpression(
+  b: GbnfBuilder,
+  tree: RegexNode,
+  options: { mode: RegexMode; hint: string },
+): string {
+  return new RegexEmitter(b, options.mode, options.hint).emit(tree);
+}
+
 /** Most characters of client input (a pattern, a value) echoed in an error message. */
 export const MAX_ECHOED_CHARS = 200;
 

@@ -4,9 +4,11 @@
  * number ranges for integer-valued bounds.
  */
 
+import { CodePointSet } from "../codePointSet.ts";
+import { group } from "../gbnf.ts";
 import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives.ts";
-import { parseRegex, RegexError, regexLengthBounds, splitAnchors } from "../regexParser.ts";
-import { regexBadRequest, regexExpression } from "../regexToGbnf.ts";
+import { parseRegex, RegexError, type RegexNode, restrictLength, splitAnchors } from "../regexParser.ts";
+import { regexBadRequest, regexExpression, regexTreeExpression } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { formatRule, INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
 import type { SchemaObject } from "./keywords.ts";
@@ -29,25 +31,15 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
   if (typeof s.pattern === "string") {
     const pattern = s.pattern;
     try {
+      if ("minLength" in s || "maxLength" in s) {
+        const expr = lengthBoundPattern(ctx, pattern, min, max, path, hint);
+        if (expr !== null) return quoted(expr);
+      }
       const expr = regexExpression(ctx.b, pattern, {
         mode: "json",
         search: true,
         hint: `${hint}-pattern`,
       });
-      if ("minLength" in s || "maxLength" in s) {
-        const alternatives = splitAnchors(parseRegex(pattern));
-        const bounds = alternatives.map(({ node, start, end }) => {
-          const inner = regexLengthBounds(node);
-          return { min: inner.min, max: start && end ? inner.max : null };
-        });
-        const lo = Math.min(...bounds.map((x) => x.min));
-        const hi = bounds.some((x) => x.max === null) ? null : Math.max(...bounds.map((x) => x.max!));
-        if (lo < min || (max !== null && (hi === null || hi > max))) {
-          ctx.fail(
-            `Unsupported combination at ${path}: 'pattern' with minLength/maxLength is supported only when the anchored pattern already implies those lengths.`,
-          );
-        }
-      }
       return quoted(expr.includes(" | ") ? `(${expr})` : expr);
     } catch (error) {
       if (error instanceof RegexError)
@@ -63,6 +55,51 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
       ctx.fail(`minLength/maxLength at ${path} are too large: ${error.message}.`);
     throw error;
   }
+}
+
+/** Any text, as the unanchored ends of a `pattern` allow (ECMA-262 search semantics). */
+const ANY_TEXT: RegexNode = {
+  type: "repeat",
+  item: { type: "set", set: CodePointSet.all() },
+  min: 0,
+  max: null,
+};
+
+/**
+ * `pattern` (search semantics) intersected with string lengths `[min, max]`, as a GBNF expression in JSON
+ * string mode; null when the lengths are already implied by the pattern (the caller compiles it as usual).
+ * Each top-level alternative, with any text added at an unanchored end, is restricted by
+ * {@link restrictLength}; when that cannot be done exactly the schema is refused (400), and when no
+ * alternative has a match of an allowed length it has no instance. Throws RegexError for a bad pattern.
+ */
+function lengthBoundPattern(
+  ctx: CompileContext,
+  pattern: string,
+  min: number,
+  max: number | null,
+  path: string,
+  hint: string,
+): string | null {
+  const alternatives = splitAnchors(parseRegex(pattern)).map(({ node, start, end }) => {
+    const items = [...(start ? [] : [ANY_TEXT]), node, ...(end ? [] : [ANY_TEXT])];
+    const whole: RegexNode = items.length === 1 ? node : { type: "seq", items };
+    return { whole, restricted: restrictLength(whole, min, max) };
+  });
+  if (alternatives.every((a) => a.restricted === a.whole)) return null;
+  if (alternatives.some((a) => a.restricted === undefined)) {
+    ctx.fail(
+      `Unsupported combination at ${path}: 'pattern' with minLength/maxLength is supported only when the lengths can be intersected with the pattern exactly (the anchored pattern implies them, or it has a single variable-length part repeating fixed-width items).`,
+    );
+  }
+  const kept = alternatives.flatMap((a) => (a.restricted ? [a.restricted] : []));
+  if (kept.length === 0)
+    ctx.unsatisfiable(
+      `no string at ${path} matches its pattern within minLength ${min}/maxLength ${max ?? "∞"}.`,
+    );
+  const exprs = kept.map((tree) =>
+    regexTreeExpression(ctx.b, tree, { mode: "json", hint: `${hint}-pattern` }),
+  );
+  return exprs.length > 1 ? `(${exprs.join(" | ")})` : group(exprs[0]!);
 }
 
 /** An integer bound as bigint; refuses bounds outside the safe-integer range. */

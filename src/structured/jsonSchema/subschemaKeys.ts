@@ -1,0 +1,62 @@
+/**
+ * Structural keys of JSON values (hash-consing): two values get the same key exactly when they are equal as
+ * JSON with the same key order. The JSON Schema compiler uses them to compile each distinct subschema once,
+ * however many places (inline copies, merge results, `$ref` expansions) produce an equal one.
+ */
+import { ANNOTATIONS } from "./keywords.ts";
+
+/**
+ * Interns JSON values into small integer keys in time linear in their size: an object's key is computed from
+ * its members' keys, so a nested subschema is read once, however often its ancestors are keyed. Objects are
+ * remembered by identity, so keying the same object again costs one lookup. Object key order counts (it is
+ * significant in `properties`), so equal objects written in another order get different keys (a cache miss,
+ * never a wrong hit).
+ */
+export class SubschemaKeys {
+  private readonly interned = new Map<string, number>();
+  private readonly byObject = new WeakMap<object, number>();
+  private readonly bySchema = new WeakMap<object, number>();
+
+  /** The key of a JSON value: equal for values equal as JSON (with the same object key order). */
+  of(value: unknown): number {
+    if (typeof value !== "object" || value === null) return this.intern(JSON.stringify(value) ?? "null");
+    const known = this.byObject.get(value);
+    if (known !== undefined) return known;
+    const key = this.intern(this.shape(value, false));
+    this.byObject.set(value, key);
+    return key;
+  }
+
+  /**
+   * The key of `schema` as a schema: like {@link of}, but the annotations at its top level (`title`,
+   * `description`, …, see {@link ANNOTATIONS}) are left out, since they do not change what it accepts.
+   * Annotations of nested subschemas still count (a cache miss at worst).
+   */
+  ofSchema(schema: unknown): number {
+    if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return this.of(schema);
+    const known = this.bySchema.get(schema);
+    if (known !== undefined) return known;
+    const key = this.intern(`s${this.shape(schema, true)}`);
+    this.bySchema.set(schema, key);
+    return key;
+  }
+
+  private shape(value: object, skipAnnotations: boolean): string {
+    if (Array.isArray(value)) return `[${value.map((v) => this.of(v)).join(",")}]`;
+    let out = "{";
+    for (const [k, v] of Object.entries(value)) {
+      if (skipAnnotations && ANNOTATIONS.has(k)) continue;
+      out += `${JSON.stringify(k)}:${this.of(v)},`;
+    }
+    return `${out}}`;
+  }
+
+  private intern(text: string): number {
+    let key = this.interned.get(text);
+    if (key === undefined) {
+      key = this.interned.size;
+      this.interned.set(text, key);
+    }
+    return key;
+  }
+}
