@@ -95,6 +95,13 @@ export async function startServer(
           backend: host.placement.backend,
           ...(host.placement.devices.length > 0 ? { devices: host.placement.devices } : {}),
           offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
+          ...(host.placement.skipped.length > 0
+            ? {
+                gpuBackendsSkipped: host.placement.skipped.map(
+                  (entry) => `${entry.backend}: ${entry.reason}`,
+                ),
+              }
+            : {}),
           threads: threadsFor(config, model.sizeBytes),
           ...(mmproj !== undefined ? { mmproj, vision: host.acceptsImages } : {}),
         },

@@ -34,7 +34,11 @@ thread_local int tLastLevel = GGML_LOG_LEVEL_NONE;
 void logCallback(ggml_log_level level, const char* text, void*) {
   const int effective = level == GGML_LOG_LEVEL_CONT ? tLastLevel : level;
   if (level != GGML_LOG_LEVEL_CONT) tLastLevel = level;
-  if (tCapture != nullptr && effective >= GGML_LOG_LEVEL_WARN) tCapture->append(text);
+  if (tCapture != nullptr) {
+    // A capturing call reports what it needs in its own error; nothing reaches stderr meanwhile.
+    if (effective >= GGML_LOG_LEVEL_WARN) tCapture->append(text);
+    return;
+  }
   if (effective >= gLogLevel.load()) std::fputs(text, stderr);
 }
 
@@ -120,12 +124,17 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
 }
 
 /**
- * loadBackend(path) -> boolean: loads a GPU backend module (libggml-cuda.so, libggml-vulkan.so). False
- * when it does not load (missing runtime libraries, no driver); then its devices are simply absent.
+ * loadBackend(path) -> null when a GPU backend module (libggml-cuda.so, libggml-vulkan.so) loaded, else
+ * ggml's reason (missing runtime libraries, no driver); then its devices are simply absent.
  */
 Napi::Value LoadBackend(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
   std::string path = info[0].As<Napi::String>().Utf8Value();
-  return Napi::Boolean::New(info.Env(), ggml_backend_load(path.c_str()) != nullptr);
+  LogCapture capture;
+  if (ggml_backend_load(path.c_str()) != nullptr) return env.Null();
+  std::string reason = capture.text;
+  while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
+  return Napi::String::New(env, reason.empty() ? "the backend did not load" : reason);
 }
 
 /** validateGrammar(text, root) -> null when llama.cpp's grammar parser takes it, else its message. */

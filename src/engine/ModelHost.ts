@@ -76,6 +76,8 @@ export type ModelPlacement = {
   /** Layers offloaded to the GPU (0 on the CPU), of `layers` (+1 for the output layer). */
   offloadedLayers: number;
   layers: number;
+  /** GPU backends tried and not used, with why (`--device auto` on a machine without that GPU). */
+  skipped: readonly { backend: string; reason: string }[];
 };
 
 /**
@@ -260,6 +262,7 @@ export class ModelHost {
         devices: plan.gpus.map((device) => device.description || device.name),
         offloadedLayers: onGpu ? Math.min(nGpuLayers < 0 ? layers + 1 : nGpuLayers, layers + 1) : 0,
         layers,
+        skipped: plan.skipped,
       },
       projector,
     });

@@ -375,6 +375,14 @@ export class Scheduler {
   private start(slot: Slot, job: Job): void {
     const { request } = job;
     const prompt = request.promptTokens;
+    if (prompt.length === 0) {
+      // Serving refuses empty prompts; the engine refuses them too rather than corrupt the slot.
+      slot.state = SlotState.Idle;
+      if (request.batchInvariant) this.exclusiveRunning = false;
+      job.dispose();
+      job.reject(new Error("the prompt is empty: a generation needs at least one prompt token"));
+      return;
+    }
     const { context } = this.host;
     // Prompt logprobs need every prompt position's logits, and a batch-invariant job's prefill batch
     // must always be the same: both evaluate the whole prompt.

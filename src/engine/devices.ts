@@ -24,18 +24,31 @@ export type DevicePlan = {
   /** "CPU", "CUDA" or "Vulkan". */
   backend: string;
   gpus: readonly NativeDevice[];
+  /** GPU backends tried and not used, with why (for the startup log). */
+  skipped: readonly { backend: string; reason: string }[];
 };
 
 const BACKEND_NAMES: Record<"cuda" | "vulkan", string> = { cuda: "CUDA", vulkan: "Vulkan" };
 
-function gpusOf(kind: "cuda" | "vulkan"): NativeDevice[] {
+/** Why each backend could not be loaded, once per process (loading is tried once). */
+const loadFailures = new Map<"cuda" | "vulkan", string>();
+
+function gpusOf(kind: "cuda" | "vulkan"): { gpus: NativeDevice[]; reason?: string } {
   const engine = nativeAddon();
   const path = gpuBackendPath(kind);
   const name = BACKEND_NAMES[kind];
   const registered = () =>
     engine.devices().filter((device) => device.backend === name && device.type !== "cpu");
-  if (registered().length === 0 && path !== undefined) engine.loadBackend(path);
-  return registered();
+  if (registered().length === 0 && path !== undefined && !loadFailures.has(kind)) {
+    const failure = engine.loadBackend(path);
+    if (failure !== null) loadFailures.set(kind, failure.split("\n").at(-1)?.trim() ?? failure);
+  }
+  const gpus = registered();
+  const reason =
+    gpus.length > 0
+      ? undefined
+      : (loadFailures.get(kind) ?? (path === undefined ? "not installed" : "the backend found no GPU"));
+  return reason === undefined ? { gpus } : { gpus, reason };
 }
 
 /**
@@ -44,17 +57,19 @@ function gpusOf(kind: "cuda" | "vulkan"): NativeDevice[] {
  */
 export function planDevices(kind: DeviceKind): DevicePlan {
   nativeAddon();
-  if (kind === "cpu") return { backend: "CPU", gpus: [] };
+  if (kind === "cpu") return { backend: "CPU", gpus: [], skipped: [] };
   const order: ("cuda" | "vulkan")[] = kind === "auto" ? ["cuda", "vulkan"] : [kind];
+  const skipped: { backend: string; reason: string }[] = [];
   for (const candidate of order) {
-    const gpus = gpusOf(candidate);
-    if (gpus.length > 0) return { backend: BACKEND_NAMES[candidate], gpus };
+    const { gpus, reason } = gpusOf(candidate);
+    if (gpus.length > 0) return { backend: BACKEND_NAMES[candidate], gpus, skipped };
+    skipped.push({ backend: BACKEND_NAMES[candidate], reason: reason ?? "no device" });
   }
-  if (kind === "auto") return { backend: "CPU", gpus: [] };
+  if (kind === "auto") return { backend: "CPU", gpus: [], skipped };
   const installed = gpuBackendPath(kind) !== undefined;
   throw new DeviceUnavailableError(
     installed
-      ? `--device ${kind}: no ${BACKEND_NAMES[kind]} device found (the backend loaded no GPU: check the driver and ${kind === "cuda" ? "the CUDA runtime" : "libvulkan.so.1"}).`
+      ? `--device ${kind}: no ${BACKEND_NAMES[kind]} device found (${skipped[0]?.reason ?? "no device"}; check the driver and ${kind === "cuda" ? "the CUDA runtime" : "libvulkan.so.1"}).`
       : `--device ${kind}: node-llama-cpp's ${kind} build is not installed (@node-llama-cpp/${process.platform}-${process.arch}-${kind}).`,
   );
 }

@@ -186,7 +186,8 @@ export type NativeContextOptions = {
 /** The addon's exports. */
 export interface NativeAddon {
   init(options: { cpuBinsDir: string; logLevel?: number }): NativeDevice[];
-  loadBackend(path: string): boolean;
+  /** Loads a GPU backend module; null when it loaded, else ggml's reason. */
+  loadBackend(path: string): string | null;
   devices(): NativeDevice[];
   validateGrammar(text: string, root: string): string | null;
   loadModel(

@@ -111,6 +111,13 @@ export async function planChat(
     promptTokens = tokenized.promptTokens;
     promptMedia = tokenized.media;
   } else promptTokens = host.tokenize(prompt, addSpecialTokens);
+  if (promptTokens.length === 0) {
+    // The chat template rendered nothing (e.g. one that prints only the message content, given "").
+    throw badRequest(
+      "The rendered prompt is empty: the chat template produced no tokens for these messages.",
+      "messages",
+    );
+  }
   const maxTokens = resolveMaxTokens(
     body.max_completion_tokens ?? body.max_tokens,
     promptTokens.length,

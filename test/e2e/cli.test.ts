@@ -116,6 +116,41 @@ describe("lmserve CLI", () => {
     assert.match(file.stderr, /Two models are served as 'same'/);
   });
 
+  it("--device cuda on a machine without a CUDA GPU is refused with one line (exit 2)", (t) => {
+    const probe = spawnSync("nvidia-smi", ["-L"], { encoding: "utf8" });
+    if (probe.status === 0 && /GPU/.test(probe.stdout)) {
+      t.skip("this machine has an NVIDIA GPU");
+      return;
+    }
+    const { status, stderr } = lmserve(["serve", defaultModelPath, "--device", "cuda", "--port", "0"]);
+    assert.equal(status, 2, stderr);
+    assert.equal(stderr.split("\n").length, 1, stderr);
+    assert.match(stderr, /^lmserve: error: --device cuda: /);
+  });
+
+  it("--device cpu, --n-gpu-layers 0 and -ngl 0 serve on the CPU; the startup log names the backend", async () => {
+    for (const args of [
+      ["--device", "cpu", "--n-gpu-layers", "0"],
+      ["-ngl", "0"],
+    ]) {
+      const server = await startTestServer(args);
+      try {
+        const done = await server.client.completions.create({
+          model: "stories260K",
+          prompt: "Once upon a time",
+          max_tokens: 4,
+          temperature: 0,
+        });
+        assert.ok(done.choices[0]?.text);
+        const loaded = server.logs.find((line) => line.msg === "model loaded");
+        assert.equal(loaded?.backend, "CPU");
+        assert.equal(loaded?.offloadedLayers, "0/6");
+      } finally {
+        await server.stop();
+      }
+    }
+  });
+
   it("vLLM / llama-server aliases: -m, --ctx-size=N, -c, -np, --parallel, --enable-auto-tool-choice", async () => {
     for (const args of [
       ["-m", defaultModelPath, "--ctx-size=512", "-np", "2", "--enable-auto-tool-choice"],
