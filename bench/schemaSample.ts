@@ -8,10 +8,12 @@
  * with `stop` (the grammar completed) is parsed and checked with ajv (`test/helpers/structuredAjv.ts`); an
  * invalid one is a compiler bug. Outputs cut by `max_tokens` are counted, not checked.
  */
+
 import { createHash } from "node:crypto";
 import { ModelHost } from "../src/engine/ModelHost.ts";
 import { Scheduler } from "../src/engine/Scheduler.ts";
 import { ajvValidator } from "../test/helpers/structuredAjv.ts";
+import { type GrammarSample, sampleUnderGrammar } from "./lib/grammarSample.ts";
 
 /** One compiled schema to generate under. */
 export type SampleCandidate = { file: string; schema: unknown; gbnf: string };
@@ -59,42 +61,8 @@ export async function runSample(
   });
   const scheduler = new Scheduler(host, { prefixCaching: false });
   const promptTokens = host.tokenize("Once upon a time", true);
-  const generate = async (gbnf: string, seed: number): Promise<{ text: string; stopped: boolean }> => {
-    let text = "";
-    const result = await scheduler.submit(
-      {
-        promptTokens,
-        maxTokens: options.maxTokens,
-        sampling: {
-          temperature: 1,
-          topP: 1,
-          topK: 0,
-          minP: 0,
-          seed,
-          frequencyPenalty: 0,
-          presencePenalty: 0,
-          repetitionPenalty: 1,
-          logitBias: new Map(),
-        },
-        stop: [],
-        includeStopStrInOutput: false,
-        priority: 0,
-        minTokens: 0,
-        ignoreEos: false,
-        stopTokenIds: [],
-        logprobs: null,
-        promptLogprobs: null,
-        grammar: { gbnf },
-        batchInvariant: false,
-      },
-      {
-        onDelta: (delta) => {
-          text += delta.text;
-        },
-      },
-    );
-    return { text, stopped: result.finishReason === "stop" };
-  };
+  const generate = (gbnf: string, seed: number): Promise<GrammarSample> =>
+    sampleUnderGrammar(scheduler, promptTokens, gbnf, seed, options.maxTokens);
   const results: SampleResult[] = [];
   try {
     for (const { name, candidates } of datasets) {

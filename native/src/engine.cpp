@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +48,76 @@ struct LogCapture {
   std::string text;
   LogCapture() { tCapture = &text; }
   ~LogCapture() { tCapture = nullptr; }
+};
+
+/** The last `count` non-empty lines of captured log text, joined with "; " (the reason of a failure). */
+std::string lastLines(const std::string& text, size_t count) {
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (!line.empty()) lines.push_back(line);
+    start = end + 1;
+  }
+  std::string joined;
+  for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); i++) {
+    joined += (joined.empty() ? "" : "; ") + lines[i];
+  }
+  return joined;
+}
+
+/**
+ * Loads something slow (a model, a projector) off the JS thread: `load` runs on the worker thread with
+ * llama.cpp's log captured and returns the handle or nullptr; `wrap` turns the handle into its JS object
+ * on the JS thread. A failure rejects with the last `reasonLines` log lines, or `fallback`.
+ */
+template <typename Handle>
+class LoadWorker : public Napi::AsyncWorker {
+ public:
+  using Load = std::function<Handle*()>;
+  using Wrap = std::function<Napi::Value(Napi::Env, Handle*)>;
+
+  LoadWorker(Napi::Env env, Load load, Wrap wrap, std::string fallback, size_t reasonLines)
+      : Napi::AsyncWorker(env),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        load_(std::move(load)),
+        wrap_(std::move(wrap)),
+        fallback_(std::move(fallback)),
+        reasonLines_(reasonLines) {}
+
+  /** Queues the worker and returns its promise. */
+  Napi::Promise start() {
+    Napi::Promise promise = deferred_.Promise();
+    Queue();
+    return promise;
+  }
+
+  void Execute() override {
+    LogCapture capture;
+    try {
+      handle_ = load_();
+    } catch (const std::exception& error) {
+      capture.text += error.what();
+    }
+    if (handle_ == nullptr) {
+      const std::string reason = lastLines(capture.text, reasonLines_);
+      SetError(reason.empty() ? fallback_ : reason);
+    }
+  }
+
+  void OnOK() override { deferred_.Resolve(wrap_(Env(), handle_)); }
+  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Load load_;
+  Wrap wrap_;
+  std::string fallback_;
+  size_t reasonLines_;
+  Handle* handle_ = nullptr;
 };
 
 bool gInitialized = false;
@@ -132,8 +203,7 @@ Napi::Value LoadBackend(const Napi::CallbackInfo& info) {
   std::string path = info[0].As<Napi::String>().Utf8Value();
   LogCapture capture;
   if (ggml_backend_load(path.c_str()) != nullptr) return env.Null();
-  std::string reason = capture.text;
-  while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
+  const std::string reason = lastLines(capture.text, 1);
   return Napi::String::New(env, reason.empty() ? "the backend did not load" : reason);
 }
 
@@ -297,76 +367,38 @@ class Model : public Napi::ObjectWrap<Model> {
 
 Napi::FunctionReference Model::constructor;
 
-/** Loads a model off the JS thread. */
-class LoadModelWorker : public Napi::AsyncWorker {
- public:
-  LoadModelWorker(Napi::Env env, std::string path, int32_t nGpuLayers, std::vector<std::string> devices,
-                  bool cpuOnly)
-      : Napi::AsyncWorker(env),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        path_(std::move(path)),
-        nGpuLayers_(nGpuLayers),
-        deviceNames_(std::move(devices)),
-        cpuOnly_(cpuOnly) {}
-
-  Napi::Promise promise() { return deferred_.Promise(); }
-
-  void Execute() override {
-    LogCapture capture;
+/** loadModel(path, {nGpuLayers, devices: string[], cpuOnly}) -> Promise<Model> */
+Napi::Value LoadModel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  Napi::Object options = info[1].As<Napi::Object>();
+  std::vector<std::string> names;
+  Napi::Value list = options.Get("devices");
+  if (list.IsArray()) {
+    auto array = list.As<Napi::Array>();
+    for (uint32_t i = 0; i < array.Length(); i++) names.push_back(array.Get(i).As<Napi::String>().Utf8Value());
+  }
+  const int32_t nGpuLayers = static_cast<int32_t>(numberOr(options, "nGpuLayers", 0));
+  const bool cpuOnly = options.Get("cpuOnly").ToBoolean();
+  auto load = [path, names, nGpuLayers, cpuOnly]() -> llama_model* {
     llama_model_params params = llama_model_default_params();
-    params.n_gpu_layers = nGpuLayers_;
+    params.n_gpu_layers = nGpuLayers;
     std::vector<ggml_backend_dev_t> devices;
-    if (cpuOnly_ || !deviceNames_.empty()) {
-      for (const std::string& name : deviceNames_) {
+    if (cpuOnly || !names.empty()) {
+      // Only the named GPUs (none: the CPU alone).
+      for (const std::string& name : names) {
         ggml_backend_dev_t device = ggml_backend_dev_by_name(name.c_str());
         if (device != nullptr) devices.push_back(device);
       }
       devices.push_back(nullptr);
       params.devices = devices.data();
     }
-    model_ = llama_model_load_from_file(path_.c_str(), params);
-    if (model_ == nullptr) {
-      std::string message = capture.text;
-      while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-      const size_t newline = message.rfind('\n');
-      if (newline != std::string::npos) message = message.substr(newline + 1);
-      SetError(message.empty() ? "llama.cpp could not load the model" : message);
-    }
-  }
-
-  void OnOK() override {
-    Napi::Env env = Env();
-    Napi::Object model = Model::constructor.New({Napi::External<llama_model>::New(env, model_)});
-    deferred_.Resolve(model);
-  }
-
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::string path_;
-  int32_t nGpuLayers_;
-  std::vector<std::string> deviceNames_;
-  bool cpuOnly_;
-  llama_model* model_ = nullptr;
-};
-
-/** loadModel(path, {nGpuLayers, devices: string[], cpuOnly}) -> Promise<Model> */
-Napi::Value LoadModel(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::string path = info[0].As<Napi::String>().Utf8Value();
-  Napi::Object options = info[1].As<Napi::Object>();
-  std::vector<std::string> devices;
-  Napi::Value list = options.Get("devices");
-  if (list.IsArray()) {
-    auto array = list.As<Napi::Array>();
-    for (uint32_t i = 0; i < array.Length(); i++) devices.push_back(array.Get(i).As<Napi::String>().Utf8Value());
-  }
-  auto* worker = new LoadModelWorker(env, path, static_cast<int32_t>(numberOr(options, "nGpuLayers", 0)),
-                                     devices, options.Get("cpuOnly").ToBoolean());
-  Napi::Promise promise = worker->promise();
-  worker->Queue();
-  return promise;
+    return llama_model_load_from_file(path.c_str(), params);
+  };
+  auto wrap = [](Napi::Env env, llama_model* model) -> Napi::Value {
+    return Model::constructor.New({Napi::External<llama_model>::New(env, model)});
+  };
+  return (new LoadWorker<llama_model>(env, load, wrap, "llama.cpp could not load the model", 1))->start();
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -528,80 +560,30 @@ class Projector : public Napi::ObjectWrap<Projector> {
 
 Napi::FunctionReference Projector::constructor;
 
-/** Loads a projector off the JS thread. */
-class LoadProjectorWorker : public Napi::AsyncWorker {
- public:
-  LoadProjectorWorker(Napi::Env env, std::string path, Napi::Object model, int32_t threads, bool useGpu)
-      : Napi::AsyncWorker(env),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        path_(std::move(path)),
-        modelRef_(Napi::Persistent(model)),
-        model_(Model::Unwrap(model)->get()),
-        threads_(threads),
-        useGpu_(useGpu) {}
-
-  Napi::Promise promise() { return deferred_.Promise(); }
-
-  void Execute() override {
-    LogCapture capture;
-    mtmd_context_params params = mtmd_context_params_default();
-    params.use_gpu = useGpu_;
-    params.n_threads = threads_;
-    params.print_timings = false;
-    params.warmup = false;
-    try {
-      ctx_ = mtmd_init_from_file(path_.c_str(), model_, params);
-    } catch (const std::exception& error) {
-      capture.text += error.what();
-    }
-    if (ctx_ == nullptr) {
-      // mtmd explains a refusal over its last lines (e.g. the width mismatch, then a hint): keep two.
-      std::vector<std::string> lines;
-      size_t start = 0;
-      while (start < capture.text.size()) {
-        size_t end = capture.text.find('\n', start);
-        if (end == std::string::npos) end = capture.text.size();
-        std::string line = capture.text.substr(start, end - start);
-        while (!line.empty() && line.back() == ' ') line.pop_back();
-        if (!line.empty()) lines.push_back(line);
-        start = end + 1;
-      }
-      std::string message;
-      for (size_t i = lines.size() > 2 ? lines.size() - 2 : 0; i < lines.size(); i++) {
-        message += (message.empty() ? "" : "; ") + lines[i];
-      }
-      SetError(message.empty() ? "llama.cpp could not load the projector" : message);
-    }
-  }
-
-  void OnOK() override {
-    Napi::Env env = Env();
-    deferred_.Resolve(Projector::constructor.New({Napi::External<mtmd_context>::New(env, ctx_), modelRef_.Value()}));
-  }
-
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  std::string path_;
-  Napi::ObjectReference modelRef_;
-  llama_model* model_;
-  int32_t threads_;
-  bool useGpu_;
-  mtmd_context* ctx_ = nullptr;
-};
-
 /** loadProjector(path, model, {threads, useGpu}) -> Promise<Projector> */
 Napi::Value LoadProjector(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   std::string path = info[0].As<Napi::String>().Utf8Value();
+  Napi::Object model = info[1].As<Napi::Object>();
   Napi::Object options = info[2].As<Napi::Object>();
-  auto* worker = new LoadProjectorWorker(env, path, info[1].As<Napi::Object>(),
-                                         static_cast<int32_t>(numberOr(options, "threads", 4)),
-                                         options.Get("useGpu").ToBoolean());
-  Napi::Promise promise = worker->promise();
-  worker->Queue();
-  return promise;
+  llama_model* text = Model::Unwrap(model)->get();
+  const int threads = static_cast<int>(numberOr(options, "threads", 4));
+  const bool useGpu = options.Get("useGpu").ToBoolean();
+  // The text model stays alive until the projector is built (and then through the projector's reference).
+  auto keep = std::make_shared<Napi::ObjectReference>(Napi::Persistent(model));
+  auto load = [path, text, threads, useGpu]() -> mtmd_context* {
+    mtmd_context_params params = mtmd_context_params_default();
+    params.use_gpu = useGpu;
+    params.n_threads = threads;
+    params.print_timings = false;
+    params.warmup = false;
+    return mtmd_init_from_file(path.c_str(), text, params);
+  };
+  auto wrap = [keep](Napi::Env env, mtmd_context* projector) -> Napi::Value {
+    return Projector::constructor.New({Napi::External<mtmd_context>::New(env, projector), keep->Value()});
+  };
+  // mtmd explains a refusal over its last lines (e.g. the width mismatch, then a hint): keep two.
+  return (new LoadWorker<mtmd_context>(env, load, wrap, "llama.cpp could not load the projector", 2))->start();
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
+import { sampleUnderGrammar } from "../../bench/lib/grammarSample.ts";
 import { checkGrammar } from "../../src/engine/grammar.ts";
 import { ModelHost } from "../../src/engine/ModelHost.ts";
 import { Scheduler } from "../../src/engine/Scheduler.ts";
@@ -139,40 +140,14 @@ type Outcome = {
 async function generate(job: Job, seed: number): Promise<Outcome> {
   const { gbnf } = compileConstraint(job.kind, job.spec);
   if (job.kind === "grammar") validateGbnf(gbnf, checkGrammar);
-  let text = "";
-  const result = await scheduler.submit(
-    {
-      promptTokens: host.tokenize("Once upon a time", true),
-      maxTokens: MAX_TOKENS,
-      sampling: {
-        temperature: 1,
-        topP: 1,
-        topK: 0,
-        minP: 0,
-        seed,
-        frequencyPenalty: 0,
-        presencePenalty: 0,
-        repetitionPenalty: 1,
-        logitBias: new Map(),
-      },
-      stop: [],
-      includeStopStrInOutput: false,
-      priority: 0,
-      minTokens: 0,
-      ignoreEos: false,
-      stopTokenIds: [],
-      logprobs: null,
-      promptLogprobs: null,
-      grammar: { gbnf },
-      batchInvariant: false,
-    },
-    {
-      onDelta: (delta) => {
-        text += delta.text;
-      },
-    },
+  const { text, stopped } = await sampleUnderGrammar(
+    scheduler,
+    host.tokenize("Once upon a time", true),
+    gbnf,
+    seed,
+    MAX_TOKENS,
   );
-  const finish = result.finishReason === "stop" ? "stop" : "length";
+  const finish = stopped ? "stop" : "length";
   let valid = false;
   if (finish === "stop") {
     valid = await job.validate(text);
