@@ -87,6 +87,12 @@ program
     "--n-gpu-layers <n>",
     "layers to offload to the GPU, also -ngl (default: all; 0 keeps the weights on the CPU)",
   )
+  .addOption(
+    new Option(
+      "--pooling <pooling>",
+      "how /v1/embeddings pools a prompt (default: the GGUF's pooling_type, else mean)",
+    ).choices(["mean", "cls", "last"]),
+  )
   .option(
     "--no-kv-unified",
     "give each slot its own KV buffer instead of one shared buffer (llama.cpp's kv_unified)",

@@ -77,6 +77,8 @@ const ServeConfigSchema = z.object({
   nGpuLayers: z.number().int().min(-1).optional(),
   /** One KV buffer shared by every slot (llama.cpp's `kv_unified`); `--no-kv-unified` turns it off. */
   kvUnified: z.boolean(),
+  /** `--pooling`: how `/v1/embeddings` pools a prompt; absent: the GGUF's, else mean. */
+  pooling: z.enum(["mean", "cls", "last"]).optional(),
   trustRequestChatTemplate: z.boolean(),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
   /** Serve the web UI (playground, dashboard) at `/`; `--no-ui` turns it off. */
@@ -120,6 +122,7 @@ export type ServeFlags = {
   device?: string;
   nGpuLayers?: string;
   kvUnified?: boolean;
+  pooling?: string;
   trustRequestChatTemplate?: boolean;
   logLevel?: string;
   downloadDir?: string;
@@ -227,6 +230,7 @@ export function loadServeConfig(
     device: flags.device ?? "auto",
     nGpuLayers: optionalInteger(flags.nGpuLayers, "--n-gpu-layers"),
     kvUnified: flags.kvUnified ?? true,
+    pooling: flags.pooling,
     trustRequestChatTemplate: flags.trustRequestChatTemplate ?? false,
     logLevel: flags.logLevel ?? env.LMSERVE_LOG_LEVEL ?? "info",
     ui: flags.ui ?? true,

@@ -58,6 +58,7 @@ export async function startServer(
         device: config.device,
         ...(config.nGpuLayers !== undefined ? { nGpuLayers: config.nGpuLayers } : {}),
         kvUnified: config.kvUnified,
+        ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
         ...(chatTemplate !== undefined ? { chatTemplate } : {}),
         ...(mmproj !== undefined ? { mmproj } : {}),
         trustRequestChatTemplate: config.trustRequestChatTemplate,

@@ -3,6 +3,7 @@
 // sampling and raw logprobs in C++). Only src/engine/ calls it; see docs/ARCHITECTURE.md.
 #include <napi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -594,7 +595,7 @@ struct StepPlan {
   std::vector<int32_t> tokens, positions, seqs;
   /** Batch rows whose logits are read, in order. */
   std::vector<int32_t> outputRows;
-  /** Per output: 0 = sample the row's sequence, 1 = prompt logprob of `targets[i]`. */
+  /** Per output: 0 = sample the row's sequence, 1 = prompt logprob of `targets[i]`, 2 = the row's embedding. */
   std::vector<int32_t> kinds;
   std::vector<int32_t> targets;
   /** Per output: top logprobs to report (-1: no logprobs at all). */
@@ -608,6 +609,9 @@ struct StepResult {
   int32_t stride = 0;
   std::vector<int32_t> topIds;
   std::vector<float> topLogprobs;
+  /** Embeddings of kind-2 outputs, `embdStride` floats each (0 when the step has none). */
+  int32_t embdStride = 0;
+  std::vector<float> embeddings;
   /** Milliseconds in llama_decode and in sampling/scoring the outputs. */
   double decodeMs = 0;
   double sampleMs = 0;
@@ -690,6 +694,10 @@ class Context : public Napi::ObjectWrap<Context> {
     params.n_threads_batch = threads;
     threads_ = threads;
     params.kv_unified = options.Get("kvUnified").ToBoolean();
+    // Every output row also carries its final hidden state (embeddings requests pool them in JS); the
+    // pooling is ours, so llama.cpp's is off.
+    params.embeddings = true;
+    params.pooling_type = LLAMA_POOLING_TYPE_NONE;
     params.offload_kqv = options.Get("offloadKqv").IsBoolean() ? options.Get("offloadKqv").ToBoolean().Value() : true;
     params.no_perf = true;
     LogCapture capture;
@@ -698,6 +706,7 @@ class Context : public Napi::ObjectWrap<Context> {
     attachThreadpool(threads);
     vocab_ = model->vocab();
     nVocab_ = llama_vocab_n_tokens(vocab_);
+    nEmbd_ = llama_model_n_embd(model->get());
     nBatch_ = static_cast<int32_t>(llama_n_batch(ctx_));
     batch_ = llama_batch_init(nBatch_, 0, 1);
     samplers_.resize(params.n_seq_max);
@@ -713,6 +722,16 @@ class Context : public Napi::ObjectWrap<Context> {
     if (logits == nullptr) {
       error = "llama.cpp returned no logits for batch row " + std::to_string(row);
       return false;
+    }
+    if (plan.kinds[i] == 2) {
+      const float* embedding = llama_get_embeddings_ith(ctx_, row);
+      if (embedding == nullptr) {
+        error = "llama.cpp returned no embedding for batch row " + std::to_string(row);
+        return false;
+      }
+      std::copy(embedding, embedding + result.embdStride,
+                result.embeddings.begin() + static_cast<std::ptrdiff_t>(i) * result.embdStride);
+      return true;
     }
     int32_t token = plan.targets[i];
     const float* scored = logits;
@@ -771,6 +790,9 @@ class Context : public Napi::ObjectWrap<Context> {
     result.logprobs.assign(outputs, 0.0f);
     result.topIds.assign(outputs * static_cast<size_t>(stride), -1);
     result.topLogprobs.assign(outputs * static_cast<size_t>(stride), 0.0f);
+    const bool anyEmbedding = std::find(plan.kinds.begin(), plan.kinds.end(), 2) != plan.kinds.end();
+    result.embdStride = anyEmbedding ? nEmbd_ : 0;
+    result.embeddings.assign(anyEmbedding ? outputs * static_cast<size_t>(nEmbd_) : 0, 0.0f);
     // Outputs are independent (one sampler per sequence, at most one sampled row per sequence): with
     // several, the context's threads (idle once the decode is done) share them.
     const size_t workers = std::min<size_t>(outputs, static_cast<size_t>(std::max(threads_, 1)));
@@ -921,6 +943,7 @@ class Context : public Napi::ObjectWrap<Context> {
   llama_context* ctx_ = nullptr;
   const llama_vocab* vocab_ = nullptr;
   int32_t nVocab_ = 0;
+  int32_t nEmbd_ = 0;
   int32_t nBatch_ = 0;
   llama_batch batch_{};
   std::vector<std::unique_ptr<SequenceSampler>> samplers_;
@@ -973,6 +996,10 @@ class StepWorker : public Napi::AsyncWorker {
     out.Set("topStride", result_.stride);
     out.Set("topIds", topIds);
     out.Set("topLogprobs", topLogprobs);
+    auto embeddings = Napi::Float32Array::New(env, result_.embeddings.size());
+    std::copy(result_.embeddings.begin(), result_.embeddings.end(), embeddings.Data());
+    out.Set("embeddings", embeddings);
+    out.Set("embdStride", result_.embdStride);
     out.Set("decodeMs", result_.decodeMs);
     out.Set("sampleMs", result_.sampleMs);
     deferred_.Resolve(out);

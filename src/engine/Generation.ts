@@ -26,6 +26,8 @@ export class Generation {
   pending: number[] = [];
   /** Why it ended, once it has. */
   finishReason: FinishReason | null = null;
+  /** The pooled embedding so far (an `embed` request). */
+  private embedding: Float32Array | undefined;
   /** Set with a prompt-logprobs request: entry i is prompt token i's (the first is null). */
   readonly promptLogprobs: (TokenLogprob | null)[] | undefined;
 
@@ -80,6 +82,24 @@ export class Generation {
   /** Completion tokens so far. */
   get completionTokens(): number {
     return this.generated.length;
+  }
+
+  /**
+   * Adds the hidden state of prompt position `position` to an `embed` request's pooled embedding; the
+   * last position ends the generation.
+   */
+  addEmbedding(position: number, vector: Float32Array): void {
+    const pooling = this.request.embed;
+    const last = this.request.promptTokens.length - 1;
+    if (pooling === "mean") {
+      const sum = (this.embedding ??= new Float32Array(vector.length));
+      for (let index = 0; index < vector.length; index++) {
+        sum[index] = (sum[index] ?? 0) + (vector[index] as number) / (last + 1);
+      }
+    } else if ((pooling === "cls" && position === 0) || (pooling === "last" && position === last)) {
+      this.embedding = Float32Array.from(vector);
+    }
+    if (position === last) this.finishReason = "stop";
   }
 
   /** Records a prompt token's logprob (from the step's prompt rows, in order). */
@@ -164,6 +184,7 @@ export class Generation {
       cachedTokens: this.cachedTokens,
       cumulativeLogprob: this.cumulativeLogprob,
       ...(this.promptLogprobs ? { promptLogprobs: this.promptLogprobs } : {}),
+      ...(this.embedding ? { embedding: this.embedding } : {}),
       ...(this.finishReason === "abort" ? { abortReason: this.abortReason } : {}),
     };
   }

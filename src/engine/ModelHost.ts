@@ -10,6 +10,7 @@ import {
   nativeAddon,
 } from "./native.ts";
 import { TokenVocabulary } from "./TokenVocabulary.ts";
+import type { Pooling } from "./types.ts";
 
 /** Options of {@link ModelHost.load}. */
 export type ModelHostOptions = {
@@ -45,6 +46,11 @@ export type ModelHostOptions = {
    * images. Defaults to none.
    */
   mmproj?: string;
+  /**
+   * How `/v1/embeddings` pools a prompt's hidden states (`--pooling`). Defaults to the GGUF's
+   * `<arch>.pooling_type` (mean, cls, last), else `mean`.
+   */
+  pooling?: Pooling;
   /** Tool-call parser name (`--tool-call-parser`); defaults to none: the chat serving detects one from the template. */
   toolCallParser?: string;
   /** Reasoning parser name (`--reasoning-parser`); defaults to none: the chat serving detects one from the template. */
@@ -108,6 +114,8 @@ export class ModelHost {
   /** Most tokens one step may hold. */
   readonly batchSize: number;
   readonly placement: ModelPlacement;
+  /** How `/v1/embeddings` pools a prompt (`--pooling`, else the GGUF's, else mean). */
+  readonly pooling: Pooling;
   /** The multimodal projector (`--mmproj`), or null: then the model takes no images. */
   readonly projector: NativeProjector | null;
   private readonly endOfGeneration: number[];
@@ -125,8 +133,10 @@ export class ModelHost {
     batchSize: number;
     placement: ModelPlacement;
     projector: NativeProjector | null;
+    pooling: Pooling;
   }) {
     this.projector = init.projector;
+    this.pooling = init.pooling;
     this.names = init.names;
     this.modelPath = init.modelPath;
     this.model = init.model;
@@ -162,6 +172,7 @@ export class ModelHost {
     }
     let tokenizer: { tokens: string[]; token_type?: number[]; model?: string };
     let metadataTemplate: unknown;
+    let metadataPooling: unknown;
     try {
       const fileInfo = await readGgufFileInfo(modelPath, { readTensorInfo: false });
       const metadata = fileInfo.metadata as unknown as {
@@ -171,6 +182,11 @@ export class ModelHost {
         };
       };
       metadataTemplate = metadata.tokenizer?.chat_template;
+      const architecture = (metadata as { general?: { architecture?: string } }).general?.architecture;
+      if (architecture !== undefined) {
+        metadataPooling = (metadata as Record<string, { pooling_type?: unknown } | undefined>)[architecture]
+          ?.pooling_type;
+      }
       if (!metadata.tokenizer?.ggml?.tokens) throw new Error("the file has no tokenizer.ggml.tokens");
       tokenizer = metadata.tokenizer.ggml;
     } catch (error) {
@@ -265,6 +281,7 @@ export class ModelHost {
         skipped: plan.skipped,
       },
       projector,
+      pooling: options.pooling ?? poolingFromGguf(metadataPooling),
     });
     host.trustRequestChatTemplate = options.trustRequestChatTemplate ?? false;
     return host;
@@ -340,6 +357,11 @@ export class ModelHost {
     this.context.dispose();
     this.model.dispose();
   }
+}
+
+/** llama.cpp's `pooling_type` numbers (1 mean, 2 cls, 3 last) as ours; none or another: mean. */
+function poolingFromGguf(value: unknown): Pooling {
+  return value === 2 ? "cls" : value === 3 ? "last" : "mean";
 }
 
 function firstLine(error: unknown): string {

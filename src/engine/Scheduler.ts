@@ -13,7 +13,7 @@ import type {
   TokenLogprob,
 } from "./types.ts";
 
-/** Prompt tokens per step for a request that scores every prompt position (`prompt_logprobs`). */
+/** Prompt tokens per step for a request that reads every prompt position (`prompt_logprobs`, mean-pooled embeddings). */
 const PROMPT_LOGPROBS_CHUNK_TOKENS = 64;
 
 /**
@@ -92,7 +92,8 @@ type Running = {
 /** What one output row of a step is for. */
 type StepOutputFor =
   | { kind: "sample"; running: Running }
-  | { kind: "prompt"; running: Running; topN: number };
+  | { kind: "prompt"; running: Running; topN: number }
+  | { kind: "embed"; running: Running; position: number };
 
 /**
  * The single owner of a model's slots, its waiting queue and its step loop (continuous batching).
@@ -386,7 +387,11 @@ export class Scheduler {
     const { context } = this.host;
     // Prompt logprobs need every prompt position's logits, and a batch-invariant job's prefill batch
     // must always be the same: both evaluate the whole prompt.
-    const reuse = this.prefixCaching && request.promptLogprobs === null && !request.batchInvariant;
+    const reuse =
+      this.prefixCaching &&
+      request.promptLogprobs === null &&
+      !request.batchInvariant &&
+      request.embed === undefined;
     let cached = reuse ? commonPrefixLength(slot.kvTokens, prompt) : 0;
     // At least one prompt token is evaluated, for the next token's logits.
     if (cached >= prompt.length) cached = prompt.length - 1;
@@ -522,15 +527,26 @@ export class Scheduler {
       const prompt = generation.request.promptTokens;
       const from = generation.prefilled;
       const promptTopN = generation.request.promptLogprobs;
+      const embed = generation.request.embed;
       // Every scored prompt row holds a vocabulary-sized logits row in llama.cpp's output buffer (600 KB
       // on a 152K vocabulary): smaller chunks keep that buffer small.
-      const chunk = promptTopN === null ? promptBudget : Math.min(promptBudget, PROMPT_LOGPROBS_CHUNK_TOKENS);
+      const chunk =
+        promptTopN === null && embed !== "mean"
+          ? promptBudget
+          : Math.min(promptBudget, PROMPT_LOGPROBS_CHUNK_TOKENS);
       // A text chunk ends where the next image starts (images are evaluated on their own, see evaluateImages).
       const image = generation.request.media?.spans.find((span) => span.start >= from);
       const to = Math.min(prompt.length, from + chunk, image?.start ?? Number.POSITIVE_INFINITY);
       if (to === from) continue;
       for (let index = from; index < to; index++) {
         add(running, prompt[index] as number);
+        if (embed && (embed === "mean" || (embed === "cls" ? index === 0 : index === prompt.length - 1))) {
+          outputRows.push(tokens.length - 1);
+          kinds.push(2);
+          targets.push(-1);
+          topN.push(-1);
+          outputs.push({ kind: "embed", running, position: index });
+        }
         if (promptTopN !== null && index + 1 < prompt.length) {
           outputRows.push(tokens.length - 1);
           kinds.push(1);
@@ -541,7 +557,7 @@ export class Scheduler {
       }
       generation.prefilled = to;
       promptBudget -= to - from;
-      if (to === prompt.length) sampleLast(running);
+      if (to === prompt.length && !embed) sampleLast(running);
     }
     return {
       input: {
@@ -564,6 +580,14 @@ export class Scheduler {
       const { generation } = running;
       if (generation.finishReason !== null) return;
       try {
+        if (entry.kind === "embed") {
+          const stride = output.embdStride;
+          generation.addEmbedding(
+            entry.position,
+            output.embeddings.subarray(index * stride, (index + 1) * stride),
+          );
+          return;
+        }
         const token = output.tokens[index] as number;
         const wanted = entry.kind === "prompt" ? entry.topN : running.job.request.logprobs;
         const logprob = wanted === null ? undefined : tokenLogprob(output, index, token);

@@ -91,7 +91,7 @@ export type NativeStepInput = {
   seqs: Int32Array;
   /** Rows whose logits are read, in order; each has one output below. */
   outputRows: Int32Array;
-  /** Per output: 0 = sample the row's sequence, 1 = score `targets[i]` (a prompt logprob). */
+  /** Per output: 0 = sample the row's sequence, 1 = score `targets[i]` (a prompt logprob), 2 = the row's embedding. */
   kinds: Int32Array;
   /** Per output: the token scored by kind 1 (ignored by kind 0). */
   targets: Int32Array;
@@ -109,6 +109,9 @@ export type NativeStepOutput = {
   topStride: number;
   topIds: Int32Array;
   topLogprobs: Float32Array;
+  /** The final hidden state of each kind-2 output (`embdStride` floats per output; empty without any). */
+  embeddings: Float32Array;
+  embdStride: number;
   /** Milliseconds the step spent in `llama_decode`. */
   decodeMs: number;
   /** Milliseconds the step spent sampling and scoring its outputs after the decode. */

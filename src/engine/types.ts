@@ -125,7 +125,15 @@ export type GenerationRequest = {
   injectTokens?: () => readonly number[] | undefined;
   /** The prompt's images, when it has any (the model's projector evaluates them). */
   media?: PromptMedia;
+  /**
+   * Return the prompt's pooled embedding instead of generating (`/v1/embeddings`): `mean` of every
+   * position's final hidden state, the first position's (`cls`) or the last one's (`last`). Unnormalised.
+   */
+  embed?: Pooling;
 };
+
+/** How a prompt's per-position hidden states become one embedding (the GGUF's `pooling_type`, `--pooling`). */
+export type Pooling = "mean" | "cls" | "last";
 
 /** Why a generation ended, as the API's `finish_reason` (`abort` never reaches a 200 response). */
 export type FinishReason = "stop" | "length" | "abort";
@@ -155,6 +163,8 @@ export type GenerationResult = {
   cumulativeLogprob: number;
   /** Per prompt token log probabilities (first entry null), when `promptLogprobs` was asked. */
   promptLogprobs?: (TokenLogprob | null)[];
+  /** The pooled prompt embedding of an `embed` request (unnormalised). */
+  embedding?: Float32Array;
 };
 
 /** Receives a generation's output as it is produced; called synchronously from the token loop. */

@@ -25,6 +25,7 @@ import { registerMetricsRoute, type ServerMetrics } from "./metrics.ts";
 import { DEFAULT_OPERATIONS, type OperationsOptions, registerOperations } from "./operations.ts";
 import { registerChatRoutes } from "./routes/chat.ts";
 import { registerCompletionRoutes } from "./routes/completions.ts";
+import { registerEmbeddingRoutes } from "./routes/embeddings.ts";
 import { registerHealthRoutes } from "./routes/health.ts";
 import { isAnthropicPath, registerMessagesRoutes } from "./routes/messages.ts";
 import { registerModelRoutes } from "./routes/models.ts";
@@ -132,6 +133,7 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
   if (context.metrics) registerMetricsRoute(app, context.metrics);
   registerModelRoutes(app, context);
   registerCompletionRoutes(app, context);
+  registerEmbeddingRoutes(app, context);
   registerChatRoutes(app, context);
   registerResponsesRoutes(app, context);
   registerMessagesRoutes(app, context);

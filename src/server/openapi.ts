@@ -16,6 +16,7 @@ import {
 } from "../protocol/anthropicMessages.ts";
 import { ChatCompletionRequestSchema } from "../protocol/chat.ts";
 import { CompletionRequestSchema } from "../protocol/completions.ts";
+import { EmbeddingRequestSchema, EmbeddingResponseSchema } from "../protocol/embeddings.ts";
 import {
   ResponseCreateRequestSchema,
   ResponseObjectSchema,
@@ -46,6 +47,8 @@ const SCHEMAS = {
   TokenizeCompletionRequest: { schema: TokenizeCompletionRequestSchema, io: "input" },
   TokenizeChatRequest: { schema: TokenizeChatRequestSchema, io: "input" },
   DetokenizeRequest: { schema: DetokenizeRequestSchema, io: "input" },
+  EmbeddingRequest: { schema: EmbeddingRequestSchema, io: "input" },
+  EmbeddingResponse: { schema: EmbeddingResponseSchema, io: "output" },
   ResponseCreateRequest: { schema: ResponseCreateRequestSchema, io: "input" },
   Response: { schema: ResponseObjectSchema, io: "output" },
   ResponseStreamEvent: { schema: ResponseStreamEventSchema, io: "output" },
@@ -133,6 +136,18 @@ export const API_ROUTES: readonly RouteDoc[] = [
     response: "ChatCompletionResponse",
     stream: "ChatCompletionChunk",
     errors: GENERATION_ERRORS,
+  },
+  {
+    method: "POST",
+    path: "/v1/embeddings",
+    summary: "Create embeddings",
+    description:
+      "OpenAI's embeddings: `input` as a string, strings, token ids or lists of token ids (one embedding each, in order); `encoding_format` `float` or `base64` (little-endian float32); `dimensions` only as the model's own width. The prompt's final hidden states are pooled (`--pooling`, else the GGUF's `pooling_type`, else mean) and L2-normalised; the requests run in the step loop beside generation.",
+    tag: "Generation",
+    auth: true,
+    request: ["EmbeddingRequest"],
+    response: "EmbeddingResponse",
+    errors: [404, 422],
   },
   {
     method: "POST",

@@ -1,0 +1,144 @@
+/**
+ * `POST /v1/embeddings` (OpenAI's shape): each input is tokenized (BOS as the model asks) and runs through
+ * the engine's step loop as a sequence that returns its pooled hidden state instead of generating, so
+ * embeddings share the slots, the queue, the metrics and the limits with generation. Vectors are
+ * L2-normalised, as OpenAI's are.
+ */
+import type { GenerationRequest } from "../engine/types.ts";
+import { badRequest } from "../errors.ts";
+import type { EmbeddingRequest, EmbeddingResponse } from "../protocol/embeddings.ts";
+import type { ModelRegistry } from "./ModelRegistry.ts";
+
+/**
+ * Embeds every input of the request, in order.
+ * @throws ApiError 404 for an unknown model; 400 for an empty input or list, a token id outside the
+ *   vocabulary, an input longer than the context (with the numbers), and `dimensions` other than the
+ *   model's width; 503 when the queue is full.
+ */
+export async function createEmbeddings(
+  registry: ModelRegistry,
+  body: EmbeddingRequest,
+  signal: AbortSignal,
+): Promise<EmbeddingResponse> {
+  const { name, scheduler } = registry.resolve(body.model);
+  const host = scheduler.host;
+  const width = host.info.nEmbd;
+  if (body.dimensions !== undefined && body.dimensions !== null && body.dimensions !== width) {
+    throw badRequest(
+      `dimensions: this model's embeddings have ${width} dimensions and cannot be shortened.`,
+      "dimensions",
+    );
+  }
+  const prompts = inputTokens(body.input, (text) => host.tokenize(text, true), host.vocabularySize);
+  prompts.forEach((tokens, index) => {
+    if (tokens.length > host.contextSize) {
+      throw badRequest(
+        `input${Array.isArray(body.input) ? `[${index}]` : ""} has ${tokens.length} tokens, more than the model's context of ${host.contextSize}.`,
+        "input",
+      );
+    }
+  });
+  scheduler.assertCapacity(prompts.length);
+  const results = await Promise.all(
+    prompts.map((promptTokens) =>
+      scheduler.submit(embeddingRequest(promptTokens, host.pooling), { onDelta: () => undefined }, signal),
+    ),
+  );
+  const data = results.map((result, index) => {
+    if (!result.embedding) throw result.abortReason ?? new Error("the embedding request was aborted");
+    const vector = normalised(result.embedding);
+    return {
+      object: "embedding" as const,
+      index,
+      embedding: body.encoding_format === "base64" ? base64Of(vector) : Array.from(vector),
+    };
+  });
+  const promptTokens = prompts.reduce((sum, tokens) => sum + tokens.length, 0);
+  return {
+    object: "list",
+    data,
+    model: name,
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+  };
+}
+
+/** The token ids of each input (OpenAI's four `input` forms). @throws ApiError 400 for an empty input or a bad id. */
+function inputTokens(
+  input: EmbeddingRequest["input"],
+  tokenize: (text: string) => number[],
+  vocabularySize: number,
+): number[][] {
+  const empty = () => badRequest("input must not be empty.", "input");
+  if (typeof input === "string") {
+    if (input.length === 0) throw empty();
+    return [tokenize(input)];
+  }
+  if (input.length === 0) throw empty();
+  if (input.every((item) => typeof item === "number"))
+    return [checkIds(input as number[], vocabularySize, "input")];
+  return input.map((item, index) => {
+    if (typeof item === "string") {
+      if (item.length === 0) throw badRequest(`input[${index}] must not be empty.`, `input[${index}]`);
+      return tokenize(item);
+    }
+    if (item.length === 0) throw badRequest(`input[${index}] must not be empty.`, `input[${index}]`);
+    return checkIds(item, vocabularySize, `input[${index}]`);
+  });
+}
+
+function checkIds(ids: number[], vocabularySize: number, param: string): number[] {
+  const outside = ids.findIndex((id) => id >= vocabularySize);
+  if (outside !== -1) {
+    throw badRequest(
+      `Token id ${ids[outside]} is outside the vocabulary (0..${vocabularySize - 1}).`,
+      `${param}[${outside}]`,
+    );
+  }
+  return ids;
+}
+
+/** The engine request of one input: its prompt, pooled, nothing generated. */
+function embeddingRequest(promptTokens: number[], pooling: GenerationRequest["embed"]): GenerationRequest {
+  return {
+    promptTokens,
+    maxTokens: 0,
+    sampling: {
+      temperature: 0,
+      topP: 1,
+      topK: 0,
+      minP: 0,
+      seed: 0,
+      frequencyPenalty: 0,
+      presencePenalty: 0,
+      repetitionPenalty: 1,
+      logitBias: new Map(),
+    },
+    stop: [],
+    includeStopStrInOutput: false,
+    priority: 0,
+    minTokens: 0,
+    ignoreEos: false,
+    stopTokenIds: [],
+    logprobs: null,
+    promptLogprobs: null,
+    grammar: null,
+    batchInvariant: false,
+    ...(pooling ? { embed: pooling } : {}),
+  };
+}
+
+/** The vector scaled to unit L2 length (a zero vector stays zero). */
+function normalised(vector: Float32Array): Float32Array {
+  let sum = 0;
+  for (const value of vector) sum += value * value;
+  const norm = Math.sqrt(sum);
+  return norm > 0 ? Float32Array.from(vector, (value) => value / norm) : Float32Array.from(vector);
+}
+
+/** OpenAI's base64 encoding: the little-endian float32 bytes. */
+function base64Of(vector: Float32Array): string {
+  const bytes = new Uint8Array(vector.length * 4);
+  const view = new DataView(bytes.buffer);
+  vector.forEach((value, index) => view.setFloat32(index * 4, value, true));
+  return Buffer.from(bytes).toString("base64");
+}
