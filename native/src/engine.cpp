@@ -694,9 +694,8 @@ class Context : public Napi::ObjectWrap<Context> {
     params.n_threads_batch = threads;
     threads_ = threads;
     params.kv_unified = options.Get("kvUnified").ToBoolean();
-    // Every output row also carries its final hidden state (embeddings requests pool them in JS); the
-    // pooling is ours, so llama.cpp's is off.
-    params.embeddings = true;
+    // Steps with embedding outputs switch llama.cpp's embeddings on (see runStep); the pooling is ours.
+    params.embeddings = false;
     params.pooling_type = LLAMA_POOLING_TYPE_NONE;
     params.offload_kqv = options.Get("offloadKqv").IsBoolean() ? options.Get("offloadKqv").ToBoolean().Value() : true;
     params.no_perf = true;
@@ -772,6 +771,12 @@ class Context : public Napi::ObjectWrap<Context> {
       batch_.logits[i] = 0;
     }
     for (int32_t row : plan.outputRows) batch_.logits[row] = 1;
+    // Output rows carry their final hidden states only in steps that have an embedding output.
+    const bool wantEmbeddings = std::find(plan.kinds.begin(), plan.kinds.end(), 2) != plan.kinds.end();
+    if (wantEmbeddings != embeddingsOn_) {
+      llama_set_embeddings(ctx_, wantEmbeddings);
+      embeddingsOn_ = wantEmbeddings;
+    }
     const auto started = std::chrono::steady_clock::now();
     const int32_t status = llama_decode(ctx_, batch_);
     const auto decoded = std::chrono::steady_clock::now();
@@ -944,6 +949,7 @@ class Context : public Napi::ObjectWrap<Context> {
   const llama_vocab* vocab_ = nullptr;
   int32_t nVocab_ = 0;
   int32_t nEmbd_ = 0;
+  bool embeddingsOn_ = false;
   int32_t nBatch_ = 0;
   llama_batch batch_{};
   std::vector<std::unique_ptr<SequenceSampler>> samplers_;
