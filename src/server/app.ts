@@ -22,6 +22,7 @@ import { anthropicErrorBody, errorBody, errorHeaders } from "./errorBody.ts";
 import { answerClientError, answerFrameworkError } from "./frameworkErrors.ts";
 import { registerJsonBodyParser } from "./jsonBody.ts";
 import { registerMetricsRoute, type ServerMetrics } from "./metrics.ts";
+import { MetricsSampler, registerMetricsHistoryRoute } from "./metricsHistory.ts";
 import { DEFAULT_OPERATIONS, type OperationsOptions, registerOperations } from "./operations.ts";
 import { registerChatRoutes } from "./routes/chat.ts";
 import { registerCompletionRoutes } from "./routes/completions.ts";
@@ -40,7 +41,7 @@ export type AppContext = {
   maxTokensCap?: number | undefined;
   /** Image limits (`--max-image-bytes`, `--allow-private-image-urls`). Defaults to 20 MB, public URLs only. */
   imageLimits?: ImageLimits;
-  /** Prometheus metrics served at GET /metrics (absent: no /metrics route). */
+  /** Prometheus metrics served at GET /metrics, and their sampled history at GET /metrics/history (absent: neither route). */
   metrics?: ServerMetrics;
   /** True once every model is loaded (readiness). */
   isReady(): boolean;
@@ -130,7 +131,10 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
 
   registerOperations(app, context, options.operations ?? DEFAULT_OPERATIONS);
   registerHealthRoutes(app, context);
-  if (context.metrics) registerMetricsRoute(app, context.metrics);
+  if (context.metrics) {
+    registerMetricsRoute(app, context.metrics);
+    registerMetricsHistoryRoute(app, new MetricsSampler(context.metrics));
+  }
   registerModelRoutes(app, context);
   registerCompletionRoutes(app, context);
   registerEmbeddingRoutes(app, context);

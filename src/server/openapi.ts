@@ -109,6 +109,44 @@ export type RouteDoc = {
 /** Generation routes: a bad value, an unknown model, a schema violation, `--request-timeout` (504). */
 const GENERATION_ERRORS = [404, 422, 504];
 
+const PERCENTILES_SCHEMA = {
+  type: "object",
+  properties: { p50: { type: "number" }, p90: { type: "number" }, p99: { type: "number" } },
+};
+/** GET /metrics/history's body (`HistorySnapshot` of `src/shared/metricsHistory.ts`). */
+const METRICS_HISTORY_SCHEMA = {
+  type: "object",
+  required: ["interval_ms", "models"],
+  properties: {
+    interval_ms: { type: "integer" },
+    models: {
+      type: "object",
+      additionalProperties: {
+        type: "array",
+        items: {
+          type: "object",
+          required: ["time", "ttft", "itl", "e2e", "outcomes"],
+          properties: {
+            time: { type: "number" },
+            running: { type: "number" },
+            waiting: { type: "number" },
+            kvCache: { type: "number" },
+            outputTps: { type: "number" },
+            promptTps: { type: "number" },
+            ttft: PERCENTILES_SCHEMA,
+            itl: PERCENTILES_SCHEMA,
+            e2e: PERCENTILES_SCHEMA,
+            generationTokens: { type: "number" },
+            promptTokens: { type: "number" },
+            outcomes: { type: "object", additionalProperties: { type: "number" } },
+            prefixHitRate: { type: "number" },
+          },
+        },
+      },
+    },
+  },
+};
+
 /** Every route of the API, as `test/unit/openapi.test.ts` checks against the registered ones. */
 export const API_ROUTES: readonly RouteDoc[] = [
   {
@@ -271,6 +309,21 @@ export const API_ROUTES: readonly RouteDoc[] = [
     tag: "Server",
     auth: "with --protect-metrics",
     response: { mediaType: "text/plain", description: "Prometheus text exposition format." },
+    optional: true,
+  },
+  {
+    method: "GET",
+    path: "/metrics/history",
+    summary: "The dashboard's last 10 minutes of metrics",
+    description:
+      "What the web UI's dashboard charts, per model, sampled by the server from its own /metrics every `interval_ms` (2 s) over the last 10 minutes (at most 300 points per model), oldest first. Times are ms since the epoch; latency percentiles (seconds) cover the 30 s before each point; a value the server could not compute yet is absent.",
+    tag: "Server",
+    auth: "with --protect-metrics",
+    response: {
+      mediaType: "application/json",
+      description: "Per-model series of dashboard points.",
+      schema: METRICS_HISTORY_SCHEMA,
+    },
     optional: true,
   },
   {

@@ -1,11 +1,15 @@
+import {
+  HISTORY_MS,
+  type HistorySnapshot,
+  MetricsHistory,
+  type ModelPoint,
+  type Percentiles,
+  POLL_MS,
+} from "../../src/shared/metricsHistory.ts";
+import { parsePrometheus } from "../../src/shared/prometheus.ts";
 import { ApiRequestError, apiFetch } from "./api.ts";
 import { barList, lineChart } from "./chart.ts";
 import { h, replaceChildren } from "./dom.ts";
-import { HISTORY_MS, MetricsHistory, type ModelPoint, type Percentiles } from "./metricsHistory.ts";
-import { parsePrometheus } from "./prometheus.ts";
-
-/** How often the dashboard scrapes /metrics. */
-export const POLL_MS = 2_000;
 
 /** The live dashboard: polls /metrics while shown and draws per-model cards and charts. */
 export type Dashboard = { element: HTMLElement; start(): void; stop(): void };
@@ -26,10 +30,30 @@ export function createDashboard(): Dashboard {
   );
   let timer: ReturnType<typeof setTimeout> | undefined;
   let active = false;
+  let historyLoaded = false;
+
+  /**
+   * Once per page: the server's last 10 minutes (GET /metrics/history), so that a dashboard opened
+   * late is not empty. A server without it (older lmserve, a proxy) is fine: the charts start empty.
+   */
+  async function loadHistory(): Promise<void> {
+    if (historyLoaded) return;
+    const response = await apiFetch("metrics/history");
+    historyLoaded = true;
+    if (!response.ok) return;
+    try {
+      history.load((await response.json()) as HistorySnapshot);
+    } catch {
+      // Not our JSON: no history.
+    }
+  }
 
   async function poll(): Promise<void> {
     try {
-      if (!document.hidden) await scrape();
+      if (!document.hidden) {
+        await loadHistory();
+        await scrape();
+      }
     } catch (error) {
       status.textContent = `Could not read /metrics: ${error instanceof Error ? error.message : String(error)}`;
       if (error instanceof ApiRequestError && error.status === 401) {
@@ -91,7 +115,7 @@ export function createDashboard(): Dashboard {
 function modelSection(model: string, points: ModelPoint[]): HTMLElement {
   const last = points.at(-1)!;
   const times = points.map((point) => point.time);
-  // The time axis grows with the history: at least a minute, at most the 5 minutes kept.
+  // The time axis grows with the history: at least a minute, at most the 10 minutes kept.
   const spanMs = Math.min(HISTORY_MS, Math.max(60_000, last.time - (points[0]?.time ?? last.time)));
   const finished = Object.values(last.outcomes).reduce((sum, count) => sum + count, 0);
   const percentileSeries = (pick: (point: ModelPoint) => Percentiles) =>

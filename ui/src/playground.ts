@@ -1,5 +1,6 @@
 import { ApiRequestError, listModels, type ModelInfo, takesImages } from "./api.ts";
 import { createCodePanel } from "./codePanel.ts";
+import { loadConversation, saveConversation } from "./conversationStore.ts";
 import { h, replaceChildren } from "./dom.ts";
 import { createImageAttachment } from "./imageAttachment.ts";
 import { installTokenTooltip, logprobLegend } from "./logprobs.ts";
@@ -155,7 +156,10 @@ export function createPlayground(): Playground {
       });
       reply.finish(result, result.stopped ? null : checkStructured(current.structured, result.text));
       status.textContent = result.stopped ? "Stopped." : "Done.";
-      if (chat) conversation.push(userMessage, { role: "assistant", content: result.text });
+      if (chat) {
+        conversation.push(userMessage, { role: "assistant", content: result.text });
+        if (!saveConversation(conversation)) status.textContent += " (Too large to keep across a reload.)";
+      }
     } catch (error) {
       userView?.element.remove();
       reply.element.remove();
@@ -184,6 +188,7 @@ export function createPlayground(): Playground {
 
   function clearAll(): void {
     conversation.length = 0;
+    saveConversation(conversation);
     attachment.clear();
     transcript.replaceChildren(emptyHint());
     output.replaceChildren();
@@ -198,6 +203,25 @@ export function createPlayground(): Playground {
     else replaceChildren(alert, ...errorContent(error));
   }
 
+  /** The conversation kept from before a reload (localStorage), shown again. */
+  function restoreConversation(): void {
+    const kept = loadConversation();
+    if (kept.length === 0) return;
+    conversation.push(...kept);
+    transcript.replaceChildren(
+      ...kept.map((message) => {
+        const parts = typeof message.content === "string" ? [] : message.content;
+        const text =
+          typeof message.content === "string"
+            ? message.content
+            : parts.map((part) => (part.type === "text" ? part.text : "")).join("");
+        const images = parts.flatMap((part) => (part.type === "image_url" ? [part.image_url.url] : []));
+        return replyView(message.role, text, images).element;
+      }),
+    );
+  }
+
+  restoreConversation();
   applyMode();
   return {
     element,

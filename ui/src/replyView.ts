@@ -1,5 +1,6 @@
 import { h, replaceChildren } from "./dom.ts";
 import { type TokenLogprob, tokenSpan } from "./logprobs.ts";
+import { markdownToHtml } from "./markdown.ts";
 import { type ReplyResult, tokensPerSecond } from "./runStream.ts";
 import type { StructuredCheck } from "./structured.ts";
 
@@ -14,10 +15,24 @@ export type ReplyView = {
 
 /**
  * A transcript entry: `role` heading, then the text (or an empty body to stream into) and the images
- * the message carries (`data:` URLs), each shown below the text.
+ * the message carries (`data:` URLs), each shown below the text. An assistant's text is rendered as
+ * Markdown (`markdown.ts`, which escapes all of it), re-rendered as it streams; a reply streamed with
+ * logprobs shows its coloured token spans instead.
  */
 export function replyView(role: string, text = "", images: readonly string[] = []): ReplyView {
-  const body = h("div", { class: "body", "data-role": role }, text);
+  const markdown = role === "assistant";
+  let source = text;
+  let tokenView = false;
+  const body = h(
+    "div",
+    { class: markdown ? "body markdown" : "body", "data-role": role },
+    markdown ? "" : text,
+  );
+  // Safe: markdownToHtml escapes every character of the model's text (see markdown.ts).
+  const render = () => {
+    body.innerHTML = markdownToHtml(source);
+  };
+  if (markdown) render();
   const gallery =
     images.length === 0
       ? null
@@ -35,13 +50,24 @@ export function replyView(role: string, text = "", images: readonly string[] = [
     gallery,
     footer,
   );
-  if (role === "assistant") {
+  if (role === "assistant" && text === "") {
     body.setAttribute("aria-live", "polite");
     body.setAttribute("aria-busy", "true");
   }
   return {
     element,
     append(delta, tokens) {
+      if (markdown && !tokenView) {
+        if (tokens.length === 0) {
+          source += delta;
+          render();
+          return;
+        }
+        // Logprobs came: the reply is shown as token spans, after the text so far as plain text.
+        tokenView = true;
+        body.classList.remove("markdown");
+        body.replaceChildren(source);
+      }
       // Each token whose text is the next part of the delta becomes a span; tokens that add no text
       // (EOS, a partial UTF-8 character) are left out, and text no token accounts for stays plain.
       let rest = delta;

@@ -1,14 +1,14 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { MetricsHistory } from "../../../ui/src/metricsHistory.ts";
+import { MetricsHistory } from "../../../src/shared/metricsHistory.ts";
 import {
   bucketDelta,
   bucketsOf,
   histogramQuantile,
   parsePrometheus,
   sumOf,
-} from "../../../ui/src/prometheus.ts";
+} from "../../../src/shared/prometheus.ts";
 
 /** A registry shaped like lmserve's /metrics (vLLM names, `model_name` label), filled by prom-client. */
 function vllmRegistry() {

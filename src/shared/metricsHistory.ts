@@ -1,3 +1,9 @@
+/**
+ * The dashboard's per-model series computed from scrapes of /metrics. Shared by the web UI (which
+ * scrapes every 2 s while the dashboard is open) and the server (`src/server/metricsHistory.ts`, which
+ * samples its own registry so that a dashboard opened late still shows the last 10 minutes): no Node
+ * or DOM API here.
+ */
 import { type Buckets, bucketDelta, bucketsOf, histogramQuantile, type Sample, sumOf } from "./prometheus.ts";
 
 /** vLLM's metric names, which lmserve exposes at /metrics (all labelled `model_name`). */
@@ -43,8 +49,15 @@ export type ModelPoint = {
 
 /** Percentiles are computed over the observations of this window. */
 export const WINDOW_MS = 30_000;
-/** How much history the charts keep. */
-export const HISTORY_MS = 5 * 60_000;
+/** How often the dashboard (and the server's sampler) scrapes /metrics. */
+export const POLL_MS = 2_000;
+/** How much history the charts keep: 10 minutes. */
+export const HISTORY_MS = 10 * 60_000;
+/** The most points kept per model: one every {@link POLL_MS} over {@link HISTORY_MS} (300). */
+export const MAX_POINTS = HISTORY_MS / POLL_MS;
+
+/** GET /metrics/history's body: every model's points, oldest first. */
+export type HistorySnapshot = { interval_ms: number; models: Record<string, ModelPoint[]> };
 
 type Scrape = { time: number; samples: Sample[] };
 
@@ -63,9 +76,31 @@ export class MetricsHistory {
       const point = modelPoint(model, time, samples, previous, windowStart);
       const list = this.points.get(model) ?? [];
       list.push(point);
-      while ((list[0]?.time ?? time) < time - HISTORY_MS) list.shift();
+      while (list.length > MAX_POINTS || (list[0]?.time ?? time) < time - HISTORY_MS) list.shift();
       this.points.set(model, list);
     }
+  }
+
+  /**
+   * Seeds the series with points computed elsewhere (the server's history), before any scrape of
+   * this instance: points newer than a model's last one are appended.
+   */
+  load(snapshot: HistorySnapshot): void {
+    for (const [model, points] of Object.entries(snapshot.models)) {
+      const list = this.points.get(model) ?? [];
+      const last = list.at(-1)?.time ?? Number.NEGATIVE_INFINITY;
+      list.push(...points.filter((point) => point.time > last));
+      list.sort((a, b) => a.time - b.time);
+      while (list.length > MAX_POINTS) list.shift();
+      this.points.set(model, list);
+    }
+  }
+
+  /** Every model's points, as GET /metrics/history answers them. */
+  snapshot(): HistorySnapshot {
+    const models: Record<string, ModelPoint[]> = {};
+    for (const model of this.models()) models[model] = this.series(model);
+    return { interval_ms: POLL_MS, models };
   }
 
   /** The models seen so far. */
