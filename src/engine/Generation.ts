@@ -92,7 +92,8 @@ export class Generation {
     const pooling = this.request.embed;
     const last = this.request.promptTokens.length - 1;
     if (pooling === "mean") {
-      const sum = (this.embedding ??= new Float32Array(vector.length));
+      this.embedding ??= new Float32Array(vector.length);
+      const sum = this.embedding;
       for (let index = 0; index < vector.length; index++) {
         sum[index] = (sum[index] ?? 0) + (vector[index] as number) / (last + 1);
       }

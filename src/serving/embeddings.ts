@@ -139,6 +139,8 @@ function normalised(vector: Float32Array): Float32Array {
 function base64Of(vector: Float32Array): string {
   const bytes = new Uint8Array(vector.length * 4);
   const view = new DataView(bytes.buffer);
-  vector.forEach((value, index) => view.setFloat32(index * 4, value, true));
+  vector.forEach((value, index) => {
+    view.setFloat32(index * 4, value, true);
+  });
   return Buffer.from(bytes).toString("base64");
 }
