@@ -20,7 +20,8 @@ const NUMBERED = /^\s*\d{1,9}[.)]\s+(.*)$/;
 
 /**
  * Renders Markdown `source` to an HTML string in which all of the source's text is escaped. Headings
- * `#`..`######` become `<h4>`..`<h6>` (capped), below the transcript's own headings.
+ * `#`..`######` become `<h4>`..`<h6>` (capped), below the transcript's own headings. Line breaks and
+ * blank lines stay in the text, so plain text keeps its exact textContent.
  */
 export function markdownToHtml(source: string): string {
   const lines = source.replace(/\r\n?/g, "\n").split("\n");
@@ -28,7 +29,8 @@ export function markdownToHtml(source: string): string {
   let paragraph: string[] = [];
   let list: { tag: "ul" | "ol"; items: string[] } | null = null;
   const flushParagraph = () => {
-    if (paragraph.length > 0) out.push(`<p>${paragraph.map(renderInline).join("<br>")}</p>`);
+    // "<br>\n": the line break shows, and the element's textContent keeps the source's newline.
+    if (paragraph.length > 0) out.push(`<p>${paragraph.map(renderInline).join("<br>\n")}</p>`);
     paragraph = [];
   };
   const flushList = () => {
@@ -79,6 +81,8 @@ export function markdownToHtml(source: string): string {
     }
     if (line.trim() === "") {
       flush();
+      // A blank line adds a (non-rendered) newline between blocks, so textContent keeps it too.
+      out.push("");
       continue;
     }
     if (list && /^\s{2,}\S/.test(line)) {
@@ -90,7 +94,9 @@ export function markdownToHtml(source: string): string {
     paragraph.push(line);
   }
   flush();
-  return out.join("");
+  // Blocks are joined by newlines (whitespace between blocks does not render): the HTML's textContent
+  // is the source's text where the source has no Markdown syntax.
+  return out.join("\n");
 }
 
 /**

@@ -13,8 +13,8 @@ describe("markdownToHtml", () => {
   it("renders paragraphs, headings, emphasis, inline code and lists", () => {
     assert.equal(
       markdownToHtml("## Plan\nFirst **bold** and *it* and `a<b`\nnext line\n\n- one\n- _two_\n\n1. a\n2. b"),
-      "<h5>Plan</h5><p>First <strong>bold</strong> and <em>it</em> and <code>a&#60;b</code><br>next line</p>" +
-        "<ul><li>one</li><li><em>two</em></li></ul><ol><li>a</li><li>b</li></ol>",
+      "<h5>Plan</h5>\n<p>First <strong>bold</strong> and <em>it</em> and <code>a&#60;b</code><br>\nnext line</p>" +
+        "\n\n<ul><li>one</li><li><em>two</em></li></ul>\n\n<ol><li>a</li><li>b</li></ol>",
     );
     assert.equal(markdownToHtml("snake_case and 2*3*4"), "<p>snake_case and 2*3*4</p>");
   });
@@ -44,7 +44,7 @@ describe("markdownToHtml", () => {
     const html = markdownToHtml(`Before\n\`\`\`ts\n${code}\n\`\`\`\nAfter`);
     assert.equal(
       html,
-      `<p>Before</p><pre><code class="language-ts" data-lang="ts">${escapeHtml(code)}</code></pre><p>After</p>`,
+      `<p>Before</p>\n<pre><code class="language-ts" data-lang="ts">${escapeHtml(code)}</code></pre>\n<p>After</p>`,
     );
     // The language is reduced to safe characters.
     assert.match(
