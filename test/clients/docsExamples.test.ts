@@ -45,7 +45,15 @@ describe("docs/clients.md examples", () => {
   it("has one example per client", () => {
     assert.deepEqual(
       examples.map((example) => example.heading),
-      ["curl", "openai (official Node.js SDK)", "Vercel AI SDK", "LangChain"],
+      [
+        "curl",
+        "openai (official Node.js SDK)",
+        "Vercel AI SDK",
+        "LangChain",
+        "Embeddings (openai SDK)",
+        "Responses (openai SDK)",
+        "Anthropic Messages (@anthropic-ai/sdk)",
+      ],
     );
   });
 
@@ -59,7 +67,13 @@ describe("docs/clients.md examples", () => {
     assert.ok((body.choices[0]?.message.content ?? "").length > 0);
   });
 
-  for (const heading of ["openai (official Node.js SDK)", "Vercel AI SDK", "LangChain"]) {
+  for (const heading of [
+    "openai (official Node.js SDK)",
+    "Vercel AI SDK",
+    "LangChain",
+    "Responses (openai SDK)",
+    "Anthropic Messages (@anthropic-ai/sdk)",
+  ]) {
     it(`${heading} prints the model's text`, async () => {
       const example = examples.find((e) => e.heading === heading);
       assert.ok(example);
@@ -70,4 +84,12 @@ describe("docs/clients.md examples", () => {
       if (heading === "Vercel AI SDK") assert.match(stdout, /\n\d+ tokens\n$/);
     });
   }
+
+  it("Embeddings (openai SDK) prints one 64-wide vector per input", async () => {
+    const example = examples.find((e) => e.heading === "Embeddings (openai SDK)");
+    assert.ok(example);
+    const { status, stdout, stderr } = await run(example, server.url);
+    assert.equal(status, 0, stderr);
+    assert.equal(stdout.trim(), "2 64");
+  });
 });
