@@ -3,6 +3,7 @@
  * GBNF `gbnf`, through the engine's scheduler. Shared by `bench/schemaSample.ts` and the engine-level
  * guided-decoding test.
  */
+import { plainRequest } from "../../src/engine/plainRequest.ts";
 import type { Scheduler } from "../../src/engine/Scheduler.ts";
 
 /** The generated text and whether the generation stopped by itself (the grammar completed). */
@@ -18,31 +19,7 @@ export async function sampleUnderGrammar(
 ): Promise<GrammarSample> {
   let text = "";
   const result = await scheduler.submit(
-    {
-      promptTokens,
-      maxTokens,
-      sampling: {
-        temperature: 1,
-        topP: 1,
-        topK: 0,
-        minP: 0,
-        seed,
-        frequencyPenalty: 0,
-        presencePenalty: 0,
-        repetitionPenalty: 1,
-        logitBias: new Map(),
-      },
-      stop: [],
-      includeStopStrInOutput: false,
-      priority: 0,
-      minTokens: 0,
-      ignoreEos: false,
-      stopTokenIds: [],
-      logprobs: null,
-      promptLogprobs: null,
-      grammar: { gbnf },
-      batchInvariant: false,
-    },
+    plainRequest(promptTokens, maxTokens, { sampling: { seed }, grammar: { gbnf } }),
     {
       onDelta: (delta) => {
         text += delta.text;

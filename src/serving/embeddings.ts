@@ -4,7 +4,8 @@
  * embeddings share the slots, the queue, the metrics and the limits with generation. Vectors are
  * L2-normalised, as OpenAI's are.
  */
-import type { GenerationRequest } from "../engine/types.ts";
+import { plainRequest } from "../engine/plainRequest.ts";
+import type { GenerationRequest, Pooling } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { EmbeddingRequest, EmbeddingResponse } from "../protocol/embeddings.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
@@ -98,33 +99,8 @@ function checkIds(ids: number[], vocabularySize: number, param: string): number[
 }
 
 /** The engine request of one input: its prompt, pooled, nothing generated. */
-function embeddingRequest(promptTokens: number[], pooling: GenerationRequest["embed"]): GenerationRequest {
-  return {
-    promptTokens,
-    maxTokens: 0,
-    sampling: {
-      temperature: 0,
-      topP: 1,
-      topK: 0,
-      minP: 0,
-      seed: 0,
-      frequencyPenalty: 0,
-      presencePenalty: 0,
-      repetitionPenalty: 1,
-      logitBias: new Map(),
-    },
-    stop: [],
-    includeStopStrInOutput: false,
-    priority: 0,
-    minTokens: 0,
-    ignoreEos: false,
-    stopTokenIds: [],
-    logprobs: null,
-    promptLogprobs: null,
-    grammar: null,
-    batchInvariant: false,
-    ...(pooling ? { embed: pooling } : {}),
-  };
+function embeddingRequest(promptTokens: number[], pooling: Pooling): GenerationRequest {
+  return plainRequest(promptTokens, 0, { embed: pooling });
 }
 
 /** The vector scaled to unit L2 length (a zero vector stays zero). */
