@@ -260,6 +260,8 @@ describe("web UI in Chromium", { skip: chromiumPath ? false : SKIP_REASON }, () 
   it("dashboard: live counters from /metrics move as requests finish", async (t) => {
     const metrics = await fetch(`${server.url}/metrics`);
     await page.getByRole("link", { name: "Dashboard" }).click();
+    // The page switches on the hashchange event, which follows the click asynchronously.
+    await page.waitForFunction(() => document.title === "Dashboard · lmserve", undefined, { timeout: 5000 });
     assert.equal(await page.title(), "Dashboard · lmserve");
     if (metrics.status === 404) {
       await page.getByText("Metrics unavailable.").waitFor();
