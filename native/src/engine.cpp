@@ -145,6 +145,14 @@ std::vector<float> toFloatVector(const Napi::Value& value) {
   return out;
 }
 
+/** A JS typed array (Int32Array or Float32Array) holding a copy of `values`. */
+template <typename Array, typename T>
+Array typedArrayOf(Napi::Env env, const std::vector<T>& values) {
+  Array array = Array::New(env, values.size());
+  std::copy(values.begin(), values.end(), array.Data());
+  return array;
+}
+
 double numberOr(const Napi::Object& object, const char* key, double fallback) {
   Napi::Value value = object.Get(key);
   return value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : fallback;
@@ -208,23 +216,32 @@ Napi::Value LoadBackend(const Napi::CallbackInfo& info) {
   return Napi::String::New(env, reason.empty() ? "the backend did not load" : reason);
 }
 
-/** validateGrammar(text, root) -> null when llama.cpp's grammar parser takes it, else its message. */
-Napi::Value ValidateGrammar(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::string text = info[0].As<Napi::String>().Utf8Value();
-  std::string root = info[1].As<Napi::String>().Utf8Value();
+/**
+ * llama.cpp's grammar sampler for GBNF `text` from rule `root` (`vocab` may be null: parse only), or
+ * nullptr with llama.cpp's message in `reason`.
+ */
+llama_sampler* initGrammar(const llama_vocab* vocab, const std::string& text, const std::string& root,
+                           std::string& reason) {
   LogCapture capture;
   llama_sampler* grammar = nullptr;
   try {
-    grammar = llama_sampler_init_grammar(nullptr, text.c_str(), root.c_str());
+    grammar = llama_sampler_init_grammar(vocab, text.c_str(), root.c_str());
   } catch (const std::exception& error) {
     capture.text += error.what();
   }
-  if (grammar != nullptr) {
-    llama_sampler_free(grammar);
-    return env.Null();
-  }
-  return Napi::String::New(env, capture.text.empty() ? "failed to parse grammar" : capture.text);
+  if (grammar == nullptr) reason = capture.text.empty() ? "failed to parse grammar" : capture.text;
+  return grammar;
+}
+
+/** validateGrammar(text, root) -> null when llama.cpp's grammar parser takes it, else its message. */
+Napi::Value ValidateGrammar(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string reason;
+  llama_sampler* grammar =
+      initGrammar(nullptr, info[0].As<Napi::String>().Utf8Value(), info[1].As<Napi::String>().Utf8Value(), reason);
+  if (grammar == nullptr) return Napi::String::New(env, reason);
+  llama_sampler_free(grammar);
+  return env.Null();
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -648,13 +665,9 @@ std::unique_ptr<SequenceSampler> samplerFrom(Napi::Env env, const Napi::Object& 
     std::string gbnf = text.As<Napi::String>().Utf8Value();
     Napi::Value rootValue = config.Get("grammarRoot");
     std::string root = rootValue.IsString() ? rootValue.As<Napi::String>().Utf8Value() : "root";
-    LogCapture capture;
-    try {
-      grammar = llama_sampler_init_grammar(vocab, gbnf.c_str(), root.c_str());
-    } catch (const std::exception& error) {
-      capture.text += error.what();
-    }
-    if (grammar == nullptr) throw Napi::Error::New(env, "grammar: " + capture.text);
+    std::string reason;
+    grammar = initGrammar(vocab, gbnf, root, reason);
+    if (grammar == nullptr) throw Napi::Error::New(env, "grammar: " + reason);
   }
   return std::make_unique<SequenceSampler>(nVocab, paramsFrom(config), std::move(bias),
                                            toIntVector(config.Get("banAlways")), toIntVector(config.Get("banEarly")),
@@ -795,9 +808,8 @@ class Context : public Napi::ObjectWrap<Context> {
     result.logprobs.assign(outputs, 0.0f);
     result.topIds.assign(outputs * static_cast<size_t>(stride), -1);
     result.topLogprobs.assign(outputs * static_cast<size_t>(stride), 0.0f);
-    const bool anyEmbedding = std::find(plan.kinds.begin(), plan.kinds.end(), 2) != plan.kinds.end();
-    result.embdStride = anyEmbedding ? nEmbd_ : 0;
-    result.embeddings.assign(anyEmbedding ? outputs * static_cast<size_t>(nEmbd_) : 0, 0.0f);
+    result.embdStride = wantEmbeddings ? nEmbd_ : 0;
+    result.embeddings.assign(wantEmbeddings ? outputs * static_cast<size_t>(nEmbd_) : 0, 0.0f);
     // Outputs are independent (one sampler per sequence, at most one sampled row per sequence): with
     // several, the context's threads (idle once the decode is done) share them.
     const size_t workers = std::min<size_t>(outputs, static_cast<size_t>(std::max(threads_, 1)));
@@ -959,19 +971,52 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::ObjectReference modelRef_;
   std::atomic<bool> busy_{false};
 
-  friend class StepWorker;
 };
 
-class StepWorker : public Napi::AsyncWorker {
+/**
+ * Work on a context off the JS thread (a step, an image): holds the context and its JS object alive,
+ * marks the context free again when done, and settles the promise with `result()` or the error.
+ */
+class ContextWorker : public Napi::AsyncWorker {
+ public:
+  ContextWorker(Napi::Env env, Context* context, Napi::Object contextObject)
+      : Napi::AsyncWorker(env),
+        context_(context),
+        deferred_(Napi::Promise::Deferred::New(env)),
+        contextRef_(Napi::Persistent(contextObject)) {}
+
+  /** Queues the worker and returns its promise. */
+  Napi::Promise start() {
+    Napi::Promise promise = deferred_.Promise();
+    Queue();
+    return promise;
+  }
+
+  void OnOK() override {
+    context_->setBusy(false);
+    deferred_.Resolve(result(Env()));
+  }
+
+  void OnError(const Napi::Error& error) override {
+    context_->setBusy(false);
+    deferred_.Reject(error.Value());
+  }
+
+ protected:
+  /** The resolved value, built on the JS thread. */
+  virtual Napi::Value result(Napi::Env env) = 0;
+
+  Context* context_;
+
+ private:
+  Napi::Promise::Deferred deferred_;
+  Napi::ObjectReference contextRef_;
+};
+
+class StepWorker : public ContextWorker {
  public:
   StepWorker(Napi::Env env, Context* context, Napi::Object contextObject, StepPlan plan)
-      : Napi::AsyncWorker(env),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        context_(context),
-        contextRef_(Napi::Persistent(contextObject)),
-        plan_(std::move(plan)) {}
-
-  Napi::Promise promise() { return deferred_.Promise(); }
+      : ContextWorker(env, context, contextObject), plan_(std::move(plan)) {}
 
   void Execute() override {
     try {
@@ -981,45 +1026,23 @@ class StepWorker : public Napi::AsyncWorker {
     }
   }
 
-  void OnOK() override {
-    context_->setBusy(false);
-    Napi::Env env = Env();
+ protected:
+  Napi::Value result(Napi::Env env) override {
     Napi::Object out = Napi::Object::New(env);
-    const size_t n = result_.tokens.size();
-    auto tokens = Napi::Int32Array::New(env, n);
-    auto ranks = Napi::Int32Array::New(env, n);
-    auto logprobs = Napi::Float32Array::New(env, n);
-    std::copy(result_.tokens.begin(), result_.tokens.end(), tokens.Data());
-    std::copy(result_.ranks.begin(), result_.ranks.end(), ranks.Data());
-    std::copy(result_.logprobs.begin(), result_.logprobs.end(), logprobs.Data());
-    auto topIds = Napi::Int32Array::New(env, result_.topIds.size());
-    auto topLogprobs = Napi::Float32Array::New(env, result_.topLogprobs.size());
-    std::copy(result_.topIds.begin(), result_.topIds.end(), topIds.Data());
-    std::copy(result_.topLogprobs.begin(), result_.topLogprobs.end(), topLogprobs.Data());
-    out.Set("tokens", tokens);
-    out.Set("ranks", ranks);
-    out.Set("logprobs", logprobs);
+    out.Set("tokens", typedArrayOf<Napi::Int32Array>(env, result_.tokens));
+    out.Set("ranks", typedArrayOf<Napi::Int32Array>(env, result_.ranks));
+    out.Set("logprobs", typedArrayOf<Napi::Float32Array>(env, result_.logprobs));
     out.Set("topStride", result_.stride);
-    out.Set("topIds", topIds);
-    out.Set("topLogprobs", topLogprobs);
-    auto embeddings = Napi::Float32Array::New(env, result_.embeddings.size());
-    std::copy(result_.embeddings.begin(), result_.embeddings.end(), embeddings.Data());
-    out.Set("embeddings", embeddings);
+    out.Set("topIds", typedArrayOf<Napi::Int32Array>(env, result_.topIds));
+    out.Set("topLogprobs", typedArrayOf<Napi::Float32Array>(env, result_.topLogprobs));
+    out.Set("embeddings", typedArrayOf<Napi::Float32Array>(env, result_.embeddings));
     out.Set("embdStride", result_.embdStride);
     out.Set("decodeMs", result_.decodeMs);
     out.Set("sampleMs", result_.sampleMs);
-    deferred_.Resolve(out);
-  }
-
-  void OnError(const Napi::Error& error) override {
-    context_->setBusy(false);
-    deferred_.Reject(error.Value());
+    return out;
   }
 
  private:
-  Napi::Promise::Deferred deferred_;
-  Context* context_;
-  Napi::ObjectReference contextRef_;
   StepPlan plan_;
   StepResult result_;
   std::string error_;
@@ -1059,29 +1082,21 @@ Napi::Value Context::Step(const Napi::CallbackInfo& info) {
     if (row < 0 || static_cast<size_t>(row) >= n) throw Napi::RangeError::New(env, "step: output row out of range");
   }
   busy_ = true;
-  auto* worker = new StepWorker(env, this, info.This().As<Napi::Object>(), std::move(plan));
-  Napi::Promise promise = worker->promise();
-  worker->Queue();
-  return promise;
+  return (new StepWorker(env, this, info.This().As<Napi::Object>(), std::move(plan)))->start();
 }
 
 /** Evaluates an image chunk off the JS thread. */
-class ImageWorker : public Napi::AsyncWorker {
+class ImageWorker : public ContextWorker {
  public:
   ImageWorker(Napi::Env env, Context* context, Napi::Object contextObject, Napi::Object projector,
               Napi::Object prompt, size_t chunk, int32_t seq, int32_t nPast)
-      : Napi::AsyncWorker(env),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        context_(context),
-        contextRef_(Napi::Persistent(contextObject)),
+      : ContextWorker(env, context, contextObject),
         projectorRef_(Napi::Persistent(projector)),
         promptRef_(Napi::Persistent(prompt)),
         projector_(Projector::Unwrap(projector)->get()),
         chunk_(MediaPrompt::Unwrap(prompt)->chunk(chunk)),
         seq_(seq),
         nPast_(nPast) {}
-
-  Napi::Promise promise() { return deferred_.Promise(); }
 
   void Execute() override {
     if (projector_ == nullptr || chunk_ == nullptr) {
@@ -1098,22 +1113,15 @@ class ImageWorker : public Napi::AsyncWorker {
     }
   }
 
-  void OnOK() override {
-    context_->setBusy(false);
-    Napi::Object out = Napi::Object::New(Env());
+ protected:
+  Napi::Value result(Napi::Env env) override {
+    Napi::Object out = Napi::Object::New(env);
     out.Set("nPast", newNPast_);
-    deferred_.Resolve(out);
-  }
-
-  void OnError(const Napi::Error& error) override {
-    context_->setBusy(false);
-    deferred_.Reject(error.Value());
+    return out;
   }
 
  private:
-  Napi::Promise::Deferred deferred_;
-  Context* context_;
-  Napi::ObjectReference contextRef_, projectorRef_, promptRef_;
+  Napi::ObjectReference projectorRef_, promptRef_;
   mtmd_context* projector_;
   const mtmd_input_chunk* chunk_;
   int32_t seq_, nPast_, newNPast_ = 0;
@@ -1125,12 +1133,10 @@ Napi::Value Context::EvalImage(const Napi::CallbackInfo& info) {
   check(env);
   const int32_t seq = seqArg(info);
   busy_ = true;
-  auto* worker = new ImageWorker(env, this, info.This().As<Napi::Object>(), info[1].As<Napi::Object>(),
-                                 info[2].As<Napi::Object>(), static_cast<size_t>(info[3].As<Napi::Number>().Int64Value()),
-                                 seq, info[4].As<Napi::Number>().Int32Value());
-  Napi::Promise promise = worker->promise();
-  worker->Queue();
-  return promise;
+  return (new ImageWorker(env, this, info.This().As<Napi::Object>(), info[1].As<Napi::Object>(),
+                          info[2].As<Napi::Object>(), static_cast<size_t>(info[3].As<Napi::Number>().Int64Value()),
+                          seq, info[4].As<Napi::Number>().Int32Value()))
+      ->start();
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1188,12 +1194,8 @@ Napi::Value RowLogprobsJs(const Napi::CallbackInfo& info) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("logprob", lp.logprob);
   out.Set("rank", lp.rank);
-  auto ids = Napi::Int32Array::New(env, lp.topIds.size());
-  auto values = Napi::Float32Array::New(env, lp.topLogprobs.size());
-  std::copy(lp.topIds.begin(), lp.topIds.end(), ids.Data());
-  std::copy(lp.topLogprobs.begin(), lp.topLogprobs.end(), values.Data());
-  out.Set("topIds", ids);
-  out.Set("topLogprobs", values);
+  out.Set("topIds", typedArrayOf<Napi::Int32Array>(env, lp.topIds));
+  out.Set("topLogprobs", typedArrayOf<Napi::Float32Array>(env, lp.topLogprobs));
   return out;
 }
 
