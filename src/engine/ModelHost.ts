@@ -118,6 +118,8 @@ export class ModelHost {
   readonly pooling: Pooling;
   /** The multimodal projector (`--mmproj`), or null: then the model takes no images. */
   readonly projector: NativeProjector | null;
+  /** The text that stands for an image in a prompt (mtmd's marker) when the model takes images, else null. */
+  readonly imageMarker: string | null;
   private readonly endOfGeneration: number[];
 
   private constructor(init: {
@@ -136,6 +138,8 @@ export class ModelHost {
     pooling: Pooling;
   }) {
     this.projector = init.projector;
+    const projectorInfo = init.projector?.info();
+    this.imageMarker = projectorInfo?.vision ? projectorInfo.marker : null;
     this.pooling = init.pooling;
     this.names = init.names;
     this.modelPath = init.modelPath;
@@ -327,7 +331,14 @@ export class ModelHost {
    * @param addSpecialTokens prepend BOS when the model asks for it (HF's `add_special_tokens`).
    */
   tokenize(text: string, addSpecialTokens: boolean): number[] {
-    const tokens = Array.from(this.model.tokenize(text, false, true));
+    return this.withBos(Array.from(this.model.tokenize(text, false, true)), addSpecialTokens);
+  }
+
+  /**
+   * `tokens` with BOS in front when `addSpecialTokens` and the model asks for it
+   * (`tokenizer.ggml.add_bos_token`), never doubled. Returns `tokens` itself when nothing is added.
+   */
+  withBos(tokens: number[], addSpecialTokens: boolean): number[] {
     const { bos, addBos } = this.info;
     if (addSpecialTokens && bos >= 0 && addBos && tokens[0] !== bos) return [bos, ...tokens];
     return tokens;
@@ -348,7 +359,7 @@ export class ModelHost {
 
   /** Whether the model takes images (it has a projector with a vision encoder). */
   get acceptsImages(): boolean {
-    return this.projector?.info().vision ?? false;
+    return this.imageMarker !== null;
   }
 
   /** Frees the context and the model. Call only when no step is running. */

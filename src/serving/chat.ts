@@ -78,9 +78,8 @@ export async function planChat(
   const tools = resolveToolCalling(body, host.chatParsers.toolCallParser, template);
   const reasoningParser = host.chatParsers.reasoningParser ?? detectReasoningParser(template);
   // A model with a projector takes image parts: each becomes the projector's marker in the prompt.
-  const media: MediaPrompt | undefined = host.acceptsImages
-    ? { marker: host.projector?.info().marker ?? "", images: [] }
-    : undefined;
+  const media: MediaPrompt | undefined =
+    host.imageMarker !== null ? { marker: host.imageMarker, images: [] } : undefined;
   let [prompt, addSpecialTokens] = await renderPrompt(host, body, media);
   const budget = body.nvext?.max_thinking_tokens ?? undefined;
   const parserFor = (startsInThinking: boolean | undefined) =>

@@ -42,7 +42,7 @@ export async function tokenizeWithImages(
       }),
     ),
   );
-  const { marker } = projector.info();
+  const marker = host.imageMarker ?? "";
   const markers = prompt.split(marker).length - 1;
   if (markers !== images.length) {
     throw badRequest(
@@ -67,9 +67,8 @@ export async function tokenizeWithImages(
     }
     throw badRequest(`The images could not be read: ${(error as Error).message}.`, "messages");
   }
-  const promptTokens: number[] = [];
-  const { bos, addBos: modelAddsBos } = host.info;
-  if (addBos && modelAddsBos && bos >= 0) promptTokens.push(bos);
+  // BOS as plain tokenization adds it (ModelHost.withBos), then the chunks after it.
+  const promptTokens = host.withBos([], addBos);
   const spans: MediaSpan[] = [];
   tokenized.chunks.forEach((chunk, index) => {
     if (chunk.type === "text") {
