@@ -3,6 +3,24 @@ import { after, before, describe, it } from "node:test";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
 
 /** Reads one sample of a metric from the Prometheus text (labels matched as a substring). */
+/** Streams one completion per prompt at once (`max_tokens` each, EOS ignored); resolves with each one's chunk count. */
+function streamAll(server: TestServer, prompts: string[], maxTokens: number): Promise<number[]> {
+  return Promise.all(
+    prompts.map(async (prompt) => {
+      const stream = await server.client.completions.create({
+        model: TEST_MODEL,
+        prompt,
+        max_tokens: maxTokens,
+        ignore_eos: true,
+        stream: true,
+      } as Parameters<typeof server.client.completions.create>[0] & { stream: true });
+      let chunks = 0;
+      for await (const _ of stream) chunks++;
+      return chunks;
+    }),
+  );
+}
+
 function sample(text: string, name: string, labels = ""): number | undefined {
   for (const line of text.split("\n")) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
@@ -180,19 +198,8 @@ describe("continuous batching", () => {
   });
 
   it("decodes concurrent streams together: their tokens share decode steps (vllm:iteration_tokens_total)", async (t) => {
-    const streams = ["Once", "The dog", "A little bird", "Tom and Sue"].map(async (prompt) => {
-      const stream = await server.client.completions.create({
-        model: TEST_MODEL,
-        prompt,
-        max_tokens: 48,
-        ignore_eos: true,
-        stream: true,
-      } as Parameters<typeof server.client.completions.create>[0] & { stream: true });
-      let chunks = 0;
-      for await (const _ of stream) chunks++;
-      return chunks;
-    });
-    assert.ok((await Promise.all(streams)).every((chunks) => chunks > 0));
+    const chunks = await streamAll(server, ["Once", "The dog", "A little bird", "Tom and Sue"], 48);
+    assert.ok(chunks.every((count) => count > 0));
     const text = await (await fetch(`${server.url}/metrics`)).text();
     const steps = sample(text, "vllm:iteration_tokens_total_count") ?? 0;
     const tokens = sample(text, "vllm:iteration_tokens_total_sum") ?? 0;
@@ -218,19 +225,8 @@ describe("the step loop with 8 slots", () => {
 
   it("8 concurrent streams share their steps: one step per token of all of them", async (t) => {
     const prompts = ["Once", "The dog", "A little bird", "Tom and Sue", "One day", "Lily", "The sun", "Max"];
-    const streams = prompts.map(async (prompt) => {
-      const stream = await server.client.completions.create({
-        model: TEST_MODEL,
-        prompt,
-        max_tokens: 32,
-        ignore_eos: true,
-        stream: true,
-      } as Parameters<typeof server.client.completions.create>[0] & { stream: true });
-      let chunks = 0;
-      for await (const _ of stream) chunks++;
-      return chunks;
-    });
-    assert.ok((await Promise.all(streams)).every((chunks) => chunks > 0));
+    const chunks = await streamAll(server, prompts, 32);
+    assert.ok(chunks.every((count) => count > 0));
     const text = await (await fetch(`${server.url}/metrics`)).text();
     const steps = sample(text, "vllm:iteration_tokens_total_count") ?? 0;
     const small = sample(text, "vllm:iteration_tokens_total_bucket", 'le="4"') ?? 0;
