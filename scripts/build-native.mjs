@@ -22,7 +22,9 @@ import { fileURLToPath } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const buildDir = join(root, "native", "build");
 const output = join(buildDir, "lmserve_engine.node");
-const sources = ["sampler.cpp", "engine.cpp"].map((name) => join(root, "native", "src", name));
+const sources = ["constraint.cpp", "sampler.cpp", "engine.cpp"].map((name) =>
+  join(root, "native", "src", name),
+);
 const headers = readdirSync(join(root, "native", "src"))
   .filter((name) => name.endsWith(".h"))
   .map((name) => join(root, "native", "src", name));

@@ -94,6 +94,10 @@ program
     ).choices(["mean", "cls", "last"]),
   )
   .option(
+    "--jump-forward",
+    "guided decoding: append the text a grammar allows as its only continuation (a key name, a closing brace) without sampling it, as SGLang's jump-forward; changes token boundaries",
+  )
+  .option(
     "--no-kv-unified",
     "give each slot its own KV buffer instead of one shared buffer (llama.cpp's kv_unified)",
   )

@@ -77,6 +77,8 @@ const ServeConfigSchema = z.object({
   nGpuLayers: z.number().int().min(-1).optional(),
   /** One KV buffer shared by every slot (llama.cpp's `kv_unified`); `--no-kv-unified` turns it off. */
   kvUnified: z.boolean(),
+  /** `--jump-forward`: append the text a grammar forces without sampling it (guided decoding). */
+  jumpForward: z.boolean(),
   /** `--pooling`: how `/v1/embeddings` pools a prompt; absent: the GGUF's, else mean. */
   pooling: z.enum(["mean", "cls", "last"]).optional(),
   trustRequestChatTemplate: z.boolean(),
@@ -122,6 +124,7 @@ export type ServeFlags = {
   device?: string;
   nGpuLayers?: string;
   kvUnified?: boolean;
+  jumpForward?: boolean;
   pooling?: string;
   trustRequestChatTemplate?: boolean;
   logLevel?: string;
@@ -230,6 +233,7 @@ export function loadServeConfig(
     device: flags.device ?? "auto",
     nGpuLayers: optionalInteger(flags.nGpuLayers, "--n-gpu-layers"),
     kvUnified: flags.kvUnified ?? true,
+    jumpForward: flags.jumpForward ?? false,
     pooling: flags.pooling,
     trustRequestChatTemplate: flags.trustRequestChatTemplate ?? false,
     logLevel: flags.logLevel ?? env.LMSERVE_LOG_LEVEL ?? "info",

@@ -79,6 +79,7 @@ export async function startServer(
       registry.add(
         new Scheduler(host, {
           prefixCaching: config.prefixCaching,
+          jumpForward: config.jumpForward,
           ...(config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {}),
           ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
           events: metrics.eventsFor(host.id),

@@ -20,6 +20,7 @@
 #include "llama-grammar.h"
 #include "mtmd-helper.h"
 #include "mtmd.h"
+#include "constraint.h"
 #include "sampler.h"
 
 namespace lmserve {
@@ -649,29 +650,53 @@ SamplingParams paramsFrom(const Napi::Object& config) {
 }
 
 /**
+ * A sequence's grammar from GBNF `gbnf` (rule `root`) over the table's vocabulary. Throws a JS Error
+ * "grammar: <llama.cpp's parser message>" when it does not parse.
+ */
+std::unique_ptr<Constraint> constraintFrom(Napi::Env env, std::shared_ptr<const TokenTable> table,
+                                           std::shared_ptr<MaskCache> cache, const std::string& gbnf,
+                                           const std::string& root) {
+  std::string reason;
+  {
+    LogCapture capture;
+    try {
+      return std::make_unique<Constraint>(std::move(table), std::move(cache), gbnf, root);
+    } catch (const std::exception& error) {
+      reason = capture.text.empty() ? error.what() : capture.text;
+    }
+  }
+  throw Napi::Error::New(env, "grammar: " + reason);
+}
+
+/** Where a sampler's grammar gets its vocabulary table and mask cache (a context's, built on first use). */
+struct GrammarHome {
+  std::function<std::shared_ptr<const TokenTable>()> table;
+  std::shared_ptr<MaskCache> cache;
+};
+
+/**
  * A SequenceSampler from a JS config: {temperature, topK, topP, minP, repetitionPenalty,
  * frequencyPenalty, presencePenalty, seed, minTokens, biasIds, biasValues, banAlways, banEarly,
- * promptTokens, grammar?, grammarRoot?}. Throws a JS Error when the grammar does not parse.
+ * promptTokens, grammar?, grammarRoot?}. Throws a JS Error when the grammar does not parse, or when
+ * there is a grammar and no `home` (no vocabulary to mask).
  */
 std::unique_ptr<SequenceSampler> samplerFrom(Napi::Env env, const Napi::Object& config, int32_t nVocab,
-                                             const llama_vocab* vocab) {
+                                             const GrammarHome* home) {
   std::vector<int32_t> biasIds = toIntVector(config.Get("biasIds"));
   std::vector<float> biasValues = toFloatVector(config.Get("biasValues"));
   std::vector<std::pair<int32_t, float>> bias;
   for (size_t i = 0; i < biasIds.size() && i < biasValues.size(); i++) bias.emplace_back(biasIds[i], biasValues[i]);
-  llama_sampler* grammar = nullptr;
+  std::unique_ptr<Constraint> constraint;
   Napi::Value text = config.Get("grammar");
   if (text.IsString()) {
-    std::string gbnf = text.As<Napi::String>().Utf8Value();
+    if (home == nullptr) throw Napi::Error::New(env, "grammar: a grammar needs a model's vocabulary");
     Napi::Value rootValue = config.Get("grammarRoot");
     std::string root = rootValue.IsString() ? rootValue.As<Napi::String>().Utf8Value() : "root";
-    std::string reason;
-    grammar = initGrammar(vocab, gbnf, root, reason);
-    if (grammar == nullptr) throw Napi::Error::New(env, "grammar: " + reason);
+    constraint = constraintFrom(env, home->table(), home->cache, text.As<Napi::String>().Utf8Value(), root);
   }
   return std::make_unique<SequenceSampler>(nVocab, paramsFrom(config), std::move(bias),
                                            toIntVector(config.Get("banAlways")), toIntVector(config.Get("banEarly")),
-                                           toIntVector(config.Get("promptTokens")), grammar);
+                                           toIntVector(config.Get("promptTokens")), std::move(constraint));
 }
 
 class Context : public Napi::ObjectWrap<Context> {
@@ -683,6 +708,9 @@ class Context : public Napi::ObjectWrap<Context> {
                                         InstanceMethod("configure", &Context::Configure),
                                         InstanceMethod("release", &Context::Release),
                                         InstanceMethod("accept", &Context::Accept),
+                                        InstanceMethod("forced", &Context::Forced),
+                                        InstanceMethod("maskStats", &Context::MaskStats),
+                                        InstanceMethod("grammarMask", &Context::GrammarMask),
                                         InstanceMethod("removeTokens", &Context::RemoveTokens),
                                         InstanceMethod("step", &Context::Step),
                                         InstanceMethod("evalImage", &Context::EvalImage),
@@ -691,7 +719,7 @@ class Context : public Napi::ObjectWrap<Context> {
     exports.Set("Context", fn);
   }
 
-  /** new Context(model, {nCtx, nSeqMax, nBatch, nUbatch, threads, kvUnified, offloadKqv}) */
+  /** new Context(model, {nCtx, nSeqMax, nBatch, nUbatch, threads, kvUnified, offloadKqv, maskCacheBytes}) */
   explicit Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(info) {
     Napi::Env env = info.Env();
     Model* model = Model::Unwrap(info[0].As<Napi::Object>());
@@ -722,6 +750,13 @@ class Context : public Napi::ObjectWrap<Context> {
     nBatch_ = static_cast<int32_t>(llama_n_batch(ctx_));
     batch_ = llama_batch_init(nBatch_, 0, 1);
     samplers_.resize(params.n_seq_max);
+    // Guided decoding: the vocabulary table is built on the first grammar; masks are kept up to the bound.
+    const double maskBytes = numberOr(options, "maskCacheBytes", 64.0 * 1024 * 1024);
+    grammarHome_.cache = std::make_shared<MaskCache>(static_cast<size_t>(std::max(maskBytes, 0.0)));
+    grammarHome_.table = [this]() {
+      if (tokenTable_ == nullptr) tokenTable_ = std::make_shared<const TokenTable>(vocab_);
+      return tokenTable_;
+    };
   }
 
   ~Context() override { free(); }
@@ -903,7 +938,7 @@ class Context : public Napi::ObjectWrap<Context> {
     Napi::Env env = info.Env();
     check(env);
     const int32_t seq = seqArg(info);
-    samplers_[static_cast<size_t>(seq)] = samplerFrom(env, info[1].As<Napi::Object>(), nVocab_, vocab_);
+    samplers_[static_cast<size_t>(seq)] = samplerFrom(env, info[1].As<Napi::Object>(), nVocab_, &grammarHome_);
     return env.Undefined();
   }
 
@@ -923,6 +958,66 @@ class Context : public Napi::ObjectWrap<Context> {
       if (!sampler->accept(token)) return Napi::Boolean::New(env, false);
     }
     return Napi::Boolean::New(env, true);
+  }
+
+  /**
+   * forced(seq, maxTokens) -> Int32Array: jump-forward. The tokens the sequence's grammar forces next (at
+   * most maxTokens), already accepted by its sampler; empty without a grammar or where nothing is forced.
+   */
+  Napi::Value Forced(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    SequenceSampler* sampler = samplers_[static_cast<size_t>(seqArg(info))].get();
+    if (sampler == nullptr) throw Napi::Error::New(env, "the sequence has no sampler");
+    const int32_t maxTokens = info[1].As<Napi::Number>().Int32Value();
+    return typedArrayOf<Napi::Int32Array>(env, sampler->forced(static_cast<size_t>(std::max(maxTokens, 0))));
+  }
+
+  /** maskStats() -> {hits, misses, bytes}: the grammar mask cache's lookups and memory. */
+  Napi::Value MaskStats(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("hits", static_cast<double>(grammarHome_.cache->hits()));
+    out.Set("misses", static_cast<double>(grammarHome_.cache->misses()));
+    out.Set("bytes", static_cast<double>(grammarHome_.cache->bytes()));
+    return out;
+  }
+
+  /**
+   * grammarMask(gbnf, root, tokens, reference) -> Uint8Array | null. Test entry point: the allowed-token
+   * set (1 per allowed id) after the grammar has accepted `tokens` (null when it refuses them), from the
+   * mask engine, or with `reference` by brute force: llama.cpp's grammar check of every token on its own.
+   */
+  Napi::Value GrammarMask(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    const std::string gbnf = info[0].As<Napi::String>().Utf8Value();
+    const std::string root = info[1].As<Napi::String>().Utf8Value();
+    const std::vector<int32_t> prefix = toIntVector(info[2]);
+    const bool reference = info[3].ToBoolean();
+    std::unique_ptr<Constraint> constraint =
+        constraintFrom(env, grammarHome_.table(), grammarHome_.cache, gbnf, root);
+    for (int32_t token : prefix) {
+      if (!constraint->accept(token)) return env.Null();
+    }
+    auto out = Napi::Uint8Array::New(env, static_cast<size_t>(nVocab_));
+    if (!reference) {
+      const TokenMask& mask = constraint->mask();
+      for (int32_t id = 0; id < nVocab_; id++) out[static_cast<size_t>(id)] = maskAllows(mask, id) ? 1 : 0;
+      return out;
+    }
+    llama_grammar* grammar = llama_grammar_init_impl(vocab_, gbnf.c_str(), root.c_str(), false, nullptr, 0, nullptr, 0);
+    if (grammar == nullptr) throw Napi::Error::New(env, "grammar: failed to parse grammar");
+    for (int32_t token : prefix) llama_grammar_accept_impl(*grammar, token);
+    // llama.cpp's own check of one candidate at a time (what its grammar sampler does per token).
+    for (int32_t id = 0; id < nVocab_; id++) {
+      llama_token_data data{id, 0.0f, 0.0f};
+      llama_token_data_array array{&data, 1, -1, false};
+      llama_grammar_apply_impl(*grammar, &array);
+      out[static_cast<size_t>(id)] = std::isfinite(data.logit) ? 1 : 0;
+    }
+    llama_grammar_free_impl(grammar);
+    return out;
   }
 
   /** removeTokens(seq, from, to) -> boolean: drops KV cells of positions [from, to) (to < 0: to the end). */
@@ -965,6 +1060,8 @@ class Context : public Napi::ObjectWrap<Context> {
   int32_t nBatch_ = 0;
   llama_batch batch_{};
   std::vector<std::unique_ptr<SequenceSampler>> samplers_;
+  GrammarHome grammarHome_;
+  std::shared_ptr<const TokenTable> tokenTable_;
   int32_t threads_ = 1;
   ggml_threadpool_t threadpool_ = nullptr;
   void (*threadpoolFree_)(ggml_threadpool_t) = nullptr;
@@ -1147,7 +1244,7 @@ Napi::Value SampleLogits(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   auto logits = info[0].As<Napi::Float32Array>();
   const int32_t nVocab = static_cast<int32_t>(logits.ElementLength());
-  auto sampler = samplerFrom(env, info[1].As<Napi::Object>(), nVocab, nullptr);
+  auto sampler = samplerFrom(env, info[1].As<Napi::Object>(), nVocab, static_cast<const GrammarHome*>(nullptr));
   const int32_t steps = info[2].As<Napi::Number>().Int32Value();
   auto out = Napi::Int32Array::New(env, static_cast<size_t>(std::max(steps, 0)));
   for (int32_t i = 0; i < steps; i++) out[static_cast<size_t>(i)] = sampler->sample(logits.Data());

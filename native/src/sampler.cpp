@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "llama.h"
+#include "constraint.h"
 
 namespace lmserve {
 
@@ -97,23 +97,21 @@ RowLogprobs rawLogprobs(const float* logits, int32_t nVocab, int32_t token, int3
 SequenceSampler::SequenceSampler(int32_t nVocab, const SamplingParams& params,
                                  std::vector<std::pair<int32_t, float>> bias, std::vector<int32_t> banAlways,
                                  std::vector<int32_t> banEarly, const std::vector<int32_t>& promptTokens,
-                                 llama_sampler* grammar)
+                                 std::unique_ptr<Constraint> constraint)
     : nVocab_(nVocab),
       params_(params),
       bias_(std::move(bias)),
       banAlways_(std::move(banAlways)),
       banEarly_(std::move(banEarly)),
       promptSet_(promptTokens),
-      grammar_(grammar),
+      constraint_(std::move(constraint)),
       rng_(params.seed),
       work_(static_cast<size_t>(nVocab)) {
   std::sort(promptSet_.begin(), promptSet_.end());
   promptSet_.erase(std::unique(promptSet_.begin(), promptSet_.end()), promptSet_.end());
 }
 
-SequenceSampler::~SequenceSampler() {
-  if (grammar_ != nullptr) llama_sampler_free(grammar_);
-}
+SequenceSampler::~SequenceSampler() = default;
 
 void SequenceSampler::transform(const float* logits) {
   std::copy(logits, logits + nVocab_, work_.begin());
@@ -230,48 +228,33 @@ int32_t SequenceSampler::draw() {
   return order_.back();
 }
 
-bool SequenceSampler::grammarAllows(int32_t token) {
-  llama_token_data data{token, work_[token], 0.0f};
-  llama_token_data_array array{&data, 1, -1, false};
-  llama_sampler_apply(grammar_, &array);
-  return std::isfinite(data.logit);
-}
-
-void SequenceSampler::maskByGrammar(std::vector<float>& row, const float* logits) {
-  std::vector<llama_token_data> candidates;
-  candidates.reserve(static_cast<size_t>(nVocab_));
-  for (int32_t id = 0; id < nVocab_; id++) {
-    if (std::isfinite(logits[id])) candidates.push_back({id, logits[id], 0.0f});
-  }
-  llama_token_data_array array{candidates.data(), candidates.size(), -1, false};
-  llama_sampler_apply(grammar_, &array);
-  for (size_t i = 0; i < array.size; i++) {
-    if (!std::isfinite(array.data[i].logit)) row[array.data[i].id] = kNegInf;
+void SequenceSampler::applyMask(float* row) {
+  const TokenMask& mask = constraint_->mask();
+  for (size_t word = 0; word < mask.size(); word++) {
+    const uint64_t bits = mask[word];
+    if (bits == ~uint64_t{0}) continue;
+    const int32_t from = static_cast<int32_t>(word * 64);
+    const int32_t to = std::min(nVocab_, from + 64);
+    for (int32_t id = from; id < to; id++) {
+      if (((bits >> (id - from)) & 1u) == 0) row[id] = kNegInf;
+    }
   }
 }
 
 int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked) {
   transform(logits);
-  int32_t token;
-  if (grammar_ != nullptr && masked != nullptr) {
-    // Logprobs under a constraint: one full grammar pass gives both the masked row and the draw's mask.
-    masked->assign(logits, logits + nVocab_);
-    maskByGrammar(*masked, logits);
-    for (int32_t id = 0; id < nVocab_; id++) {
-      if (!std::isfinite((*masked)[id])) work_[id] = kNegInf;
+  if (constraint_ != nullptr) {
+    // The mask comes first (vLLM's structured-output bitmask is applied before the sampler's
+    // transforms): truncation then only ever chooses among tokens the grammar allows.
+    applyMask(work_.data());
+    if (masked != nullptr) {
+      masked->assign(logits, logits + nVocab_);
+      applyMask(masked->data());
     }
-    token = draw();
-  } else {
-    if (masked != nullptr) masked->clear();
-    token = draw();
-    if (grammar_ != nullptr && token >= 0 && !grammarAllows(token)) {
-      // As llama.cpp's common sampler: check the pick first; only a rejected pick pays for the full mask.
-      std::vector<float> row(work_);
-      maskByGrammar(row, logits);
-      work_.swap(row);
-      token = draw();
-    }
+  } else if (masked != nullptr) {
+    masked->clear();
   }
+  int32_t token = draw();
   if (token < 0) {
     // Everything was masked or banned: the raw argmax (the serving layer refuses the requests that get here).
     token = 0;
@@ -279,13 +262,7 @@ int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked)
       if (logits[id] > logits[token]) token = id;
     }
   }
-  if (grammar_ != nullptr) {
-    try {
-      llama_sampler_accept(grammar_, token);
-    } catch (...) {
-      // A token the grammar cannot take leaves its state as it was.
-    }
-  }
+  if (constraint_ != nullptr) constraint_->accept(token);
   outputCounts_[token]++;
   generated_++;
   return token;
@@ -293,18 +270,20 @@ int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked)
 
 bool SequenceSampler::accept(int32_t token) {
   if (token < 0 || token >= nVocab_) return false;
-  if (grammar_ != nullptr) {
-    work_[token] = 0.0f;
-    if (!grammarAllows(token)) return false;
-    try {
-      llama_sampler_accept(grammar_, token);
-    } catch (...) {
-      return false;
-    }
-  }
+  if (constraint_ != nullptr && !constraint_->accept(token)) return false;
   outputCounts_[token]++;
   generated_++;
   return true;
+}
+
+std::vector<int32_t> SequenceSampler::forced(size_t maxTokens) {
+  if (constraint_ == nullptr) return {};
+  std::vector<int32_t> tokens = constraint_->forcedTokens(maxTokens);
+  for (int32_t token : tokens) {
+    outputCounts_[token]++;
+    generated_++;
+  }
+  return tokens;
 }
 
 }  // namespace lmserve

@@ -1,16 +1,17 @@
-// Per-sequence sampling over one row of raw logits, in vLLM's order of transforms. Pure C++ over
-// llama.cpp's grammar sampler only: no Node-API here, so the unit-test entry point and the step worker
-// share it.
+// Per-sequence sampling over one row of raw logits, in vLLM's order of transforms, with guided decoding
+// as a token mask (constraint.h). Pure C++: no Node-API here, so the unit-test entry point and the step
+// worker share it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-struct llama_sampler;
-
 namespace lmserve {
+
+class Constraint;
 
 /** mulberry32 (32-bit state), bit for bit the same as src/engine/sampling/Mulberry32.ts. */
 class Mulberry32 {
@@ -60,9 +61,9 @@ struct RowLogprobs {
 RowLogprobs rawLogprobs(const float* logits, int32_t nVocab, int32_t token, int32_t topN);
 
 /**
- * One sequence's sampler: penalties, logit bias, bans, the guided-decoding grammar, temperature,
+ * One sequence's sampler: bans and logit bias, penalties, the guided-decoding token mask, temperature,
  * top-k, top-p, min-p and a draw from its own {@link Mulberry32}. Holds the completion's token counts
- * for the penalties and the grammar's state; owns the grammar sampler.
+ * for the penalties; owns the sequence's {@link Constraint}.
  */
 class SequenceSampler {
  public:
@@ -71,24 +72,33 @@ class SequenceSampler {
    * @param banAlways ids never sampled (EOS with `ignore_eos`).
    * @param banEarly ids not sampled before `minTokens` tokens (EOS and stop ids under `min_tokens`).
    * @param promptTokens the prompt, for `repetition_penalty` (vLLM applies it to prompt and completion).
-   * @param grammar a grammar sampler (llama_sampler_init_grammar) or nullptr; owned from now on.
+   * @param constraint the guided-decoding grammar, or null.
    */
   SequenceSampler(int32_t nVocab, const SamplingParams& params, std::vector<std::pair<int32_t, float>> bias,
                   std::vector<int32_t> banAlways, std::vector<int32_t> banEarly,
-                  const std::vector<int32_t>& promptTokens, llama_sampler* grammar);
+                  const std::vector<int32_t>& promptTokens, std::unique_ptr<Constraint> constraint);
   ~SequenceSampler();
   SequenceSampler(const SequenceSampler&) = delete;
   SequenceSampler& operator=(const SequenceSampler&) = delete;
 
   /**
-   * Samples the next token from a raw logits row and accepts it (counts, grammar). With `masked`, it
-   * also receives the raw row with the grammar's disallowed tokens at -inf (the distribution logprobs
-   * are reported from under a constraint); without a grammar it is left empty.
+   * Samples the next token from a raw logits row and accepts it (counts, grammar). Under a grammar the
+   * disallowed tokens are set to -inf before temperature and truncation (exact semantics: the mask, then
+   * top-k/top-p/min-p choose among allowed tokens only, as vLLM with XGrammar; penalties and bias only
+   * move allowed tokens, so their order with the mask does not matter). With `masked`, it also receives
+   * the raw row with the grammar's disallowed tokens at -inf (the distribution logprobs are reported from
+   * under a constraint); without a grammar it is left empty.
    */
   int32_t sample(const float* logits, std::vector<float>* masked = nullptr);
 
   /** Whether the sequence samples under a grammar. */
-  bool constrained() const { return grammar_ != nullptr; }
+  bool constrained() const { return constraint_ != nullptr; }
+
+  /**
+   * Jump-forward: the tokens the grammar forces next (see Constraint::forcedTokens), at most
+   * `maxTokens`, accepted and counted as generated. Empty without a grammar.
+   */
+  std::vector<int32_t> forced(size_t maxTokens);
 
   /**
    * Accepts a token that was not sampled here (an injected one): counts it and advances the grammar.
@@ -102,9 +112,8 @@ class SequenceSampler {
  private:
   void transform(const float* logits);
   int32_t draw();
-  bool grammarAllows(int32_t token);
-  /** Sets to -inf, in `row`, every token the grammar does not allow now (one full grammar pass). */
-  void maskByGrammar(std::vector<float>& row, const float* logits);
+  /** Sets to -inf, in `row`, every token the grammar does not allow now. */
+  void applyMask(float* row);
 
   int32_t nVocab_;
   SamplingParams params_;
@@ -114,10 +123,10 @@ class SequenceSampler {
   /** Distinct prompt token ids. */
   std::vector<int32_t> promptSet_;
   std::unordered_map<int32_t, int32_t> outputCounts_;
-  llama_sampler* grammar_;
+  std::unique_ptr<Constraint> constraint_;
   Mulberry32 rng_;
   int32_t generated_ = 0;
-  /** The row after bias, bans, penalties (and grammar, once rejected): the work buffer. */
+  /** The row after bias, bans, penalties and the grammar's mask: the work buffer. */
   std::vector<float> work_;
   std::vector<int32_t> order_;
   std::vector<double> weights_;

@@ -45,10 +45,14 @@ export class Generation {
   private abortReason: unknown;
   /** Called with injected tokens before they are evaluated (the native sampler's accept). */
   private readonly acceptInjected: (tokens: readonly number[]) => void;
+  /** Jump-forward: the tokens the grammar forces next, already accepted by the sampler (at most the argument). */
+  private readonly forcedTokens: ((maxTokens: number) => readonly number[]) | undefined;
 
   /**
    * @param cachedTokens prompt tokens whose KV state is reused (the first `cachedTokens` of the prompt).
    * @param acceptInjected feeds injected tokens to the sequence's sampler; throws when its grammar refuses them.
+   * @param forcedTokens jump-forward (`--jump-forward`, a request with a grammar): the tokens its grammar
+   *   forces after a sampled token, at most the given count, already accepted by the sampler; absent: off.
    */
   constructor(
     host: ModelHost,
@@ -56,6 +60,7 @@ export class Generation {
     observer: GenerationObserver,
     cachedTokens: number,
     acceptInjected: (tokens: readonly number[]) => void,
+    forcedTokens?: (maxTokens: number) => readonly number[],
   ) {
     this.host = host;
     this.request = request;
@@ -63,6 +68,7 @@ export class Generation {
     this.cachedTokens = cachedTokens;
     this.prefilled = cachedTokens;
     this.acceptInjected = acceptInjected;
+    this.forcedTokens = forcedTokens;
     this.detokenizer = new IncrementalDetokenizer(
       (tokens, lastTokens) => host.detokenize(tokens, lastTokens),
       // Image placeholders (negative ids) are no detokenizer context.
@@ -160,7 +166,13 @@ export class Generation {
       this.finishReason = "length";
       return;
     }
-    this.pending = [token, ...injected];
+    const forced = this.jumpForward();
+    if (this.finishReason !== null) return;
+    if (this.atLimit()) {
+      this.finishReason = "length";
+      return;
+    }
+    this.pending = [token, ...injected, ...forced];
   }
 
   /** The final result; releases what the detokenizer and the stop matcher held back (unless aborted). */
@@ -215,15 +227,51 @@ export class Generation {
     this.pendingLogprobs = [];
   }
 
+  /**
+   * Jump-forward: appends the tokens the grammar forces next (as many as fit) as completion tokens. They
+   * were not sampled: with logprobs each is reported with logprob 0 and rank 1 (probability 1 under the
+   * constraint: the grammar allowed no other text), its own entry as the only top logprob.
+   */
+  private jumpForward(): number[] {
+    if (!this.forcedTokens) return [];
+    const { request } = this;
+    const room = this.room();
+    if (room <= 0) return [];
+    const forced = [...this.forcedTokens(room)];
+    for (const [index, token] of forced.entries()) {
+      this.generated.push(token);
+      this.pendingTokenIds.push(token);
+      if (request.logprobs !== null) {
+        const top = request.logprobs > 0 ? [{ id: token, logprob: 0 }] : [];
+        this.pendingLogprobs.push({ id: token, logprob: 0, rank: 1, top, textOffset: this.decodedLength });
+      }
+      const text = this.decode(token);
+      const match =
+        this.generated.length >= request.minTokens ? this.stopMatcher.push(text) : { text, stop: null };
+      this.emit(match.text);
+      if (match.stop !== null) {
+        this.finishReason = "stop";
+        this.stopReason = match.stop;
+        return forced.slice(0, index + 1);
+      }
+    }
+    return forced;
+  }
+
+  /** Completion tokens that still fit (`max_tokens` and the context). */
+  private room(): number {
+    const { request } = this;
+    return (
+      Math.min(request.maxTokens, this.host.contextSize - request.promptTokens.length) - this.generated.length
+    );
+  }
+
   /** Appends the tokens `request.injectTokens` asks for (as many as fit); sets finishReason when a stop string ends the generation. */
   private inject(): number[] {
     const { request } = this;
     const wanted = request.injectTokens?.();
     if (!wanted || wanted.length === 0) return [];
-    const room =
-      Math.min(request.maxTokens, this.host.contextSize - request.promptTokens.length) -
-      this.generated.length;
-    const injected = wanted.slice(0, Math.max(room, 0));
+    const injected = wanted.slice(0, Math.max(this.room(), 0));
     this.acceptInjected(injected);
     for (const token of injected) {
       this.generated.push(token);

@@ -8,6 +8,7 @@ import type {
   GenerationObserver,
   GenerationRequest,
   GenerationResult,
+  MaskCacheStats,
   MediaSpan,
   SchedulerEvents,
   TokenLogprob,
@@ -63,6 +64,12 @@ export type SchedulerOptions = {
    * one chunk, and decoding sequences wait at most one chunk's time. Defaults to 256 (or the batch size).
    */
   prefillChunkTokens?: number;
+  /**
+   * Jump-forward for guided decoding (`--jump-forward`): after each sampled token, the text the grammar
+   * allows as its only continuation is appended as its canonical tokens, evaluated in the next step
+   * like a prompt chunk instead of one decode-and-sample round per token. Defaults to false.
+   */
+  jumpForward?: boolean;
 };
 
 type Job = {
@@ -116,6 +123,7 @@ export class Scheduler {
   private readonly events: SchedulerEvents | undefined;
   private readonly requestTimeoutSeconds: number | undefined;
   private readonly prefillChunkTokens: number;
+  private readonly jumpForward: boolean;
   private nextOrder = 0;
   /** True while a batch-invariant job runs alone. */
   private exclusiveRunning = false;
@@ -130,6 +138,7 @@ export class Scheduler {
     this.events = options.events;
     this.requestTimeoutSeconds = options.requestTimeoutSeconds;
     this.prefillChunkTokens = Math.min(options.prefillChunkTokens ?? 256, host.batchSize);
+    this.jumpForward = options.jumpForward ?? false;
     this.slots = Array.from({ length: host.sequences }, (_, id) => ({
       id,
       state: SlotState.Idle,
@@ -416,11 +425,24 @@ export class Scheduler {
       job.reject(error);
       return;
     }
-    const generation = new Generation(this.host, request, job.observer, cached, (tokens) => {
-      if (!context.accept(slot.id, Int32Array.from(tokens))) {
-        throw new Error(`injected tokens ${tokens.join(",")} are not allowed by the request's grammar`);
-      }
-    });
+    const generation = new Generation(
+      this.host,
+      request,
+      job.observer,
+      cached,
+      (tokens) => {
+        if (!context.accept(slot.id, Int32Array.from(tokens))) {
+          throw new Error(`injected tokens ${tokens.join(",")} are not allowed by the request's grammar`);
+        }
+      },
+      this.jumpForward && request.grammar
+        ? (maxTokens) => {
+            const tokens = Array.from(context.forced(slot.id, maxTokens));
+            this.events?.onJumpForward?.(tokens.length);
+            return tokens;
+          }
+        : undefined,
+    );
     this.running.push({ slot, job, generation, startedAt, firstTokenAt: null, lastTokenAt: startedAt });
     job.observer.onStart?.();
   }
@@ -606,6 +628,11 @@ export class Scheduler {
         this.fail(running, error);
       }
     });
+  }
+
+  /** The guided-decoding mask cache's lookups and memory (metrics). */
+  maskCacheStats(): MaskCacheStats {
+    return this.host.context.maskStats();
   }
 
   /** Ends a finished (or aborted) generation: its result to the caller, its slot back to idle. */

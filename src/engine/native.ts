@@ -126,6 +126,19 @@ export interface NativeContext {
   release(seq: number): void;
   /** Feeds tokens that were not sampled (injected) to the sequence's sampler; false when its grammar refuses one. */
   accept(seq: number, tokens: Int32Array): boolean;
+  /**
+   * Jump-forward: the tokens the sequence's grammar forces next (the canonical tokenization of the only
+   * text it allows, at most `maxTokens`), already accepted by its sampler. Empty without a grammar or
+   * where more than one continuation is possible.
+   */
+  forced(seq: number, maxTokens: number): Int32Array;
+  /** The grammar mask cache: lookups that found a mask, lookups that computed one, bytes held. */
+  maskStats(): { hits: number; misses: number; bytes: number };
+  /**
+   * Test entry point: 1 per token id the grammar allows after accepting `tokens` (null when it refuses
+   * them), from the mask engine, or with `reference` by llama.cpp's grammar check of every token on its own.
+   */
+  grammarMask(gbnf: string, root: string, tokens: Int32Array, reference: boolean): Uint8Array | null;
   /** Drops the KV cells of positions [from, to) of `seq`; `to` < 0 means to the end. */
   removeTokens(seq: number, from: number, to: number): boolean;
   /** One llama_decode of the batch off the JS thread, then every output sampled or scored. */
@@ -184,6 +197,8 @@ export type NativeContextOptions = {
   threads: number;
   /** One KV buffer for every sequence (llama.cpp's `kv_unified`). */
   kvUnified: boolean;
+  /** Memory bound of the guided-decoding mask cache, in bytes. Defaults to 64 MiB. */
+  maskCacheBytes?: number;
 };
 
 /** The addon's exports. */

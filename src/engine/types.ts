@@ -174,6 +174,16 @@ export type GenerationObserver = {
   onStart?(): void;
 };
 
+/** The guided-decoding mask cache of a model's context (see native/src/constraint.h). */
+export type MaskCacheStats = {
+  /** Token-mask lookups answered from the cache, since the model was loaded. */
+  hits: number;
+  /** Masks computed by a pass over the vocabulary. */
+  misses: number;
+  /** Memory the cached masks hold, in bytes. */
+  bytes: number;
+};
+
 /**
  * What the scheduler reports as requests move through it (for metrics); every callback is optional
  * and called synchronously. Times are in seconds.
@@ -186,6 +196,8 @@ export type SchedulerEvents = {
   ): void;
   /** A completion token was sampled, `secondsSincePrevious` after the previous one of the same generation. */
   onInterTokenLatency?(secondsSincePrevious: number): void;
+  /** Jump-forward appended `tokens` forced tokens after a sampled one (0: the grammar forced nothing). */
+  onJumpForward?(tokens: number): void;
   /**
    * A step went to llama.cpp with `tokens` tokens (prompt chunks and one per decoding sequence); it took
    * `decodeMs` in `llama_decode` and `sampleMs` sampling its outputs (for benchmarks' breakdowns).

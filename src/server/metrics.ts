@@ -7,7 +7,7 @@
 import type { FastifyInstance } from "fastify";
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Scheduler } from "../engine/Scheduler.ts";
-import type { SchedulerEvents } from "../engine/types.ts";
+import type { MaskCacheStats, SchedulerEvents } from "../engine/types.ts";
 
 // Bucket bounds as vLLM's (seconds).
 const TTFT_BUCKETS = [
@@ -40,6 +40,7 @@ export class ServerMetrics {
   private readonly queueTime: Histogram<"model_name">;
   private readonly iterationTokens: Histogram<"model_name">;
   private readonly stepSeconds: Histogram<"model_name" | "phase">;
+  private readonly jumpForwardTokens: Counter<"model_name">;
 
   constructor() {
     const registers = [this.registry];
@@ -69,6 +70,35 @@ export class ServerMetrics {
       labelNames: ["model_name"],
       registers,
       collect: perModel((scheduler) => scheduler.kvCacheUsage()),
+    });
+    const maskCacheCounter = (name: string, help: string, read: (stats: MaskCacheStats) => number) =>
+      new Counter({
+        name,
+        help,
+        labelNames: ["model_name"],
+        registers,
+        collect(this: Counter<"model_name">) {
+          this.reset();
+          for (const scheduler of schedulers) {
+            this.inc({ model_name: scheduler.host.id }, read(scheduler.maskCacheStats()));
+          }
+        },
+      });
+    maskCacheCounter(
+      "lmserve:grammar_mask_cache_hits_total",
+      "Guided decoding: token-mask lookups answered from the mask cache.",
+      (stats) => stats.hits,
+    );
+    maskCacheCounter(
+      "lmserve:grammar_mask_cache_misses_total",
+      "Guided decoding: token masks computed by a pass over the vocabulary (cache misses).",
+      (stats) => stats.misses,
+    );
+    this.jumpForwardTokens = new Counter({
+      name: "lmserve:jump_forward_tokens_total",
+      help: "Guided decoding with --jump-forward: completion tokens appended because the grammar forced them (not sampled).",
+      labelNames: ["model_name"],
+      registers,
     });
     this.promptTokens = new Counter({
       name: "vllm:prompt_tokens_total",
@@ -154,6 +184,9 @@ export class ServerMetrics {
     const labels = { model_name: modelName };
     return {
       onInterTokenLatency: (seconds) => this.itl.observe(labels, seconds),
+      onJumpForward: (tokens) => {
+        if (tokens > 0) this.jumpForwardTokens.inc(labels, tokens);
+      },
       onIteration: (tokens, timing) => {
         this.iterationTokens.observe(labels, tokens);
         if (!timing) return;

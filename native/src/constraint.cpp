@@ -1,0 +1,315 @@
+#include "constraint.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include "llama.h"
+
+namespace lmserve {
+
+namespace {
+
+/** Appends a trivially copyable value's bytes to `out`. */
+template <typename T>
+void appendBytes(std::string& out, T value) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+/** Appends code point `chr` to `out` as UTF-8. */
+void appendUtf8(std::string& out, uint32_t chr) {
+  if (chr < 0x80) {
+    out.push_back(static_cast<char>(chr));
+  } else if (chr < 0x800) {
+    out.push_back(static_cast<char>(0xc0 | (chr >> 6)));
+    out.push_back(static_cast<char>(0x80 | (chr & 0x3f)));
+  } else if (chr < 0x10000) {
+    out.push_back(static_cast<char>(0xe0 | (chr >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((chr >> 6) & 0x3f)));
+    out.push_back(static_cast<char>(0x80 | (chr & 0x3f)));
+  } else {
+    out.push_back(static_cast<char>(0xf0 | (chr >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((chr >> 12) & 0x3f)));
+    out.push_back(static_cast<char>(0x80 | ((chr >> 6) & 0x3f)));
+    out.push_back(static_cast<char>(0x80 | (chr & 0x3f)));
+  }
+}
+
+/**
+ * Decodes `piece` from a fresh UTF-8 state into `out` (code points, then a 0), as llama.cpp's grammar
+ * does (`decode_utf8` in llama-grammar.cpp): an invalid lead byte leaves only the 0 and n_remain -1; a
+ * trailing incomplete sequence is returned as the partial state.
+ */
+llama_partial_utf8 decodeUtf8(const std::string& piece, std::vector<uint32_t>& out) {
+  static const int kLength[] = {1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 3, 4};
+  const size_t start = out.size();
+  const char* pos = piece.c_str();
+  uint32_t value = 0;
+  int remain = 0;
+  while (*pos != 0) {
+    const uint8_t first = static_cast<uint8_t>(*pos);
+    remain = kLength[first >> 4] - 1;
+    if (remain < 0) {
+      out.resize(start);
+      out.push_back(0);
+      return {0, remain};
+    }
+    value = first & ((1u << (7 - remain)) - 1);
+    ++pos;
+    while (*pos != 0 && remain > 0) {
+      value = (value << 6) + (static_cast<uint8_t>(*pos) & 0x3f);
+      ++pos;
+      --remain;
+    }
+    if (remain == 0) out.push_back(value);
+  }
+  out.push_back(0);
+  return {value, remain};
+}
+
+}  // namespace
+
+TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_vocab_n_tokens(vocab)) {
+  const size_t n = static_cast<size_t>(nVocab_);
+  eog_.assign(n, 0);
+  pieces_.resize(n);
+  std::vector<std::pair<size_t, llama_partial_utf8>> spans(n, {std::numeric_limits<size_t>::max(), {0, 0}});
+  std::vector<char> buffer(256);
+  for (int32_t id = 0; id < nVocab_; id++) {
+    // As llama.cpp's grammar: the piece with special tokens rendered (its cached token_to_piece).
+    int32_t length = llama_token_to_piece(vocab, id, buffer.data(), static_cast<int32_t>(buffer.size()), 0, true);
+    if (length < 0) {
+      buffer.resize(static_cast<size_t>(-length));
+      length = llama_token_to_piece(vocab, id, buffer.data(), static_cast<int32_t>(buffer.size()), 0, true);
+    }
+    std::string& piece = pieces_[static_cast<size_t>(id)];
+    piece.assign(buffer.data(), static_cast<size_t>(std::max(length, 0)));
+    if (llama_vocab_is_eog(vocab, id)) {
+      eog_[static_cast<size_t>(id)] = 1;
+      continue;
+    }
+    if (piece.empty() || piece[0] == 0) continue;
+    const size_t start = codePoints_.size();
+    const llama_partial_utf8 partial = decodeUtf8(piece, codePoints_);
+    spans[static_cast<size_t>(id)] = {start, partial};
+  }
+  // Pointers into codePoints_ only once it no longer grows.
+  for (int32_t id = 0; id < nVocab_; id++) {
+    const auto& [start, partial] = spans[static_cast<size_t>(id)];
+    if (start == std::numeric_limits<size_t>::max()) continue;
+    candidates_.push_back({static_cast<size_t>(id), codePoints_.data() + start, partial, id});
+  }
+}
+
+uint64_t MaskCache::grammarId(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = grammarIds_.find(text);
+  if (found != grammarIds_.end()) return found->second;
+  if (grammarIds_.size() >= 4096) {
+    grammarIds_.clear();
+    order_.clear();
+    index_.clear();
+    bytes_ = 0;
+  }
+  const uint64_t id = nextGrammarId_++;
+  grammarIds_.emplace(text, id);
+  return id;
+}
+
+std::shared_ptr<const TokenMask> MaskCache::find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = index_.find(key);
+  if (found == index_.end()) {
+    misses_++;
+    return nullptr;
+  }
+  hits_++;
+  order_.splice(order_.begin(), order_, found->second);
+  return found->second->second;
+}
+
+void MaskCache::store(const std::string& key, std::shared_ptr<const TokenMask> mask) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (index_.count(key) != 0) return;
+  const size_t size = mask->size() * sizeof(uint64_t) + key.size();
+  order_.emplace_front(key, std::move(mask));
+  index_.emplace(key, order_.begin());
+  bytes_ += size;
+  while (bytes_ > budget_ && order_.size() > 1) {
+    const Entry& last = order_.back();
+    bytes_ -= last.second->size() * sizeof(uint64_t) + last.first.size();
+    index_.erase(last.first);
+    order_.pop_back();
+  }
+}
+
+Constraint::Constraint(std::shared_ptr<const TokenTable> table, std::shared_ptr<MaskCache> cache,
+                       const std::string& gbnf, const std::string& root)
+    : table_(std::move(table)), cache_(std::move(cache)) {
+  try {
+    grammar_ = llama_grammar_init_impl(table_->vocab(), gbnf.c_str(), root.c_str(), false, nullptr, 0, nullptr, 0);
+  } catch (const std::exception& error) {
+    throw std::runtime_error(error.what());
+  }
+  if (grammar_ == nullptr) throw std::runtime_error("failed to parse grammar");
+  grammarKey_.clear();
+  appendBytes(grammarKey_, cache_->grammarId(root + '\n' + gbnf));
+  const llama_grammar_rules& rules = llama_grammar_get_rules(grammar_);
+  for (size_t rule = 0; rule < rules.size(); rule++) {
+    if (!rules[rule].empty()) ruleStarts_.emplace_back(rules[rule].data(), static_cast<uint32_t>(rule));
+  }
+  std::sort(ruleStarts_.begin(), ruleStarts_.end());
+}
+
+Constraint::~Constraint() {
+  if (grammar_ != nullptr) llama_grammar_free_impl(grammar_);
+}
+
+std::string Constraint::stateKey() const {
+  std::string key = grammarKey_;
+  appendBytes(key, grammar_->partial_utf8.value);
+  appendBytes(key, grammar_->partial_utf8.n_remain);
+  for (const llama_grammar_stack& stack : grammar_->stacks) {
+    appendBytes(key, static_cast<uint32_t>(stack.size()));
+    for (const llama_grammar_element* element : stack) {
+      // The rule whose elements hold `element`: the last rule starting at or before it.
+      auto it = std::upper_bound(ruleStarts_.begin(), ruleStarts_.end(),
+                                 std::make_pair(element, std::numeric_limits<uint32_t>::max()));
+      const auto& [start, rule] = *(it - 1);
+      appendBytes(key, rule);
+      appendBytes(key, static_cast<uint32_t>(element - start));
+    }
+  }
+  return key;
+}
+
+std::shared_ptr<const TokenMask> Constraint::computeMask() const {
+  const int32_t n = table_->size();
+  auto mask = std::make_shared<TokenMask>((static_cast<size_t>(n) + 63) / 64, 0);
+  const llama_grammar_stacks& stacks = grammar_->stacks;
+  const auto allow = [&](int32_t id) { (*mask)[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); };
+  if (grammar_->partial_utf8.n_remain != 0) {
+    // The previous token ended inside a UTF-8 sequence (byte-fallback tokens): the table's decoding from
+    // a fresh state does not apply; llama.cpp's own pass decodes from the partial state.
+    std::vector<llama_token_data> data(static_cast<size_t>(n));
+    for (int32_t id = 0; id < n; id++) data[static_cast<size_t>(id)] = {id, 0.0f, 0.0f};
+    llama_token_data_array array{data.data(), data.size(), -1, false};
+    llama_grammar_apply_impl(*grammar_, &array);
+    for (const llama_token_data& entry : data) {
+      if (std::isfinite(entry.logit)) allow(entry.id);
+    }
+    return mask;
+  }
+  bool mayEnd = false;
+  for (const llama_grammar_stack& stack : stacks) mayEnd = mayEnd || stack.empty();
+  if (!stacks.empty()) {
+    // As llama.cpp's llama_grammar_reject_candidates: a token is rejected when every stack rejects it.
+    const llama_grammar_rules& rules = llama_grammar_get_rules(grammar_);
+    llama_grammar_candidates rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[0], table_->candidates());
+    for (size_t i = 1; i < stacks.size() && !rejects.empty(); i++) {
+      rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[i], rejects);
+    }
+    for (const llama_grammar_candidate& candidate : table_->candidates()) allow(candidate.id);
+    for (const llama_grammar_candidate& reject : rejects) {
+      (*mask)[static_cast<size_t>(reject.id) >> 6] &= ~(uint64_t{1} << (reject.id & 63));
+    }
+  }
+  if (mayEnd) {
+    for (int32_t id = 0; id < n; id++) {
+      if (table_->isEog(id)) allow(id);
+    }
+  }
+  return mask;
+}
+
+const TokenMask& Constraint::mask() {
+  if (current_ != nullptr) return *current_;
+  const std::string key = stateKey();
+  current_ = cache_->find(key);
+  if (current_ == nullptr) {
+    current_ = computeMask();
+    cache_->store(key, current_);
+  }
+  return *current_;
+}
+
+bool Constraint::accept(int32_t token) {
+  if (token < 0 || token >= table_->size() || !maskAllows(mask(), token)) return false;
+  try {
+    llama_grammar_accept_impl(*grammar_, token);
+  } catch (const std::exception&) {
+    return false;
+  }
+  current_.reset();
+  return true;
+}
+
+bool Constraint::canEnd() {
+  for (const llama_grammar_stack& stack : grammar_->stacks) {
+    if (stack.empty()) return true;
+  }
+  return false;
+}
+
+std::string Constraint::forcedText(size_t maxBytes) {
+  std::string text;
+  if (grammar_->partial_utf8.n_remain != 0) return text;
+  const llama_grammar_stacks saved = grammar_->stacks;
+  while (text.size() < maxBytes && !grammar_->stacks.empty()) {
+    // Forced: every stack expects the same single character next (no alternatives, no end).
+    uint32_t next = 0;
+    bool forced = true;
+    for (const llama_grammar_stack& stack : grammar_->stacks) {
+      if (stack.empty()) {
+        forced = false;
+        break;
+      }
+      const llama_grammar_element* element = stack.back();
+      if (element->type != LLAMA_GRETYPE_CHAR || element[1].type == LLAMA_GRETYPE_CHAR_ALT ||
+          element[1].type == LLAMA_GRETYPE_CHAR_RNG_UPPER || element->value == 0 ||
+          (next != 0 && element->value != next)) {
+        forced = false;
+        break;
+      }
+      next = element->value;
+    }
+    if (!forced) break;
+    appendUtf8(text, next);
+    llama_grammar_accept(grammar_, next);
+  }
+  grammar_->stacks = saved;
+  return text;
+}
+
+std::vector<int32_t> Constraint::forcedTokens(size_t maxTokens) {
+  std::vector<int32_t> tokens;
+  if (maxTokens == 0) return tokens;
+  const std::string text = forcedText(256);
+  if (text.empty()) return tokens;
+  tokens.resize(text.size() + 8);
+  const int32_t count = llama_tokenize(table_->vocab(), text.c_str(), static_cast<int32_t>(text.size()), tokens.data(),
+                                       static_cast<int32_t>(tokens.size()), false, false);
+  if (count <= 0) return {};
+  tokens.resize(static_cast<size_t>(count));
+  std::string spelled;
+  for (int32_t token : tokens) spelled += table_->piece(token);
+  if (spelled != text) return {};
+  if (tokens.size() > maxTokens) tokens.resize(maxTokens);
+  const llama_grammar_stacks savedStacks = grammar_->stacks;
+  const llama_partial_utf8 savedPartial = grammar_->partial_utf8;
+  for (int32_t token : tokens) {
+    if (!accept(token)) {
+      grammar_->stacks = savedStacks;
+      grammar_->partial_utf8 = savedPartial;
+      current_.reset();
+      return {};
+    }
+  }
+  return tokens;
+}
+
+}  // namespace lmserve

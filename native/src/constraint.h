@@ -1,0 +1,149 @@
+// Guided decoding by token masks: which tokens a grammar allows next, as a bitmask over the vocabulary,
+// computed from llama.cpp's grammar engine and cached per grammar state, so that a state seen before (in
+// this sequence, or in any earlier request with the same grammar) costs a hash lookup instead of a pass
+// over the whole vocabulary. Pure C++ (no Node-API); uses llama.cpp's internal grammar functions of the
+// exact build we link (llama-grammar.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "llama-grammar.h"
+
+namespace lmserve {
+
+/** One bit per token id, set when the token is allowed. */
+using TokenMask = std::vector<uint64_t>;
+
+/** Whether `token` is set in `mask`. */
+inline bool maskAllows(const TokenMask& mask, int32_t token) {
+  return token >= 0 && (mask[static_cast<size_t>(token) >> 6] >> (static_cast<uint32_t>(token) & 63)) & 1u;
+}
+
+/**
+ * Every token of a vocabulary decoded once into the form llama.cpp's grammar matcher takes (code points,
+ * 0-terminated, and the trailing partial UTF-8 sequence), from a fresh UTF-8 state. Built once per model
+ * (about 60 ms and 3 MB for a 152K vocabulary).
+ */
+class TokenTable {
+ public:
+  explicit TokenTable(const llama_vocab* vocab);
+
+  int32_t size() const { return nVocab_; }
+  const llama_vocab* vocab() const { return vocab_; }
+  /** Whether the token ends generation (EOS, EOT, ...): allowed only where the grammar may end. */
+  bool isEog(int32_t token) const { return eog_[static_cast<size_t>(token)] != 0; }
+  /** Candidates for the grammar matcher, one per token that has text (not EOG, not empty), by id. */
+  const llama_grammar_candidates& candidates() const { return candidates_; }
+  /** The token's text as llama.cpp's grammar sees it (special tokens rendered). */
+  const std::string& piece(int32_t token) const { return pieces_[static_cast<size_t>(token)]; }
+
+ private:
+  const llama_vocab* vocab_;
+  int32_t nVocab_;
+  std::vector<uint8_t> eog_;
+  std::vector<std::string> pieces_;
+  std::vector<uint32_t> codePoints_;
+  llama_grammar_candidates candidates_;
+};
+
+/**
+ * The masks of every grammar a context has seen, keyed by (grammar text, grammar state), in one LRU
+ * bounded by bytes. Thread-safe: a step samples its sequences on several threads.
+ */
+class MaskCache {
+ public:
+  /** @param budgetBytes the masks' memory bound (each mask is n_vocab / 8 bytes). */
+  explicit MaskCache(size_t budgetBytes) : budget_(budgetBytes) {}
+
+  /**
+   * A small number naming the grammar `text` in keys: equal texts get equal ids while the cache lives.
+   * Past 4,096 grammars every mask is dropped and numbering goes on (old keys can never match again).
+   */
+  uint64_t grammarId(const std::string& text);
+
+  /** The cached mask for `key`, or null. Marks it most recently used. */
+  std::shared_ptr<const TokenMask> find(const std::string& key);
+  /** Stores `mask` under `key`, evicting the least recently used masks beyond the budget. */
+  void store(const std::string& key, std::shared_ptr<const TokenMask> mask);
+
+  /** Lookups that found a mask / computed one, since creation. */
+  uint64_t hits() const { return hits_; }
+  uint64_t misses() const { return misses_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  using Entry = std::pair<std::string, std::shared_ptr<const TokenMask>>;
+  std::mutex mutex_;
+  size_t budget_;
+  size_t bytes_ = 0;
+  uint64_t hits_ = 0;
+  uint64_t misses_ = 0;
+  std::list<Entry> order_;
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  std::unordered_map<std::string, uint64_t> grammarIds_;
+  uint64_t nextGrammarId_ = 1;
+};
+
+/**
+ * One sequence's grammar: its llama.cpp grammar state, the allowed-token mask of the current state (from
+ * the cache or one pass over the vocabulary), token acceptance, and the text the grammar forces next.
+ * Not thread-safe; one per sequence.
+ */
+class Constraint {
+ public:
+  /**
+   * Parses `gbnf` from rule `root` against the table's vocabulary.
+   * @throws std::runtime_error with llama.cpp's message when the grammar does not parse.
+   */
+  Constraint(std::shared_ptr<const TokenTable> table, std::shared_ptr<MaskCache> cache, const std::string& gbnf,
+             const std::string& root);
+  ~Constraint();
+  Constraint(const Constraint&) = delete;
+  Constraint& operator=(const Constraint&) = delete;
+
+  /** The tokens allowed in the current state (EOG only where the grammar may end). */
+  const TokenMask& mask();
+
+  /** Advances the grammar by `token`. @returns false, changing nothing, when it is not allowed. */
+  bool accept(int32_t token);
+
+  /**
+   * The text the grammar allows as the only continuation from the current state, up to `maxBytes` bytes
+   * (UTF-8): empty where more than one character (or the end) is possible. Does not change the state.
+   */
+  std::string forcedText(size_t maxBytes);
+
+  /**
+   * Jump-forward: the canonical tokenization (llama_tokenize, no special tokens) of {@link forcedText},
+   * at most `maxTokens` of it, accepted into the grammar. Empty, changing nothing, where nothing is
+   * forced or the tokens do not spell the text exactly (e.g. a tokenizer that adds a leading space).
+   */
+  std::vector<int32_t> forcedTokens(size_t maxTokens);
+
+  /** Whether the grammar may end here (some stack is empty). */
+  bool canEnd();
+
+ private:
+  /** The cache key of the current state: grammar, partial UTF-8 and the stacks as (rule, offset) pairs. */
+  std::string stateKey() const;
+  /** One pass of the grammar matcher over the whole vocabulary. */
+  std::shared_ptr<const TokenMask> computeMask() const;
+
+  std::shared_ptr<const TokenTable> table_;
+  std::shared_ptr<MaskCache> cache_;
+  llama_grammar* grammar_ = nullptr;
+  /** The grammar text's cache key prefix. */
+  std::string grammarKey_;
+  /** Each rule's element range in this grammar instance, by start address (for the state key). */
+  std::vector<std::pair<const llama_grammar_element*, uint32_t>> ruleStarts_;
+  std::shared_ptr<const TokenMask> current_;
+};
+
+}  // namespace lmserve
