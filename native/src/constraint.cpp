@@ -97,12 +97,42 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
     const llama_partial_utf8 partial = decodeUtf8(piece, codePoints_);
     spans[static_cast<size_t>(id)] = {start, partial};
   }
+  // Normal tokens first, so that they win over byte tokens of the same text.
+  for (const bool normal : {true, false}) {
+    for (int32_t id = 0; id < nVocab_; id++) {
+      const llama_token_attr attr = llama_vocab_get_attr(vocab, id);
+      if (eog_[static_cast<size_t>(id)] != 0 || (attr & LLAMA_TOKEN_ATTR_CONTROL) != 0) continue;
+      if (((attr & LLAMA_TOKEN_ATTR_NORMAL) != 0) != normal) continue;
+      const std::string& piece = pieces_[static_cast<size_t>(id)];
+      if (piece.empty()) continue;
+      byPiece_.emplace(piece, id);
+      longestPiece_ = std::max(longestPiece_, piece.size());
+    }
+  }
   // Pointers into codePoints_ only once it no longer grows.
   for (int32_t id = 0; id < nVocab_; id++) {
     const auto& [start, partial] = spans[static_cast<size_t>(id)];
     if (start == std::numeric_limits<size_t>::max()) continue;
     candidates_.push_back({static_cast<size_t>(id), codePoints_.data() + start, partial, id});
   }
+}
+
+std::vector<int32_t> TokenTable::longestMatch(const std::string& text) const {
+  std::vector<int32_t> tokens;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t length = std::min(longestPiece_, text.size() - at);
+    for (; length > 0; length--) {
+      auto found = byPiece_.find(text.substr(at, length));
+      if (found != byPiece_.end()) {
+        tokens.push_back(found->second);
+        break;
+      }
+    }
+    if (length == 0) return {};
+    at += length;
+  }
+  return tokens;
 }
 
 uint64_t MaskCache::grammarId(const std::string& text) {
@@ -297,7 +327,8 @@ std::vector<int32_t> Constraint::forcedTokens(size_t maxTokens) {
   tokens.resize(static_cast<size_t>(count));
   std::string spelled;
   for (int32_t token : tokens) spelled += table_->piece(token);
-  if (spelled != text) return {};
+  if (spelled != text) tokens = table_->longestMatch(text);
+  if (tokens.empty()) return tokens;
   if (tokens.size() > maxTokens) tokens.resize(maxTokens);
   const llama_grammar_stacks savedStacks = grammar_->stacks;
   const llama_partial_utf8 savedPartial = grammar_->partial_utf8;

@@ -43,6 +43,11 @@ class TokenTable {
   const llama_grammar_candidates& candidates() const { return candidates_; }
   /** The token's text as llama.cpp's grammar sees it (special tokens rendered). */
   const std::string& piece(int32_t token) const { return pieces_[static_cast<size_t>(token)]; }
+  /**
+   * `text` as the longest non-control tokens that spell it, greedily from the left (normal tokens before
+   * byte tokens of the same text); empty when some byte has no token.
+   */
+  std::vector<int32_t> longestMatch(const std::string& text) const;
 
  private:
   const llama_vocab* vocab_;
@@ -51,6 +56,9 @@ class TokenTable {
   std::vector<std::string> pieces_;
   std::vector<uint32_t> codePoints_;
   llama_grammar_candidates candidates_;
+  /** Non-control tokens by their text, and the longest such text in bytes. */
+  std::unordered_map<std::string, int32_t> byPiece_;
+  size_t longestPiece_ = 0;
 };
 
 /**
@@ -121,9 +129,10 @@ class Constraint {
   std::string forcedText(size_t maxBytes);
 
   /**
-   * Jump-forward: the canonical tokenization (llama_tokenize, no special tokens) of {@link forcedText},
-   * at most `maxTokens` of it, accepted into the grammar. Empty, changing nothing, where nothing is
-   * forced or the tokens do not spell the text exactly (e.g. a tokenizer that adds a leading space).
+   * Jump-forward: {@link forcedText} as tokens, at most `maxTokens` of them, accepted into the grammar:
+   * its canonical tokenization (llama_tokenize, no special tokens) when that spells the text exactly,
+   * else (a SentencePiece tokenizer that adds a leading space) TokenTable::longestMatch. Empty, changing
+   * nothing, where nothing is forced.
    */
   std::vector<int32_t> forcedTokens(size_t maxTokens);
 
