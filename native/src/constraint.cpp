@@ -1,6 +1,7 @@
 #include "constraint.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -261,7 +262,10 @@ const TokenMask& Constraint::mask() {
   const std::string key = stateKey();
   current_ = cache_->find(key);
   if (current_ == nullptr) {
+    const auto started = std::chrono::steady_clock::now();
     current_ = computeMask();
+    cache_->recordCompute(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     cache_->store(key, current_);
   }
   return *current_;

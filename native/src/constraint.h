@@ -82,17 +82,37 @@ class MaskCache {
   void store(const std::string& key, std::shared_ptr<const TokenMask> mask);
 
   /** Lookups that found a mask / computed one, since creation. */
-  uint64_t hits() const { return hits_; }
-  uint64_t misses() const { return misses_; }
-  size_t bytes() const { return bytes_; }
+  uint64_t hits() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return hits_;
+  }
+  uint64_t misses() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return misses_;
+  }
+  size_t bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return bytes_;
+  }
+  /** Milliseconds spent computing masks (the misses), since creation. */
+  double computeMs() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return computeMs_;
+  }
+  /** Adds the time of one mask computation. */
+  void recordCompute(double ms) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    computeMs_ += ms;
+  }
 
  private:
   using Entry = std::pair<std::string, std::shared_ptr<const TokenMask>>;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   size_t budget_;
   size_t bytes_ = 0;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
+  double computeMs_ = 0;
   std::list<Entry> order_;
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
   std::unordered_map<std::string, uint64_t> grammarIds_;

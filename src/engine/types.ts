@@ -182,6 +182,8 @@ export type MaskCacheStats = {
   misses: number;
   /** Memory the cached masks hold, in bytes. */
   bytes: number;
+  /** Milliseconds spent computing masks (the misses) since the model was loaded. */
+  computeMs: number;
 };
 
 /**
