@@ -9,7 +9,8 @@
  *    by a pass over the vocabulary (a cache miss), and on a second walk over the same states, that no mask
  *    is computed again (every lookup a hit).
  *
- * Usage: npm run bench:masks -- [--model FILE] [--steps 48] [--out FILE]
+ * Usage: npm run bench:masks -- [--model FILE] [--steps 48] [--threads 2] [--out FILE]
+ * (`--threads`: the context's threads, which a mask computation shares its pass over the vocabulary with.)
  * Default model: bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf (made when missing). Prints Markdown and
  * writes it to `--out` (default bench/results/masks.md).
  */
@@ -68,6 +69,7 @@ async function main(): Promise<number> {
     options: {
       model: { type: "string" },
       steps: { type: "string", default: "48" },
+      threads: { type: "string", default: "2" },
       out: { type: "string" },
     },
   });
@@ -82,7 +84,7 @@ async function main(): Promise<number> {
     nSeqMax: 1,
     nBatch: 256,
     nUbatch: 256,
-    threads: 1,
+    threads: Number(values.threads),
     kvUnified: true,
     maskCacheBytes: 1024 * 1024 * 1024,
   });
@@ -137,7 +139,7 @@ async function main(): Promise<number> {
   const report = [
     `# Token-mask engine (${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC)`,
     "",
-    `Command: \`npm run bench:masks -- ${process.argv.slice(2).join(" ")}\`. Model \`${relative(projectRoot, modelPath)}\` (${nVocab} tokens), load average ${loadavg()[0]?.toFixed(1)}.`,
+    `Command: \`npm run bench:masks -- ${process.argv.slice(2).join(" ")}\`. Model \`${relative(projectRoot, modelPath)}\` (${nVocab} tokens), ${values.threads} threads, load average ${loadavg()[0]?.toFixed(1)}.`,
     "",
     `Vocabulary table (once per model, with the first grammar): ${tableMs.toFixed(0)} ms. Constraints: ${setups.length} (${skipped} refused by the compiler). Walks: ${steps} random allowed tokens each, ${states} states; ${misses.length} masks computed (${(stats.bytes / 1024 / 1024).toFixed(1)} MiB cached, ${((nVocab + 63) >> 6) * 8} bytes per mask).`,
     "",

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 
 #include "llama.h"
 
@@ -111,10 +112,13 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
     }
   }
   // Pointers into codePoints_ only once it no longer grows.
+  chunks_.resize(kChunks);
+  // Parts of whole 64-token words, so that threads filling a mask never share a word.
+  const size_t perChunk = ((n + kChunks - 1) / kChunks + 63) / 64 * 64;
   for (int32_t id = 0; id < nVocab_; id++) {
     const auto& [start, partial] = spans[static_cast<size_t>(id)];
     if (start == std::numeric_limits<size_t>::max()) continue;
-    candidates_.push_back({static_cast<size_t>(id), codePoints_.data() + start, partial, id});
+    chunks_[static_cast<size_t>(id) / perChunk].push_back({static_cast<size_t>(id), codePoints_.data() + start, partial, id});
   }
 }
 
@@ -239,15 +243,27 @@ std::shared_ptr<const TokenMask> Constraint::computeMask() const {
   for (const llama_grammar_stack& stack : stacks) mayEnd = mayEnd || stack.empty();
   if (!stacks.empty()) {
     // As llama.cpp's llama_grammar_reject_candidates: a token is rejected when every stack rejects it.
+    // Tokens are independent, so the vocabulary's parts run on the context's threads (the step's decode
+    // is over, its threads idle); each part's bits lie in its own 64-bit words (parts are multiples of 64).
     const llama_grammar_rules& rules = llama_grammar_get_rules(grammar_);
-    llama_grammar_candidates rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[0], table_->candidates());
-    for (size_t i = 1; i < stacks.size() && !rejects.empty(); i++) {
-      rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[i], rejects);
-    }
-    for (const llama_grammar_candidate& candidate : table_->candidates()) allow(candidate.id);
-    for (const llama_grammar_candidate& reject : rejects) {
-      (*mask)[static_cast<size_t>(reject.id) >> 6] &= ~(uint64_t{1} << (reject.id & 63));
-    }
+    const auto& chunks = table_->candidateChunks();
+    const auto pass = [&](size_t first, size_t step) {
+      for (size_t chunk = first; chunk < chunks.size(); chunk += step) {
+        llama_grammar_candidates rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[0], chunks[chunk]);
+        for (size_t i = 1; i < stacks.size() && !rejects.empty(); i++) {
+          rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[i], rejects);
+        }
+        for (const llama_grammar_candidate& candidate : chunks[chunk]) allow(candidate.id);
+        for (const llama_grammar_candidate& reject : rejects) {
+          (*mask)[static_cast<size_t>(reject.id) >> 6] &= ~(uint64_t{1} << (reject.id & 63));
+        }
+      }
+    };
+    const size_t threads = std::min<size_t>(chunks.size(), static_cast<size_t>(cache_->threads()));
+    std::vector<std::thread> helpers;
+    for (size_t worker = 1; worker < threads; worker++) helpers.emplace_back(pass, worker, threads);
+    pass(0, threads);
+    for (std::thread& helper : helpers) helper.join();
   }
   if (mayEnd) {
     for (int32_t id = 0; id < n; id++) {

@@ -5,6 +5,7 @@
 // exact build we link (llama-grammar.h).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -39,8 +40,12 @@ class TokenTable {
   const llama_vocab* vocab() const { return vocab_; }
   /** Whether the token ends generation (EOS, EOT, ...): allowed only where the grammar may end. */
   bool isEog(int32_t token) const { return eog_[static_cast<size_t>(token)] != 0; }
-  /** Candidates for the grammar matcher, one per token that has text (not EOG, not empty), by id. */
-  const llama_grammar_candidates& candidates() const { return candidates_; }
+  /**
+   * Candidates for the grammar matcher, one per token that has text (not EOG, not empty), by id, in
+   * {@link kChunks} parts of about equal size (a pass over the vocabulary runs the parts on several threads).
+   */
+  const std::vector<llama_grammar_candidates>& candidateChunks() const { return chunks_; }
+  static constexpr size_t kChunks = 4;
   /** The token's text as llama.cpp's grammar sees it (special tokens rendered). */
   const std::string& piece(int32_t token) const { return pieces_[static_cast<size_t>(token)]; }
   /**
@@ -55,7 +60,7 @@ class TokenTable {
   std::vector<uint8_t> eog_;
   std::vector<std::string> pieces_;
   std::vector<uint32_t> codePoints_;
-  llama_grammar_candidates candidates_;
+  std::vector<llama_grammar_candidates> chunks_;
   /** Non-control tokens by their text, and the longest such text in bytes. */
   std::unordered_map<std::string, int32_t> byPiece_;
   size_t longestPiece_ = 0;
@@ -67,8 +72,14 @@ class TokenTable {
  */
 class MaskCache {
  public:
-  /** @param budgetBytes the masks' memory bound (each mask is n_vocab / 8 bytes). */
-  explicit MaskCache(size_t budgetBytes) : budget_(budgetBytes) {}
+  /**
+   * @param budgetBytes the masks' memory bound (each mask is n_vocab / 8 bytes).
+   * @param threads threads one mask computation may use (the context's).
+   */
+  MaskCache(size_t budgetBytes, int32_t threads) : budget_(budgetBytes), threads_(std::max(threads, 1)) {}
+
+  /** Threads one mask computation may use. */
+  int32_t threads() const { return threads_; }
 
   /**
    * A small number naming the grammar `text` in keys: equal texts get equal ids while the cache lives.
@@ -109,6 +120,7 @@ class MaskCache {
   using Entry = std::pair<std::string, std::shared_ptr<const TokenMask>>;
   mutable std::mutex mutex_;
   size_t budget_;
+  int32_t threads_;
   size_t bytes_ = 0;
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;

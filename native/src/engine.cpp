@@ -752,7 +752,7 @@ class Context : public Napi::ObjectWrap<Context> {
     samplers_.resize(params.n_seq_max);
     // Guided decoding: the vocabulary table is built on the first grammar; masks are kept up to the bound.
     const double maskBytes = numberOr(options, "maskCacheBytes", 64.0 * 1024 * 1024);
-    grammarHome_.cache = std::make_shared<MaskCache>(static_cast<size_t>(std::max(maskBytes, 0.0)));
+    grammarHome_.cache = std::make_shared<MaskCache>(static_cast<size_t>(std::max(maskBytes, 0.0)), threads);
     grammarHome_.table = [this]() {
       if (tokenTable_ == nullptr) tokenTable_ = std::make_shared<const TokenTable>(vocab_);
       return tokenTable_;
