@@ -124,10 +124,9 @@ export async function grammarForRequest(body: CommonRequest): Promise<Grammar | 
 
 /**
  * Refuses fields that would break the promise that an output finishing with `stop` satisfies the
- * constraint, or that are not computed under a constraint yet: `stop` strings and
- * `stop_token_ids` can end the output before the grammar is complete, and prompt logprobs (also
- * `echo` with `logprobs`) are only computed by the JS sampler, which cannot apply a grammar.
- * (`ignore_eos` and `min_tokens` are refused in `generationParams.ts`.)
+ * constraint: `stop` strings and `stop_token_ids` can end the output before the grammar is complete.
+ * (`ignore_eos` and `min_tokens` are refused in `generationParams.ts`.) Prompt logprobs (also `echo` with
+ * `logprobs`) are the raw distribution of the prompt's rows, which no constraint applies to, as vLLM.
  * @throws ApiError 400 naming the field.
  */
 function refuseConflictingFields(body: CommonRequest): void {
@@ -142,18 +141,6 @@ function refuseConflictingFields(body: CommonRequest): void {
     throw badRequest(
       "stop_token_ids cannot be combined with a guided decoding constraint: a stop token could end the output before it satisfies the constraint.",
       "stop_token_ids",
-    );
-  }
-  if (body.prompt_logprobs !== undefined && body.prompt_logprobs !== null) {
-    throw badRequest(
-      "prompt_logprobs cannot be combined with a guided decoding constraint yet.",
-      "prompt_logprobs",
-    );
-  }
-  if ("echo" in body && body.echo && body.logprobs !== undefined && body.logprobs !== null) {
-    throw badRequest(
-      "echo with logprobs cannot be combined with a guided decoding constraint yet (the prompt's logprobs are not computed under a constraint).",
-      "echo",
     );
   }
 }

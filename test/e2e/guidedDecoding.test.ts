@@ -173,6 +173,34 @@ describe("guided decoding over HTTP", () => {
     }
   });
 
+  it("prompt logprobs and echo under a constraint: the prompt's raw logprobs, the answer constrained", async () => {
+    const prompt = "Once upon a time";
+    const { json } = await client.post("completions", {
+      prompt,
+      guided_choice: CHOICES,
+      prompt_logprobs: 1,
+      echo: true,
+      logprobs: 1,
+      temperature: 0,
+    });
+    const [choice] = json.choices as {
+      text: string;
+      prompt_logprobs: (Record<string, { logprob: number }> | null)[];
+      logprobs: { tokens: string[]; token_logprobs: (number | null)[] };
+    }[];
+    assert.ok(choice);
+    assert.ok(choice.text.startsWith(prompt));
+    assert.ok(CHOICES.includes(choice.text.slice(prompt.length)), choice.text);
+    assert.equal(choice.prompt_logprobs[0], null);
+    assert.ok(choice.prompt_logprobs.length >= 2);
+    for (const entry of choice.prompt_logprobs.slice(1)) {
+      for (const { logprob } of Object.values(entry ?? {})) assert.ok(logprob <= 0);
+    }
+    // echo: the prompt's tokens first (the first without a logprob), then the constrained answer's.
+    assert.equal(choice.logprobs.token_logprobs[0], null);
+    assert.ok(choice.logprobs.tokens.join("").includes(choice.text), choice.logprobs.tokens.join(""));
+  });
+
   it("logprobs under a constraint: present, the sampled token in the top list, only allowed tokens", async () => {
     const { json } = await client.post("completions", {
       guided_regex: "[a-z]+",
@@ -340,12 +368,10 @@ describe("guided decoding over HTTP", () => {
       [{ min_tokens: 4 }, "min_tokens"],
       [{ stop: ["}"] }, "stop"],
       [{ stop_token_ids: [13] }, "stop_token_ids"],
-      [{ prompt_logprobs: 1 }, "prompt_logprobs"],
     ];
     for (const endpoint of ENDPOINTS)
       for (const [fields, param] of conflicts)
         await client.refused(endpoint, { guided_json: SMALL_SCHEMA, ...fields }, param);
-    await client.refused("completions", { guided_choice: CHOICES, echo: true, logprobs: 1 }, "echo");
     // Without a constraint the same fields are fine; an empty stop list is no stop.
     await client.generate("completions", { stop: ["}"], max_tokens: 4 });
     await client.generate("chat", { guided_choice: CHOICES, stop: [], temperature: 0 });
