@@ -1,46 +1,63 @@
 /**
- * The guided-decoding benchmark of issue 5 (`npm run bench:structured`).
+ * The guided-decoding benchmark of issues 5 and 18 (`npm run bench:structured`).
  *
  * 1. Compile time: every accepting schema of `test/fixtures/schemas`, `compileConstraint` with the cache
  *    cleared (median of `--compile-runs` per schema), then our GBNF check plus llama.cpp's native parse
  *    (`validateGbnf`); p50 / p90 / max over the corpus.
- * 2. Throughput over HTTP: the real server (`node bin/lmserve.js serve MODEL --threads 2
- *    --max-model-len 1024 --port 0`), one streamed `/v1/completions` request at a time, unconstrained
- *    (`ignore_eos`, exactly `--max-tokens` tokens) against the same request constrained by the order
- *    schema (`test/fixtures/schemas/api-order.json`, which cannot use `ignore_eos`: tok/s is over what it
- *    generated), pairs interleaved, after one warm-up of each. Decode tok/s = (tokens - 1) / (last token
- *    - first token); end-to-end tok/s = tokens / request time.
- * 3. Where the time goes (`--no-probe` skips it): per-step decode times in-process with node-llama-cpp
- *    (see `bench/lib/structuredProbe.ts`), after the server has stopped.
+ * 2. Throughput over HTTP against the real server (`node bin/lmserve.js serve MODEL --threads 2
+ *    --max-model-len 1024 --port 0`), for each constraint kind of `bench/lib/structuredKinds.ts`:
+ *    `json_schema` (api-order, chat `response_format`), `json_object`, regex, choice and GBNF
+ *    (completions `guided_*`), a forced tool call (chat, `tool_choice: "required"`), and a schema with
+ *    long fixed keys on the default server and on a second one started with `--jump-forward`. Each
+ *    constrained request is compared with the same request of the same endpoint without the constraint
+ *    (`ignore_eos`, same max_tokens), with the issue's sampling (temperature 0.7, top_k 40, top_p 0.95,
+ *    min_p 0.05): one warm-up of each side, then at concurrency 1 `--requests` interleaved pairs
+ *    (alternating which side goes first), and at concurrency 4 `--rounds` rounds of 4 concurrent
+ *    unconstrained and 4 concurrent constrained requests (alternating which batch goes first).
+ *    Decode tok/s = (tokens - 1) / (last token - first token), tokens from the server's usage counts;
+ *    the ratio is the median constrained rate over the median unconstrained rate, against issue 18's
+ *    targets (json_schema >= 0.9x at c=1 and c=4, long keys with jump-forward >= 1.0x, the others >=
+ *    0.85x).
+ * 3. From the server's `/metrics`, read around every batch: mask-cache hits and misses, jump-forward
+ *    tokens, and the decode / sample step-time means (`lmserve:step_seconds{phase}`), per side.
+ * 4. Validity of every constrained output that finished (`stop`, or `tool_calls`): JSON.parse and ajv
+ *    for schemas and tool arguments, JSON.parse for `json_object` and the JSON GBNF, full match for the
+ *    regex, membership for the choice. Invalid outputs are listed in full; they make the exit code 1.
  *
  * Usage:
- *   npm run bench:structured -- [--model FILE] [--max-tokens 64] [--threads 2] [--requests 6]
- *     [--compile-runs 20] [--probe-runs 3] [--no-probe] [--out FILE] [--help]
+ *   npm run bench:structured -- [--model FILE] [--max-tokens 64] [--threads 2] [--requests 4] [--rounds 2]
+ *     [--only json_schema,json_object,regex,choice,gbnf,tool_call,long_keys,long_keys_jf]
+ *     [--compile-runs 20] [--quick] [--out FILE] [--help]
  *
- * Without `--model` it uses `bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf`, generating it first
- * (`bench/make-model.ts`'s `main`) when missing. Prints a Markdown report and writes it to `--out`
- * (default `bench/results/structured.md`). Exit code 0 on success, 1 on a failure.
+ * `--quick`: 1 pair at c=1, 1 round at c=4, 4 compile runs. Without `--model` it uses
+ * `bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf`, generating it first (`bench/make-model.ts`'s `main`)
+ * when missing. Prints a Markdown report and writes it to `--out` (default `bench/results/structured.md`).
+ * Exit code 0 on success, 1 on a failure or an invalid output.
  */
 import { writeFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { getLlama, LlamaLogLevel, type LlamaModel } from "node-llama-cpp";
 import { projectRoot } from "../src/paths.ts";
-import { compileConstraint } from "../src/structured/index.ts";
 import { DEFAULT_MODEL, ensureModel } from "./lib/runInfo.ts";
-import { corpusSchemas, measureCompileTimes, percentile } from "./lib/structuredCompile.ts";
-import { probeStepTimes } from "./lib/structuredProbe.ts";
-import { compileTable, probeTable, type ThroughputPair, throughputTable } from "./lib/structuredReport.ts";
+import { measureCompileTimes, percentile } from "./lib/structuredCompile.ts";
+import { type ConstraintKind, constraintKinds, KIND_NAMES, type KindName } from "./lib/structuredKinds.ts";
+import { compileTable, kindSection, summaryTable, validitySection } from "./lib/structuredReport.ts";
+import { type KindResult, measureKind } from "./lib/structuredRun.ts";
 import { StructuredServer } from "./lib/structuredServer.ts";
 
-/** Threads of the server and the probe unless `--threads` says otherwise (issue 5: 2). */
+/** Threads of the server unless `--threads` says otherwise (issue 5: 2). */
 const DEFAULT_THREADS = 2;
 const MAX_MODEL_LEN = 1024;
-const PROMPT = "Here is the customer's order as JSON:\n";
-/** Sampling of both sides (the serving benchmark's settings). No seed: seeded requests run batch-invariant. */
-const SAMPLING = { temperature: 0.7, topK: 40, topP: 0.95, minP: 0.05 };
-const ORDER_SCHEMA = corpusSchemas().find((entry) => entry.name === "api-order")?.schema;
+/** Concurrency of the batched level. */
+const CONCURRENCY = 4;
+const COMPLETIONS_PROMPT = "Here is the customer's order as JSON:\n";
+const CHAT_PROMPT = "Write the customer's order as JSON.";
+/** Sampling of both sides (issue 18). No seed: seeded requests run batch-invariant. */
+const SAMPLING = { temperature: 0.7, top_k: 40, top_p: 0.95, min_p: 0.05 };
+const USAGE =
+  "Usage: npm run bench:structured -- [--model FILE] [--max-tokens 64] [--threads 2] [--requests 4] [--rounds 2] [--only LIST] [--compile-runs 20] [--quick] [--out FILE]\n" +
+  `  --only: comma-separated, of ${KIND_NAMES.join(", ")}\n`;
 
 const startedAt = performance.now();
 const log = (line: string) =>
@@ -52,136 +69,104 @@ function parseCli() {
       model: { type: "string" },
       "max-tokens": { type: "string", default: "64" },
       threads: { type: "string", default: String(DEFAULT_THREADS) },
-      requests: { type: "string", default: "6" },
-      "compile-runs": { type: "string", default: "20" },
-      "probe-runs": { type: "string", default: "3" },
-      "no-probe": { type: "boolean", default: false },
+      requests: { type: "string" },
+      rounds: { type: "string" },
+      only: { type: "string" },
+      "compile-runs": { type: "string" },
+      quick: { type: "boolean", default: false },
       out: { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
-  const count = (name: string, text: string) => {
+  const count = (name: string, text: string, min = 1) => {
     const value = Number(text);
-    if (!Number.isInteger(value) || value < 1) throw new Error(`--${name}: a positive integer`);
+    if (!Number.isInteger(value) || value < min) throw new Error(`--${name}: an integer >= ${min}`);
     return value;
   };
+  const quick = values.quick;
+  const only = (values.only ?? KIND_NAMES.join(",")).split(",").map((name) => name.trim());
+  for (const name of only)
+    if (!(KIND_NAMES as readonly string[]).includes(name))
+      throw new Error(`--only: unknown kind ${name} (one of ${KIND_NAMES.join(", ")})`);
   return {
     help: values.help,
     modelPath: values.model ? resolve(values.model) : DEFAULT_MODEL,
     maxTokens: count("max-tokens", values["max-tokens"]),
     threads: count("threads", values.threads),
-    requests: count("requests", values.requests),
-    compileRuns: count("compile-runs", values["compile-runs"]),
-    probeRuns: count("probe-runs", values["probe-runs"]),
-    probe: !values["no-probe"],
+    requests: count("requests", values.requests ?? (quick ? "1" : "4")),
+    rounds: count("rounds", values.rounds ?? (quick ? "1" : "2"), 0),
+    compileRuns: count("compile-runs", values["compile-runs"] ?? (quick ? "4" : "20")),
+    only: new Set(only as KindName[]),
     out: resolve(values.out ?? resolve(projectRoot, "bench/results/structured.md")),
   };
 }
 
-/** Interleaved unconstrained / constrained streamed requests, after one warm-up of each. */
-async function measureThroughput(server: StructuredServer, maxTokens: number, requests: number) {
-  const common = {
-    prompt: PROMPT,
-    max_tokens: maxTokens,
-    temperature: SAMPLING.temperature,
-    top_k: SAMPLING.topK,
-    top_p: SAMPLING.topP,
-    min_p: SAMPLING.minP,
-  };
-  const free = () => server.stream({ ...common, ignore_eos: true });
-  const constrained = () => server.stream({ ...common, guided_json: ORDER_SCHEMA });
-  await free();
-  await constrained();
-  const pairs: ThroughputPair[] = [];
-  for (let i = 0; i < requests; i++) {
-    // Alternate which side goes first, so that neither always runs right after the other.
-    let pair: ThroughputPair;
-    if (i % 2 === 0) pair = { free: await free(), constrained: await constrained() };
-    else {
-      const second = await constrained();
-      pair = { free: await free(), constrained: second };
+/** Runs `kinds` on one server started with `flags`, stopping it afterwards. */
+async function runOnServer(
+  modelPath: string,
+  flags: string[],
+  kinds: ConstraintKind[],
+  options: ReturnType<typeof parseCli>,
+): Promise<KindResult[]> {
+  log(`server: ${relative(projectRoot, modelPath)} ${flags.join(" ")}`);
+  const server = await StructuredServer.start(modelPath, flags);
+  const results: KindResult[] = [];
+  try {
+    for (const kind of kinds) {
+      log(`${kind.name}: ${kind.label}`);
+      results.push(
+        await measureKind(server, kind, {
+          maxTokens: options.maxTokens,
+          requests: options.requests,
+          rounds: options.rounds,
+          concurrency: CONCURRENCY,
+          sampling: SAMPLING,
+          completionsPrompt: COMPLETIONS_PROMPT,
+          chatPrompt: CHAT_PROMPT,
+          log,
+        }),
+      );
     }
-    pairs.push(pair);
-    log(
-      `pair ${i + 1}/${requests}: free ${pair.free.tokens} tokens, constrained ${pair.constrained.tokens} (${pair.constrained.finishReason})`,
-    );
+  } finally {
+    await server.stop();
   }
-  return pairs;
-}
-
-/** The number of tokens in the model's vocabulary (GGUF `tokenizer.ggml.tokens`). */
-function vocabularySize(model: LlamaModel): number {
-  const metadata = model.fileInfo.metadata as unknown as { tokenizer?: { ggml?: { tokens?: unknown[] } } };
-  return metadata.tokenizer?.ggml?.tokens?.length ?? 0;
+  return results;
 }
 
 async function main(): Promise<number> {
   const options = parseCli();
   if (options.help) {
-    process.stdout.write(
-      "Usage: npm run bench:structured -- [--model FILE] [--max-tokens 64] [--threads 2] [--requests 6] [--compile-runs 20] [--probe-runs 3] [--no-probe] [--out FILE]\n",
-    );
+    process.stdout.write(USAGE);
     return 0;
   }
-  if (!ORDER_SCHEMA) throw new Error("test/fixtures/schemas/api-order.json is missing");
   await ensureModel(options.modelPath, log);
   const started = new Date();
   const load = loadavg()[0]?.toFixed(1);
+  const flags = ["--threads", String(options.threads), "--max-model-len", String(MAX_MODEL_LEN)];
   const sections: string[] = [
     `# Guided decoding benchmark (${started.toISOString().slice(0, 16).replace("T", " ")} UTC)`,
     "",
-    `Command: \`npm run bench:structured -- ${process.argv.slice(2).join(" ")}\`. Model \`${relative(projectRoot, options.modelPath)}\`, ${options.threads} threads, load average ${load} at the start.`,
+    `Command: \`npm run bench:structured -- ${process.argv.slice(2).join(" ")}\`. Model \`${relative(projectRoot, options.modelPath)}\`, server flags \`${flags.join(" ")}\`, max_tokens ${options.maxTokens}, temperature ${SAMPLING.temperature}, top_k ${SAMPLING.top_k}, top_p ${SAMPLING.top_p}, min_p ${SAMPLING.min_p}; ${options.requests} pair(s) at concurrency 1, ${options.rounds} round(s) of ${CONCURRENCY} + ${CONCURRENCY} at concurrency ${CONCURRENCY}, after one warm-up of each side. Load average ${load} at the start.`,
     "",
   ];
 
   log("compile times over the corpus...");
   const pure = await measureCompileTimes(options.compileRuns);
   log("compile times with llama.cpp's parse...");
-  const llama = await getLlama({ gpu: false, logLevel: LlamaLogLevel.error, build: "never" });
   const native = await measureCompileTimes(Math.max(3, Math.floor(options.compileRuns / 4)), true);
+
+  const kinds = constraintKinds().filter((kind) => options.only.has(kind.name));
+  const results: KindResult[] = [];
+  const plain = kinds.filter((kind) => kind.server === "default");
+  const jumping = kinds.filter((kind) => kind.server === "jump-forward");
+  if (plain.length > 0) results.push(...(await runOnServer(options.modelPath, flags, plain, options)));
+  if (jumping.length > 0)
+    results.push(...(await runOnServer(options.modelPath, [...flags, "--jump-forward"], jumping, options)));
+
+  if (results.length > 0) sections.push(summaryTable(results), "");
   sections.push(compileTable(pure, native), "");
-
-  log(`server: ${options.modelPath} --threads ${options.threads} --max-model-len ${MAX_MODEL_LEN}`);
-  const server = await StructuredServer.start(options.modelPath, [
-    "--threads",
-    String(options.threads),
-    "--max-model-len",
-    String(MAX_MODEL_LEN),
-  ]);
-  try {
-    const pairs = await measureThroughput(server, options.maxTokens, options.requests);
-    sections.push(throughputTable(pairs, options.maxTokens), "");
-  } finally {
-    await server.stop();
-  }
-
-  if (options.probe) {
-    log("in-process probe of per-step times...");
-    const model = await llama.loadModel({ modelPath: options.modelPath });
-    const context = await model.createContext({
-      contextSize: MAX_MODEL_LEN,
-      threads: options.threads,
-      batchSize: 512,
-    });
-    try {
-      const gbnf = compileConstraint("json_schema", ORDER_SCHEMA).gbnf;
-      const results = await probeStepTimes({
-        model,
-        sequence: context.getSequence(),
-        grammar: await llama.createGrammar({ grammar: gbnf }),
-        anyGrammar: await llama.createGrammar({ grammar: "root ::= [^\\x00]*" }),
-        prompt: model.tokenize(PROMPT),
-        maxTokens: options.maxTokens,
-        runs: options.probeRuns,
-        sampling: SAMPLING,
-        onRun: log,
-      });
-      sections.push(probeTable(results, vocabularySize(model)), "");
-    } finally {
-      await context.dispose();
-      await model.dispose();
-    }
-  }
+  for (const result of results) sections.push(kindSection(result, options.maxTokens), "");
+  if (results.length > 0) sections.push(validitySection(results), "");
   sections.push(
     `Load average ${loadavg()[0]?.toFixed(1)} at the end; ${((performance.now() - startedAt) / 1000).toFixed(0)} s in all.`,
   );
@@ -194,7 +179,7 @@ async function main(): Promise<number> {
       50,
     ).toFixed(3)} ms`,
   );
-  return 0;
+  return results.some((result) => result.invalid.length > 0) ? 1 : 0;
 }
 
 main().then(

@@ -1,15 +1,13 @@
 /**
- * Markdown tables of `bench/structured.ts`: compile times over the schema corpus, constrained vs
- * unconstrained throughput over HTTP (with the targets of issue 5: constrained >= 0.9x unconstrained,
- * compile p50 < 10 ms), and the per-step probe of where constrained decoding spends its time.
+ * Markdown tables of `bench/structured.ts`: compile times over the schema corpus (target p50 < 10 ms),
+ * and per constraint kind the constrained vs unconstrained throughput over HTTP at each concurrency with
+ * issue 18's targets, the server's mask-cache / jump-forward / step-time figures, and the validity of
+ * the finished constrained outputs.
  */
 import type { SchemaCompileTime } from "./structuredCompile.ts";
 import { percentile } from "./structuredCompile.ts";
-import type { ProbeMode, ProbeResult } from "./structuredProbe.ts";
-import type { StreamTiming } from "./structuredServer.ts";
-
-/** One unconstrained and one constrained request, run back to back. */
-export type ThroughputPair = { free: StreamTiming; constrained: StreamTiming };
+import type { MetricsSnapshot } from "./structuredMetrics.ts";
+import type { KindResult, LevelResult, Sample, Side } from "./structuredRun.ts";
 
 const ms = (value: number) => (Number.isFinite(value) ? value.toFixed(value < 1 ? 3 : 1) : "–");
 const rate = (value: number) => (Number.isFinite(value) ? value.toFixed(1) : "–");
@@ -33,7 +31,7 @@ export function compileTable(pure: SchemaCompileTime[], native: SchemaCompileTim
     "| what | p50 / p90 / max (ms) |",
     "| --- | --- |",
     `| \`compileConstraint\`, cache cleared | ${spread(pure.map((r) => r.compileMs))} |`,
-    `| \`validateGbnf\` (our GBNF check + \`llama.createGrammar\`) | ${spread(nativeTimes)} |`,
+    `| \`validateGbnf\` (our GBNF check + llama.cpp's parse in the native addon) | ${spread(nativeTimes)} |`,
     `| grammar size (bytes, p50 / p90 / max) | ${percentile(bytes, 50)} / ${percentile(bytes, 90)} / ${Math.max(...bytes)} |`,
     "",
     `Slowest compiles: ${slowest.map((r) => `\`${r.name}\` ${ms(r.compileMs)} ms`).join(", ")}.`,
@@ -41,79 +39,163 @@ export function compileTable(pure: SchemaCompileTime[], native: SchemaCompileTim
   ].join("\n");
 }
 
-type SideStats = { decode: number[]; e2e: number[]; ttft: number[]; tokens: number[]; finish: string };
+const ratioText = (ratio: number) => (Number.isFinite(ratio) ? `${ratio.toFixed(2)}x` : "–");
+const median = (values: readonly number[]) => percentile(values.filter(Number.isFinite), 50);
 
-function side(timings: StreamTiming[]): SideStats {
-  const finishes = new Map<string, number>();
-  for (const t of timings) finishes.set(t.finishReason, (finishes.get(t.finishReason) ?? 0) + 1);
-  return {
-    decode: timings.map((t) => (t.decodeMs > 0 ? ((t.tokens - 1) * 1000) / t.decodeMs : Number.NaN)),
-    e2e: timings.map((t) => (t.tokens * 1000) / t.totalMs),
-    ttft: timings.map((t) => t.ttftMs),
-    tokens: timings.map((t) => t.tokens),
-    finish: [...finishes].map(([reason, count]) => `${count} ${reason}`).join(", "),
-  };
-}
-
-/** Unconstrained vs constrained: per-side medians and the ratio the target is about. */
-export function throughputTable(pairs: ThroughputPair[], maxTokens: number): string {
-  const free = side(pairs.map((p) => p.free));
-  const constrained = side(pairs.map((p) => p.constrained));
-  const row = (name: string, s: SideStats) =>
-    `| ${name} | ${pairs.length} | ${rate(percentile(s.tokens, 50))} | ${s.finish} | ${ms(percentile(s.ttft, 50))} | ${rate(percentile(s.decode, 50))} | ${rate(percentile(s.e2e, 50))} |`;
-  const ratio = percentile(constrained.decode, 50) / percentile(free.decode, 50);
-  const pairRatios = pairs.map(
-    (_, i) => (constrained.decode[i] ?? Number.NaN) / (free.decode[i] ?? Number.NaN),
+/** Median constrained decode tok/s over median unconstrained decode tok/s of one level. */
+export function levelRatio(level: LevelResult): number {
+  return (
+    median(level.constrained.samples.map((s) => s.decodeRate)) /
+    median(level.free.samples.map((s) => s.decodeRate))
   );
-  const e2eRatio = percentile(constrained.e2e, 50) / percentile(free.e2e, 50);
-  const sample = pairs.at(-1)?.constrained.text ?? "";
-  return [
-    `## Throughput over HTTP (one request at a time, max_tokens ${maxTokens}, medians)`,
-    "",
-    "| side | requests | tokens | finish | TTFT (ms) | decode tok/s | end-to-end tok/s |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
-    row("unconstrained (`ignore_eos`)", free),
-    row("`guided_json` api-order", constrained),
-    "",
-    `Constrained / unconstrained decode tok/s: **${ratio.toFixed(2)}x** (per-pair ratios p50 ${percentile(pairRatios, 50).toFixed(2)}, min ${Math.min(...pairRatios).toFixed(2)}); end-to-end ${e2eRatio.toFixed(2)}x.`,
-    `Target >= 0.9x: **${ratio >= 0.9 ? "met" : "missed"}**.`,
-    "",
-    `Last constrained output: \`${JSON.stringify(sample.slice(0, 160))}\``,
-  ].join("\n");
 }
 
-/** Per-step times of the probe modes, and what they say about the grammar's cost. */
-export function probeTable(results: ProbeResult[], vocabularySize: number): string {
-  const by = (mode: ProbeMode) => results.find((r) => r.mode === mode);
-  const free = by("free");
-  const grammar = by("grammar");
-  const freeProbs = by("free+probs");
-  const grammarProbs = by("grammar+probs");
-  const anyGrammar = by("any-grammar");
+function verdict(ratio: number, target: number | null): string {
+  if (target === null) return "–";
+  if (!Number.isFinite(ratio)) return "no figure";
+  return ratio >= target ? "met" : "**missed**";
+}
+
+function finishes(samples: readonly Sample[]): string {
+  const counts = new Map<string, number>();
+  for (const s of samples)
+    counts.set(s.finishReason || "(none)", (counts.get(s.finishReason || "(none)") ?? 0) + 1);
+  return [...counts].map(([reason, count]) => `${count} ${reason}`).join(", ");
+}
+
+function tokens(samples: readonly Sample[]): string {
+  const counts = samples.map((s) => s.tokens);
+  return `${percentile(counts, 50)} (${Math.min(...counts)}–${Math.max(...counts)})`;
+}
+
+function sideRow(
+  concurrency: string,
+  name: string,
+  samples: readonly Sample[],
+  batchRates: readonly number[],
+  tail: string,
+) {
+  const ttft = median(samples.map((s) => s.ttftMs));
+  const estimated = samples.some((s) => s.serverTtft) ? "*" : "";
+  return `| ${concurrency} | ${name} | ${samples.length} | ${tokens(samples)} | ${finishes(samples)} | ${ms(ttft)}${estimated} | ${rate(median(samples.map((s) => s.decodeRate)))} | ${rate(median(batchRates))} | ${tail}`;
+}
+
+/** Issue 18's targets, one row per kind and concurrency. */
+export function summaryTable(results: readonly KindResult[]): string {
   const lines = [
-    `## Where the time goes (in-process, node-llama-cpp, vocabulary ${vocabularySize} tokens)`,
+    "## Summary: constrained / unconstrained decode tok/s (medians of per-request rates)",
     "",
-    "| mode | steps | step p50 (ms) | step p90 (ms) | step mean (ms) | 10%-trimmed mean (ms) | tok/s |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
-    ...results.map(
-      (r) =>
-        `| ${r.mode} | ${r.steps} | ${ms(r.stepMsP50)} | ${ms(r.stepMsP90)} | ${ms(r.stepMsMean)} | ${ms(r.stepMsTrimmed)} | ${rate(r.tokensPerSecond)} |`,
-    ),
+    "| kind | concurrency | ratio | target | verdict | valid / checked |",
+    "| --- | --- | --- | --- | --- | --- |",
   ];
-  if (free && grammar && freeProbs && grammarProbs) {
-    const fullPass = grammarProbs.stepMsTrimmed - freeProbs.stepMsTrimmed;
-    const overhead = grammar.stepMsTrimmed - free.stepMsTrimmed;
-    const threshold = free.stepMsP50 + fullPass / 2;
-    const slow = grammar.stepMs.filter((t) => t > threshold).length;
+  for (const result of results) {
+    result.levels.forEach((level, index) => {
+      const ratio = levelRatio(level);
+      const target = result.kind.target === null ? "–" : `>= ${result.kind.target.toFixed(2)}x`;
+      const valid = index === 0 ? `${result.checked - result.invalid.length} / ${result.checked}` : "";
+      lines.push(
+        `| ${result.kind.label} | ${level.concurrency} | ${ratioText(ratio)} | ${target} | ${verdict(ratio, result.kind.target)} | ${valid} |`,
+      );
+    });
+  }
+  lines.push(
+    "",
+    "Valid / checked: the kind's constrained outputs that finished (`stop`, or `tool_calls`), warm-up and both levels together.",
+  );
+  return lines.join("\n");
+}
+
+function stepMeans(metrics: MetricsSnapshot): string {
+  const decode = metrics.decodeSteps > 0 ? (metrics.decodeSeconds * 1000) / metrics.decodeSteps : Number.NaN;
+  const sample = metrics.sampleSteps > 0 ? (metrics.sampleSeconds * 1000) / metrics.sampleSteps : Number.NaN;
+  return `${metrics.decodeSteps} steps, decode ${ms(decode)} ms, sample ${ms(sample)} ms`;
+}
+
+function maskLine(metrics: MetricsSnapshot, tokensOut: number): string {
+  const lookups = metrics.maskHits + metrics.maskMisses;
+  const hitRate = lookups > 0 ? `${((metrics.maskHits / lookups) * 100).toFixed(1)}%` : "–";
+  const jump =
+    tokensOut > 0
+      ? ` (${((metrics.jumpForwardTokens / tokensOut) * 100).toFixed(0)}% of ${tokensOut} tokens)`
+      : "";
+  return `mask cache ${metrics.maskHits} hits / ${metrics.maskMisses} misses (hit rate ${hitRate}), jump-forward ${metrics.jumpForwardTokens} tokens${jump}`;
+}
+
+const sideTokens = (side: Side) => side.samples.reduce((total, s) => total + s.tokens, 0);
+
+/** One kind's table (warm-up, then each level's two sides) and its `/metrics` figures. */
+export function kindSection(result: KindResult, maxTokens: number): string {
+  const { kind, warmup } = result;
+  const lines = [
+    `## ${kind.label}`,
+    "",
+    `Endpoint \`/v1/${kind.endpoint === "chat" ? "chat/completions" : "completions"}\`, ${kind.server} server, max_tokens ${maxTokens}; unconstrained = same request without the constraint, with \`ignore_eos\`.`,
+    "",
+    "| concurrency | side | requests | tokens p50 (min–max) | finish | TTFT p50 (ms) | decode tok/s p50 | batch tok/s | ratio | target | verdict |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    sideRow("1", "warm-up, unconstrained", [warmup.free], [], " | | |"),
+    sideRow("1", "warm-up, constrained (grammar new to the cache)", [warmup.constrained], [], " | | |"),
+  ];
+  for (const level of result.levels) {
+    const ratio = levelRatio(level);
+    const target = kind.target === null ? "–" : `>= ${kind.target.toFixed(2)}x`;
+    const c = String(level.concurrency);
+    lines.push(
+      sideRow(c, "unconstrained", level.free.samples, level.free.batchRates, " | | |"),
+      sideRow(
+        c,
+        "constrained",
+        level.constrained.samples,
+        level.constrained.batchRates,
+        ` ${ratioText(ratio)} | ${target} | ${verdict(ratio, kind.target)} |`,
+      ),
+    );
+  }
+  if (
+    [
+      warmup.free,
+      warmup.constrained,
+      ...result.levels.flatMap((l) => [...l.free.samples, ...l.constrained.samples]),
+    ].some((s) => s.serverTtft)
+  )
     lines.push(
       "",
-      `One grammar pass over the whole vocabulary costs about ${ms(fullPass)} ms per step (grammar+probs - free+probs, trimmed means).`,
-      `With the grammar as the server samples, a step costs ${ms(overhead)} ms more than free (trimmed means, ${((overhead / free.stepMsTrimmed) * 100).toFixed(0)}%).`,
-      anyGrammar
-        ? `With a grammar whose checks always pass (\`any-grammar\`), a step differs from free by ${ms(anyGrammar.stepMsTrimmed - free.stepMsTrimmed)} ms (${(((anyGrammar.stepMsTrimmed - free.stepMsTrimmed) / free.stepMsTrimmed) * 100).toFixed(0)}%): the price when the model's first pick follows the grammar.`
-        : "",
-      `${slow} of ${grammar.steps} grammar steps (${((slow / Math.max(1, grammar.steps)) * 100).toFixed(0)}%) took longer than free p50 + half a full pass (${ms(threshold)} ms), i.e. the sampled token was rejected and the grammar re-applied to the whole vocabulary.`,
+      "\\* The stream sent the output at once (a tool call is sent whole once parsed): TTFT is the server's (`vllm:time_to_first_token_seconds`, the batch's mean) and decode time is the request's time less it.",
     );
+  lines.push("", "Server (`/metrics` differences, per side):", "");
+  lines.push(
+    `- warm-up constrained: ${maskLine(warmup.constrainedMetrics, warmup.constrained.tokens)}; ${stepMeans(warmup.constrainedMetrics)}`,
+  );
+  for (const level of result.levels) {
+    lines.push(
+      `- c=${level.concurrency} constrained: ${maskLine(level.constrained.metrics, sideTokens(level.constrained))}; step means: ${stepMeans(level.constrained.metrics)}`,
+      `- c=${level.concurrency} unconstrained: step means: ${stepMeans(level.free.metrics)}`,
+    );
+  }
+  const last = result.levels.at(-1)?.constrained.samples.at(-1) ?? warmup.constrained;
+  const output = last.toolCalls.length > 0 ? JSON.stringify(last.toolCalls) : last.text;
+  lines.push(
+    "",
+    `Last constrained output (${last.finishReason}): \`${JSON.stringify(output.slice(0, 200))}\``,
+  );
+  return lines.join("\n");
+}
+
+/** The invalid finished outputs of every kind, in full. */
+export function validitySection(results: readonly KindResult[]): string {
+  const checked = results.reduce((total, r) => total + r.checked, 0);
+  const invalid = results.flatMap((r) => r.invalid.map((i) => ({ ...i, kind: r.kind.name })));
+  const lines = [
+    "## Validity of finished constrained outputs",
+    "",
+    `${checked - invalid.length} of ${checked} valid (JSON.parse + ajv for schemas and tool arguments, JSON.parse for \`json_object\` and the JSON GBNF, a full match for the regex, membership for the choice).`,
+  ];
+  if (invalid.length > 0) {
+    lines.push("", "| kind | concurrency | reason | output |", "| --- | --- | --- | --- |");
+    for (const i of invalid)
+      lines.push(
+        `| ${i.kind} | ${i.concurrency} | ${i.reason.replaceAll("|", "\\|")} | \`${JSON.stringify(i.output).replaceAll("|", "\\|")}\` |`,
+      );
   }
   return lines.join("\n");
 }

@@ -1,15 +1,16 @@
 /**
  * The server side of `bench/structured.ts`: starts the real `lmserve serve` process on port 0 (the URL
- * comes from its `{"msg":"listening","url":...}` log line) and times streamed `/v1/completions`
- * requests, with or without a guided-decoding constraint. Every chunk carries the running usage
- * (`stream_options.continuous_usage_stats`), so token counts are the server's own.
+ * comes from its `{"msg":"listening","url":...}` log line), times streamed `/v1/completions` and
+ * `/v1/chat/completions` requests, with or without a guided-decoding constraint, and reads `/metrics`.
+ * Every chunk carries the running usage (`stream_options.continuous_usage_stats`), so token counts are
+ * the server's own.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
 import { resolve } from "node:path";
 import { projectRoot } from "../../src/paths.ts";
-import { awaitListening } from "./serverProcess.ts";
+import { awaitListening, stopProcess } from "./serverProcess.ts";
 import { sseEvents } from "./sseEvents.ts";
+import { type MetricsSnapshot, parseMetrics } from "./structuredMetrics.ts";
 
 /** The timings of one streamed completion. */
 export type StreamTiming = {
@@ -22,12 +23,27 @@ export type StreamTiming = {
   /** Request sent to last chunk, ms. */
   totalMs: number;
   finishReason: string;
-  /** The generated text. */
+  /** The generated text (chat: the `content` deltas). */
   text: string;
+  /** Chat: the streamed tool calls, deltas joined per index. */
+  toolCalls: { name: string; arguments: string }[];
+  /**
+   * Chunks whose usage raised the token count. Below 2 with more than one token (a chat tool call is sent
+   * whole once parsed), first-to-last token time says nothing about the decode rate.
+   */
+  tokenChunks: number;
 };
 
+/** The endpoints the benchmark streams. */
+export type Endpoint = "completions" | "chat";
+
+type ToolCallDelta = { index?: number; function?: { name?: string; arguments?: string } };
 type Chunk = {
-  choices?: { text?: string; finish_reason?: string | null }[];
+  choices?: {
+    text?: string;
+    delta?: { content?: string | null; tool_calls?: ToolCallDelta[] };
+    finish_reason?: string | null;
+  }[];
   usage?: { completion_tokens?: number } | null;
   error?: { message?: string };
 };
@@ -60,12 +76,14 @@ export class StructuredServer {
   }
 
   /**
-   * Streams one completion of `body` (model, `stream` and usage options are added) and times it.
+   * Streams one request of `body` to `/v1/completions` or `/v1/chat/completions` (model, `stream` and
+   * usage options are added) and times it.
    * @throws Error on an HTTP error status or an error event in the stream.
    */
-  async stream(body: Record<string, unknown>): Promise<StreamTiming> {
+  async stream(body: Record<string, unknown>, endpoint: Endpoint = "completions"): Promise<StreamTiming> {
     const started = performance.now();
-    const response = await fetch(`${this.url}/v1/completions`, {
+    const path = endpoint === "chat" ? "/v1/chat/completions" : "/v1/completions";
+    const response = await fetch(`${this.url}${path}`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({
@@ -82,6 +100,8 @@ export class StructuredServer {
     let tokens = 0;
     let finishReason = "";
     let text = "";
+    let tokenChunks = 0;
+    const toolCalls: { name: string; arguments: string }[] = [];
     for await (const { data, arrivedMs } of sseEvents(response.body)) {
       if (data === "[DONE]") continue;
       const chunk = JSON.parse(data) as Chunk;
@@ -91,9 +111,17 @@ export class StructuredServer {
         if (tokens === 0) first = arrivedMs;
         last = arrivedMs;
         tokens = count;
+        tokenChunks++;
       }
       for (const choice of chunk.choices ?? []) {
-        text += choice.text ?? "";
+        text += choice.text ?? choice.delta?.content ?? "";
+        for (const call of choice.delta?.tool_calls ?? []) {
+          const index = call.index ?? 0;
+          toolCalls[index] ??= { name: "", arguments: "" };
+          const entry = toolCalls[index];
+          entry.name += call.function?.name ?? "";
+          entry.arguments += call.function?.arguments ?? "";
+        }
         if (choice.finish_reason) finishReason = choice.finish_reason;
       }
     }
@@ -104,13 +132,23 @@ export class StructuredServer {
       totalMs: performance.now() - started,
       finishReason,
       text,
+      toolCalls,
+      tokenChunks,
     };
   }
 
-  /** Stops the server (SIGTERM) and waits for it to exit. */
+  /**
+   * The server's `/metrics` counters this benchmark reads (see `structuredMetrics.ts`).
+   * @throws Error on an HTTP error status.
+   */
+  async metrics(): Promise<MetricsSnapshot> {
+    const response = await fetch(`${this.url}/metrics`);
+    if (!response.ok) throw new Error(`/metrics answered ${response.status}`);
+    return parseMetrics(await response.text());
+  }
+
+  /** Stops the server (SIGTERM, SIGKILL after 30 s) and waits for it to exit. */
   async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    this.child.kill("SIGTERM");
-    await once(this.child, "exit");
+    await stopProcess(this.child);
   }
 }
