@@ -117,7 +117,7 @@ async function main(): Promise<number> {
       const before = context.maskStats();
       const mask = context.grammarMask(gbnf, "root", Int32Array.from(walk), false);
       const after = context.maskStats();
-      if (after.misses > before.misses) misses.push(after.computeMs - before.computeMs);
+      if (after.computed > before.computed) misses.push(after.computeMs - before.computeMs);
       states++;
       if (!mask) break;
       const allowed: number[] = [];
@@ -130,7 +130,7 @@ async function main(): Promise<number> {
     }
     const before = context.maskStats();
     context.grammarMask(gbnf, "root", Int32Array.from(walk), false);
-    replayMisses += context.maskStats().misses - before.misses;
+    replayMisses += context.maskStats().computed - before.computed;
     log(`${label}: ${walk.length} steps`);
   }
   const stats = context.maskStats();

@@ -120,6 +120,10 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
     if (start == std::numeric_limits<size_t>::max()) continue;
     chunks_[static_cast<size_t>(id) / perChunk].push_back({static_cast<size_t>(id), codePoints_.data() + start, partial, id});
   }
+  byId_.assign(n, nullptr);
+  for (const llama_grammar_candidates& chunk : chunks_) {
+    for (const llama_grammar_candidate& candidate : chunk) byId_[candidate.index] = &candidate;
+  }
 }
 
 std::vector<int32_t> TokenTable::longestMatch(const std::string& text) const {
@@ -273,10 +277,37 @@ std::shared_ptr<const TokenMask> Constraint::computeMask() const {
   return mask;
 }
 
+const TokenMask* Constraint::cachedMask() {
+  if (!looked_) {
+    current_ = cache_->find(stateKey());
+    looked_ = true;
+  }
+  return current_.get();
+}
+
+bool Constraint::allows(int32_t token) {
+  if (token < 0 || token >= table_->size()) return false;
+  if (const TokenMask* cached = cachedMask()) return maskAllows(*cached, token);
+  if (table_->isEog(token)) return canEnd();
+  const llama_grammar_candidate* candidate = table_->candidate(token);
+  if (candidate == nullptr) return false;
+  if (grammar_->partial_utf8.n_remain != 0) return maskAllows(mask(), token);
+  // As llama.cpp's llama_grammar_reject_candidates, for one candidate: rejected when every stack rejects it.
+  const llama_grammar_stacks& stacks = grammar_->stacks;
+  if (stacks.empty()) return false;
+  const llama_grammar_rules& rules = llama_grammar_get_rules(grammar_);
+  llama_grammar_candidates rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[0], {*candidate});
+  for (size_t i = 1; i < stacks.size() && !rejects.empty(); i++) {
+    rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[i], rejects);
+  }
+  return rejects.empty();
+}
+
 const TokenMask& Constraint::mask() {
   if (current_ != nullptr) return *current_;
   const std::string key = stateKey();
-  current_ = cache_->find(key);
+  if (!looked_) current_ = cache_->find(key);
+  looked_ = true;
   if (current_ == nullptr) {
     const auto started = std::chrono::steady_clock::now();
     current_ = computeMask();
@@ -288,13 +319,14 @@ const TokenMask& Constraint::mask() {
 }
 
 bool Constraint::accept(int32_t token) {
-  if (token < 0 || token >= table_->size() || !maskAllows(mask(), token)) return false;
+  if (!allows(token)) return false;
   try {
     llama_grammar_accept_impl(*grammar_, token);
   } catch (const std::exception&) {
     return false;
   }
   current_.reset();
+  looked_ = false;
   return true;
 }
 
@@ -357,6 +389,7 @@ std::vector<int32_t> Constraint::forcedTokens(size_t maxTokens) {
       grammar_->stacks = savedStacks;
       grammar_->partial_utf8 = savedPartial;
       current_.reset();
+      looked_ = false;
       return {};
     }
   }

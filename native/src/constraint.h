@@ -45,6 +45,8 @@ class TokenTable {
    * {@link kChunks} parts of about equal size (a pass over the vocabulary runs the parts on several threads).
    */
   const std::vector<llama_grammar_candidates>& candidateChunks() const { return chunks_; }
+  /** The token's candidate (as in candidateChunks), or null for an EOG token or one without text. */
+  const llama_grammar_candidate* candidate(int32_t token) const { return byId_[static_cast<size_t>(token)]; }
   static constexpr size_t kChunks = 4;
   /** The token's text as llama.cpp's grammar sees it (special tokens rendered). */
   const std::string& piece(int32_t token) const { return pieces_[static_cast<size_t>(token)]; }
@@ -61,6 +63,7 @@ class TokenTable {
   std::vector<std::string> pieces_;
   std::vector<uint32_t> codePoints_;
   std::vector<llama_grammar_candidates> chunks_;
+  std::vector<const llama_grammar_candidate*> byId_;
   /** Non-control tokens by their text, and the longest such text in bytes. */
   std::unordered_map<std::string, int32_t> byPiece_;
   size_t longestPiece_ = 0;
@@ -92,7 +95,7 @@ class MaskCache {
   /** Stores `mask` under `key`, evicting the least recently used masks beyond the budget. */
   void store(const std::string& key, std::shared_ptr<const TokenMask> mask);
 
-  /** Lookups that found a mask / computed one, since creation. */
+  /** Lookups that found a mask / found none, since creation. */
   uint64_t hits() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return hits_;
@@ -110,10 +113,16 @@ class MaskCache {
     std::lock_guard<std::mutex> lock(mutex_);
     return computeMs_;
   }
+  /** Masks computed (each a pass over the vocabulary), since creation. */
+  uint64_t computed() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return computed_;
+  }
   /** Adds the time of one mask computation. */
   void recordCompute(double ms) {
     std::lock_guard<std::mutex> lock(mutex_);
     computeMs_ += ms;
+    computed_++;
   }
 
  private:
@@ -125,6 +134,7 @@ class MaskCache {
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
   double computeMs_ = 0;
+  uint64_t computed_ = 0;
   std::list<Entry> order_;
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;
   std::unordered_map<std::string, uint64_t> grammarIds_;
@@ -148,8 +158,20 @@ class Constraint {
   Constraint(const Constraint&) = delete;
   Constraint& operator=(const Constraint&) = delete;
 
-  /** The tokens allowed in the current state (EOG only where the grammar may end). */
+  /**
+   * The tokens allowed in the current state (EOG only where the grammar may end): from the cache, else
+   * computed by a pass over the vocabulary and cached.
+   */
   const TokenMask& mask();
+
+  /** The current state's mask if the cache has it (no computation), else null. */
+  const TokenMask* cachedMask();
+
+  /**
+   * Whether `token` is allowed now: the cached mask's bit, else llama.cpp's check of that one token
+   * (microseconds; no mask is computed).
+   */
+  bool allows(int32_t token);
 
   /** Advances the grammar by `token`. @returns false, changing nothing, when it is not allowed. */
   bool accept(int32_t token);
@@ -185,6 +207,8 @@ class Constraint {
   /** Each rule's element range in this grammar instance, by start address (for the state key). */
   std::vector<std::pair<const llama_grammar_element*, uint32_t>> ruleStarts_;
   std::shared_ptr<const TokenMask> current_;
+  /** Whether the cache was asked for the current state (current_ is then its answer, possibly null). */
+  bool looked_ = false;
 };
 
 }  // namespace lmserve

@@ -973,13 +973,14 @@ class Context : public Napi::ObjectWrap<Context> {
     return typedArrayOf<Napi::Int32Array>(env, sampler->forced(static_cast<size_t>(std::max(maxTokens, 0))));
   }
 
-  /** maskStats() -> {hits, misses, bytes, computeMs}: the grammar mask cache's lookups, memory and miss time. */
+  /** maskStats() -> {hits, misses, bytes, computed, computeMs}: the mask cache's lookups, memory, and the masks computed. */
   Napi::Value MaskStats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Napi::Object out = Napi::Object::New(env);
     out.Set("hits", static_cast<double>(grammarHome_.cache->hits()));
     out.Set("misses", static_cast<double>(grammarHome_.cache->misses()));
     out.Set("bytes", static_cast<double>(grammarHome_.cache->bytes()));
+    out.Set("computed", static_cast<double>(grammarHome_.cache->computed()));
     out.Set("computeMs", grammarHome_.cache->computeMs());
     return out;
   }

@@ -241,12 +241,36 @@ void SequenceSampler::applyMask(float* row) {
   }
 }
 
+bool SequenceSampler::maskLazily() {
+  const int32_t k = params_.temperature <= 0.0 ? 1 : params_.topK;
+  if (k <= 0 || k > 128) return false;
+  std::vector<int32_t> best;
+  for (int32_t budget : {64, 512}) {
+    budget = std::max(budget, 2 * k);
+    selectTop(work_.data(), nVocab_, budget, best);
+    std::vector<std::pair<int32_t, float>> allowed;
+    for (int32_t id : best) {
+      if (constraint_->allows(id)) allowed.emplace_back(id, work_[id]);
+      if (static_cast<int32_t>(allowed.size()) >= k) break;
+    }
+    // Enough allowed tokens, or every finite token was checked: the top-k of the masked row is known.
+    if (static_cast<int32_t>(allowed.size()) >= k || static_cast<int32_t>(best.size()) < budget) {
+      std::fill(work_.begin(), work_.end(), kNegInf);
+      for (const auto& [id, logit] : allowed) work_[id] = logit;
+      return true;
+    }
+  }
+  return false;
+}
+
 int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked) {
   transform(logits);
   if (constraint_ != nullptr) {
     // The mask comes first (vLLM's structured-output bitmask is applied before the sampler's
-    // transforms): truncation then only ever chooses among tokens the grammar allows.
-    applyMask(work_.data());
+    // transforms): truncation then only ever chooses among tokens the grammar allows. A state whose
+    // mask is not cached and a draw that needs only the best k allowed tokens (no logprobs) check
+    // those tokens one by one instead of computing the mask.
+    if (masked != nullptr || constraint_->cachedMask() != nullptr || !maskLazily()) applyMask(work_.data());
     if (masked != nullptr) {
       masked->assign(logits, logits + nVocab_);
       applyMask(masked->data());

@@ -114,6 +114,13 @@ class SequenceSampler {
   int32_t draw();
   /** Sets to -inf, in `row`, every token the grammar does not allow now. */
   void applyMask(float* row);
+  /**
+   * Without a cached mask, when the draw needs only the `k` best allowed tokens (greedy: 1; top-k: k),
+   * checks the best tokens of `work_` one at a time and leaves only the allowed ones finite. Exact: the
+   * draw then sees the same top-k set as under the full mask. @returns false when the best 512 tokens
+   * hold fewer than `k` allowed ones (the caller then applies the full mask).
+   */
+  bool maskLazily();
 
   int32_t nVocab_;
   SamplingParams params_;

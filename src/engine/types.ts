@@ -178,8 +178,10 @@ export type GenerationObserver = {
 export type MaskCacheStats = {
   /** Token-mask lookups answered from the cache, since the model was loaded. */
   hits: number;
-  /** Masks computed by a pass over the vocabulary. */
+  /** Lookups the cache had no mask for (the sampler then checks single tokens or computes the mask). */
   misses: number;
+  /** Masks computed by a pass over the vocabulary. */
+  computed: number;
   /** Memory the cached masks hold, in bytes. */
   bytes: number;
   /** Milliseconds spent computing masks (the misses) since the model was loaded. */

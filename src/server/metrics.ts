@@ -91,8 +91,13 @@ export class ServerMetrics {
     );
     maskCacheCounter(
       "lmserve:grammar_mask_cache_misses_total",
-      "Guided decoding: token masks computed by a pass over the vocabulary (cache misses).",
+      "Guided decoding: token-mask lookups the mask cache had no mask for.",
       (stats) => stats.misses,
+    );
+    maskCacheCounter(
+      "lmserve:grammar_masks_computed_total",
+      "Guided decoding: token masks computed by a pass over the vocabulary.",
+      (stats) => stats.computed,
     );
     this.jumpForwardTokens = new Counter({
       name: "lmserve:jump_forward_tokens_total",

@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { toolChoiceToJsonSchema } from "../../../src/chat/toolSchema.ts";
 import { ModelHost } from "../../../src/engine/ModelHost.ts";
+import { plainRequest } from "../../../src/engine/plainRequest.ts";
+import { Scheduler } from "../../../src/engine/Scheduler.ts";
 import { projectRoot, sharedModelsDir } from "../../../src/paths.ts";
 import { type ConstraintKind, compileConstraint } from "../../../src/structured/index.ts";
 import { Mulberry32 } from "./Mulberry32.ts";
@@ -21,6 +23,7 @@ const WALKS = 3;
 const STEPS = 40;
 
 let host: ModelHost;
+let scheduler: Scheduler;
 
 before(async () => {
   host = await ModelHost.load({
@@ -30,11 +33,31 @@ before(async () => {
     threads: 1,
     device: "cpu",
   });
+  scheduler = new Scheduler(host, { prefixCaching: false });
 });
 
 after(async () => {
-  await host?.dispose();
+  await scheduler?.close();
 });
+
+/** The tokens of one generation of `gbnf` (top-k 0: greedy). */
+async function generate(
+  gbnf: string,
+  seed: number,
+  topK: number,
+  logprobs: number | null,
+): Promise<number[]> {
+  const tokens: number[] = [];
+  await scheduler.submit(
+    plainRequest(host.tokenize("Once upon a time", true), 96, {
+      sampling: { seed, topK, temperature: topK === 0 ? 0 : 1 },
+      grammar: { gbnf },
+      logprobs,
+    }),
+    { onDelta: (delta) => tokens.push(...delta.tokenIds) },
+  );
+  return tokens;
+}
 
 const fixture = (path: string) => readFileSync(join(projectRoot, "test/fixtures", path), "utf8");
 
@@ -70,8 +93,13 @@ function constraints(): { label: string; kind: ConstraintKind; spec: unknown }[]
   ];
 }
 
-const allowedIds = (mask: Uint8Array) =>
-  mask.reduce<number[]>((ids, bit, id) => (bit ? [...ids, id] : ids), []);
+function allowedIds(mask: Uint8Array): number[] {
+  const ids: number[] = [];
+  mask.forEach((bit, id) => {
+    if (bit) ids.push(id);
+  });
+  return ids;
+}
 
 for (const { label, kind, spec } of constraints()) {
   test(`token mask = brute force at random states: ${label}`, () => {
@@ -96,6 +124,23 @@ for (const { label, kind, spec } of constraints()) {
     assert.ok(states >= WALKS, `${label}: ${states} states compared`);
   });
 }
+
+test("checking the best tokens one by one draws exactly what the full mask draws (top-k and greedy)", async () => {
+  // With logprobs the sampler always applies the full mask; without, a state whose mask is not cached
+  // and a top-k (or greedy) draw check single tokens instead. Same seed, same tokens.
+  for (const { label, kind, spec } of constraints().slice(0, 5)) {
+    const { gbnf } = compileConstraint(kind, spec);
+    for (const [seed, topK] of [
+      [1, 5],
+      [2, 40],
+      [3, 0],
+    ] as const) {
+      const lazy = await generate(gbnf, seed, topK, null);
+      const full = await generate(gbnf, seed, topK, 0);
+      assert.deepEqual(lazy, full, `${label}, seed ${seed}, top_k ${topK}`);
+    }
+  }
+});
 
 test("a state seen before is answered from the mask cache", () => {
   const { gbnf } = compileConstraint("choice", ["yes", "no"]);
