@@ -31,7 +31,8 @@
  *
  * `--quick`: 1 pair at c=1, 1 round at c=4, 4 compile runs. Without `--model` it uses
  * `bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf`, generating it first (`bench/make-model.ts`'s `main`)
- * when missing. Prints a Markdown report and writes it to `--out` (default `bench/results/structured.md`).
+ * when missing. Prints a Markdown report and writes it to `--out` (default `bench/results/structured.md`),
+ * also after each kind (marked partial), so that a stopped run leaves the kinds it finished.
  * Exit code 0 on success, 1 on a failure or an invalid output.
  */
 import { writeFileSync } from "node:fs";
@@ -101,20 +102,20 @@ function parseCli() {
   };
 }
 
-/** Runs `kinds` on one server started with `flags`, stopping it afterwards. */
+/** Runs `kinds` on one server started with `flags`, stopping it afterwards; `onResult` after each kind. */
 async function runOnServer(
   modelPath: string,
   flags: string[],
   kinds: ConstraintKind[],
   options: ReturnType<typeof parseCli>,
-): Promise<KindResult[]> {
+  onResult: (result: KindResult) => void,
+): Promise<void> {
   log(`server: ${relative(projectRoot, modelPath)} ${flags.join(" ")}`);
   const server = await StructuredServer.start(modelPath, flags);
-  const results: KindResult[] = [];
   try {
     for (const kind of kinds) {
       log(`${kind.name}: ${kind.label}`);
-      results.push(
+      onResult(
         await measureKind(server, kind, {
           maxTokens: options.maxTokens,
           requests: options.requests,
@@ -130,7 +131,6 @@ async function runOnServer(
   } finally {
     await server.stop();
   }
-  return results;
 }
 
 async function main(): Promise<number> {
@@ -157,22 +157,33 @@ async function main(): Promise<number> {
 
   const kinds = constraintKinds().filter((kind) => options.only.has(kind.name));
   const results: KindResult[] = [];
+  /** The report of the kinds measured so far (written after each kind, so that a stopped run leaves one). */
+  const report = () => {
+    const body = [...sections];
+    if (results.length < kinds.length)
+      body.push(`**Partial: ${results.length} of ${kinds.length} kinds so far.**`, "");
+    if (results.length > 0) body.push(summaryTable(results), "");
+    body.push(compileTable(pure, native), "");
+    for (const result of results) body.push(kindSection(result, options.maxTokens), "");
+    if (results.length > 0) body.push(validitySection(results), "");
+    body.push(
+      `Load average ${loadavg()[0]?.toFixed(1)} at the end; ${((performance.now() - startedAt) / 1000).toFixed(0)} s in all.`,
+    );
+    return body.join("\n");
+  };
+  const onResult = (result: KindResult) => {
+    results.push(result);
+    writeFileSync(options.out, `${report()}\n`);
+  };
   const plain = kinds.filter((kind) => kind.server === "default");
   const jumping = kinds.filter((kind) => kind.server === "jump-forward");
-  if (plain.length > 0) results.push(...(await runOnServer(options.modelPath, flags, plain, options)));
+  if (plain.length > 0) await runOnServer(options.modelPath, flags, plain, options, onResult);
   if (jumping.length > 0)
-    results.push(...(await runOnServer(options.modelPath, [...flags, "--jump-forward"], jumping, options)));
+    await runOnServer(options.modelPath, [...flags, "--jump-forward"], jumping, options, onResult);
 
-  if (results.length > 0) sections.push(summaryTable(results), "");
-  sections.push(compileTable(pure, native), "");
-  for (const result of results) sections.push(kindSection(result, options.maxTokens), "");
-  if (results.length > 0) sections.push(validitySection(results), "");
-  sections.push(
-    `Load average ${loadavg()[0]?.toFixed(1)} at the end; ${((performance.now() - startedAt) / 1000).toFixed(0)} s in all.`,
-  );
-  const report = sections.join("\n");
-  process.stdout.write(`${report}\n`);
-  writeFileSync(options.out, `${report}\n`);
+  const text = report();
+  process.stdout.write(`${text}\n`);
+  writeFileSync(options.out, `${text}\n`);
   log(
     `written to ${relative(projectRoot, options.out)}; compile p50 ${percentile(
       pure.map((r) => r.compileMs),
