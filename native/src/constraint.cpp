@@ -122,8 +122,62 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
   }
   byId_.assign(n, nullptr);
   for (const llama_grammar_candidates& chunk : chunks_) {
-    for (const llama_grammar_candidate& candidate : chunk) byId_[candidate.index] = &candidate;
+    for (const llama_grammar_candidate& candidate : chunk) {
+      byId_[candidate.index] = &candidate;
+      (candidate.code_points[0] != 0 ? byFirst_ : noFirst_).push_back(candidate);
+    }
   }
+  std::stable_sort(byFirst_.begin(), byFirst_.end(),
+                   [](const llama_grammar_candidate& a, const llama_grammar_candidate& b) {
+                     return a.code_points[0] < b.code_points[0];
+                   });
+  for (const llama_grammar_candidate& candidate : byFirst_) firsts_.push_back(candidate.code_points[0]);
+}
+
+void TokenTable::candidatesFor(const llama_grammar_element* top, llama_grammar_candidates& out) const {
+  out.clear();
+  if (top->type != LLAMA_GRETYPE_CHAR && top->type != LLAMA_GRETYPE_CHAR_NOT && top->type != LLAMA_GRETYPE_CHAR_ANY) {
+    for (const llama_grammar_candidates& chunk : chunks_) out.insert(out.end(), chunk.begin(), chunk.end());
+    return;
+  }
+  // The character class as llama.cpp's llama_grammar_match_char reads it: chars and ranges joined by
+  // CHAR_ALT, negated for CHAR_NOT.
+  constexpr uint32_t kMax = 0x10ffff;
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
+  const llama_grammar_element* pos = top;
+  do {
+    if (pos[1].type == LLAMA_GRETYPE_CHAR_RNG_UPPER) {
+      ranges.emplace_back(pos->value, pos[1].value);
+      pos += 2;
+    } else if (pos->type == LLAMA_GRETYPE_CHAR_ANY) {
+      ranges.emplace_back(0, kMax);
+      pos += 1;
+    } else {
+      ranges.emplace_back(pos->value, pos->value);
+      pos += 1;
+    }
+  } while (pos->type == LLAMA_GRETYPE_CHAR_ALT);
+  std::sort(ranges.begin(), ranges.end());
+  if (top->type == LLAMA_GRETYPE_CHAR_NOT) {
+    std::vector<std::pair<uint32_t, uint32_t>> complement;
+    uint32_t next = 1;  // code point 0 never starts a candidate of byFirst_
+    for (const auto& [lo, hi] : ranges) {
+      if (lo > next) complement.emplace_back(next, lo - 1);
+      next = std::max(next, hi + 1);
+    }
+    if (next <= kMax) complement.emplace_back(next, kMax);
+    ranges.swap(complement);
+  }
+  size_t covered = 0;
+  for (const auto& [lo, hi] : ranges) {
+    if (hi < lo) continue;
+    // Overlapping ranges (e.g. [a-zc]) would repeat candidates: start past what is already taken.
+    const size_t from = std::max(covered, static_cast<size_t>(std::lower_bound(firsts_.begin(), firsts_.end(), lo) - firsts_.begin()));
+    const size_t to = static_cast<size_t>(std::upper_bound(firsts_.begin(), firsts_.end(), hi) - firsts_.begin());
+    if (to > from) out.insert(out.end(), byFirst_.begin() + static_cast<std::ptrdiff_t>(from), byFirst_.begin() + static_cast<std::ptrdiff_t>(to));
+    covered = std::max(covered, to);
+  }
+  out.insert(out.end(), noFirst_.begin(), noFirst_.end());
 }
 
 std::vector<int32_t> TokenTable::longestMatch(const std::string& text) const {
@@ -246,28 +300,46 @@ std::shared_ptr<const TokenMask> Constraint::computeMask() const {
   bool mayEnd = false;
   for (const llama_grammar_stack& stack : stacks) mayEnd = mayEnd || stack.empty();
   if (!stacks.empty()) {
-    // As llama.cpp's llama_grammar_reject_candidates: a token is rejected when every stack rejects it.
-    // Tokens are independent, so the vocabulary's parts run on the context's threads (the step's decode
-    // is over, its threads idle); each part's bits lie in its own 64-bit words (parts are multiples of 64).
+    // As llama.cpp's llama_grammar_reject_candidates (a token is allowed when some stack accepts it),
+    // stack by stack, each over only the candidates whose first character its top accepts (the rest it
+    // rejects on that character). A large set is matched in parts on the context's threads (the step's
+    // decode is over, its threads idle).
     const llama_grammar_rules& rules = llama_grammar_get_rules(grammar_);
-    const auto& chunks = table_->candidateChunks();
-    const auto pass = [&](size_t first, size_t step) {
-      for (size_t chunk = first; chunk < chunks.size(); chunk += step) {
-        llama_grammar_candidates rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[0], chunks[chunk]);
-        for (size_t i = 1; i < stacks.size() && !rejects.empty(); i++) {
-          rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[i], rejects);
-        }
-        for (const llama_grammar_candidate& candidate : chunks[chunk]) allow(candidate.id);
-        for (const llama_grammar_candidate& reject : rejects) {
-          (*mask)[static_cast<size_t>(reject.id) >> 6] &= ~(uint64_t{1} << (reject.id & 63));
-        }
+    const size_t threads = static_cast<size_t>(cache_->threads());
+    std::vector<uint32_t> rejectedBy(static_cast<size_t>(n), 0);
+    uint32_t stackMark = 0;
+    llama_grammar_candidates subset;
+    for (const llama_grammar_stack& stack : stacks) {
+      if (stack.empty()) continue;  // a complete grammar: end-of-generation only (below)
+      stackMark++;
+      table_->candidatesFor(stack.back(), subset);
+      // Tokens an earlier stack already allows need no second look (as llama.cpp passes only the
+      // rejects of one stack to the next).
+      subset.erase(std::remove_if(subset.begin(), subset.end(),
+                                  [&](const llama_grammar_candidate& candidate) {
+                                    return maskAllows(*mask, candidate.id);
+                                  }),
+                   subset.end());
+      const size_t parts = subset.size() >= 8192 ? std::max<size_t>(threads, 1) : 1;
+      std::vector<llama_grammar_candidates> rejects(parts);
+      const auto pass = [&](size_t part) {
+        const size_t from = subset.size() * part / parts;
+        const size_t to = subset.size() * (part + 1) / parts;
+        const llama_grammar_candidates slice(subset.begin() + static_cast<std::ptrdiff_t>(from),
+                                             subset.begin() + static_cast<std::ptrdiff_t>(to));
+        rejects[part] = llama_grammar_reject_candidates_for_stack(rules, stack, slice);
+      };
+      std::vector<std::thread> helpers;
+      for (size_t part = 1; part < parts; part++) helpers.emplace_back(pass, part);
+      pass(0);
+      for (std::thread& helper : helpers) helper.join();
+      for (const llama_grammar_candidates& part : rejects) {
+        for (const llama_grammar_candidate& reject : part) rejectedBy[reject.index] = stackMark;
       }
-    };
-    const size_t threads = std::min<size_t>(chunks.size(), static_cast<size_t>(cache_->threads()));
-    std::vector<std::thread> helpers;
-    for (size_t worker = 1; worker < threads; worker++) helpers.emplace_back(pass, worker, threads);
-    pass(0, threads);
-    for (std::thread& helper : helpers) helper.join();
+      for (const llama_grammar_candidate& candidate : subset) {
+        if (rejectedBy[candidate.index] != stackMark) allow(candidate.id);
+      }
+    }
   }
   if (mayEnd) {
     for (int32_t id = 0; id < n; id++) {

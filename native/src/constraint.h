@@ -45,6 +45,13 @@ class TokenTable {
    * {@link kChunks} parts of about equal size (a pass over the vocabulary runs the parts on several threads).
    */
   const std::vector<llama_grammar_candidates>& candidateChunks() const { return chunks_; }
+  /**
+   * The candidates a grammar stack whose top is `top` can accept as far as their first code point goes
+   * (the others it rejects on the first character): those whose first code point is in the top's
+   * character class, and those with no complete first code point (a partial UTF-8 sequence). Every
+   * candidate for a token-level element. Replaces `out`.
+   */
+  void candidatesFor(const llama_grammar_element* top, llama_grammar_candidates& out) const;
   /** The token's candidate (as in candidateChunks), or null for an EOG token or one without text. */
   const llama_grammar_candidate* candidate(int32_t token) const { return byId_[static_cast<size_t>(token)]; }
   static constexpr size_t kChunks = 4;
@@ -64,6 +71,11 @@ class TokenTable {
   std::vector<uint32_t> codePoints_;
   std::vector<llama_grammar_candidates> chunks_;
   std::vector<const llama_grammar_candidate*> byId_;
+  /** Candidates with a complete first code point, by that code point; the code points, in the same order. */
+  llama_grammar_candidates byFirst_;
+  std::vector<uint32_t> firsts_;
+  /** Candidates without a complete first code point. */
+  llama_grammar_candidates noFirst_;
   /** Non-control tokens by their text, and the longest such text in bytes. */
   std::unordered_map<std::string, int32_t> byPiece_;
   size_t longestPiece_ = 0;
