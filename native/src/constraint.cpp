@@ -323,6 +323,10 @@ std::shared_ptr<const TokenMask> Constraint::computeMask() const {
       const size_t parts = subset.size() >= 8192 ? std::max<size_t>(threads, 1) : 1;
       std::vector<llama_grammar_candidates> rejects(parts);
       const auto pass = [&](size_t part) {
+        if (parts == 1) {
+          rejects[0] = llama_grammar_reject_candidates_for_stack(rules, stack, subset);
+          return;
+        }
         const size_t from = subset.size() * part / parts;
         const size_t to = subset.size() * (part + 1) / parts;
         const llama_grammar_candidates slice(subset.begin() + static_cast<std::ptrdiff_t>(from),
