@@ -21,8 +21,8 @@
  * 3. From the server's `/metrics`, read around every batch: mask-cache hits and misses, jump-forward
  *    tokens, and the decode / sample step-time means (`lmserve:step_seconds{phase}`), per side.
  * 4. Validity of every constrained output that finished (`stop`, or `tool_calls`): JSON.parse and ajv
- *    for schemas and tool arguments, JSON.parse for `json_object` and the JSON GBNF, full match for the
- *    regex, membership for the choice. Invalid outputs are listed in full; they make the exit code 1.
+ *    for schemas and tool arguments, JSON.parse for `json_object`, a full regex match for the regex and
+ *    the chess GBNF, membership for the choice. Invalid outputs are listed in full; they make the exit code 1.
  *
  * Usage:
  *   npm run bench:structured -- [--model FILE] [--max-tokens 64] [--threads 2] [--requests 4] [--rounds 2]

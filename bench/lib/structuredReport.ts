@@ -188,7 +188,7 @@ export function validitySection(results: readonly KindResult[]): string {
   const lines = [
     "## Validity of finished constrained outputs",
     "",
-    `${checked - invalid.length} of ${checked} valid (JSON.parse + ajv for schemas and tool arguments, JSON.parse for \`json_object\` and the JSON GBNF, a full match for the regex, membership for the choice).`,
+    `${checked - invalid.length} of ${checked} valid (JSON.parse + ajv for schemas and tool arguments, JSON.parse for \`json_object\`, a full match of a regex for the regex kind and the chess GBNF, membership for the choice).`,
   ];
   if (invalid.length > 0) {
     lines.push("", "| kind | concurrency | reason | output |", "| --- | --- | --- | --- |");
