@@ -8,7 +8,6 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { projectRoot } from "../paths.ts";
-import type { MaskCacheStats } from "./types.ts";
 
 /** A ggml device as llama.cpp sees it. */
 export type NativeDevice = {
@@ -133,8 +132,8 @@ export interface NativeContext {
    * where more than one continuation is possible.
    */
   forced(seq: number, maxTokens: number): Int32Array;
-  /** The grammar mask cache: lookups that found a mask, lookups that computed one, bytes held, ms computing. */
-  maskStats(): MaskCacheStats;
+  /** The grammar mask cache's counters (see `MaskCacheStats` in types.ts, which mirrors this shape). */
+  maskStats(): { hits: number; misses: number; bytes: number; computed: number; computeMs: number };
   /**
    * Test entry point: 1 per token id the grammar allows after accepting `tokens` (null when it refuses
    * them), from the mask engine, or with `reference` by llama.cpp's grammar check of every token on its own.
