@@ -1,7 +1,7 @@
 /**
- * POST /v1/chat/completions: renders the chat template, plans the choices (tools, reasoning, guided
- * decoding) and re-exports the runners of `chatResponse.ts`, which build `chat.completion` responses and
- * `chat.completion.chunk` streams.
+ * POST /v1/chat/completions, its plan: renders the chat template and plans the choices (tools, reasoning,
+ * guided decoding). The runners, which build `chat.completion` responses and `chat.completion.chunk`
+ * streams from a plan, are in `chatResponse.ts` (which imports this file, not the other way).
  */
 import { randomUUID } from "node:crypto";
 import { createChatOutputParser, detectReasoningParser, promptOpensThinking } from "../chat/index.ts";
@@ -29,8 +29,6 @@ import {
 import type { TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 import { refuseStreamOptionsWithoutStream } from "./streaming.ts";
-
-export { completeChat, streamChat } from "./chatResponse.ts";
 
 /**
  * A chat request resolved against its model: the rendered prompt, one engine request per choice and

@@ -20,7 +20,8 @@ import type {
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { Usage } from "../protocol/common.ts";
 import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
-import { type ChatPlan, completeChat, planChat, renderPrompt, streamChat } from "./chat.ts";
+import { type ChatPlan, planChat, renderPrompt } from "./chat.ts";
+import { completeChat, streamChat } from "./chatResponse.ts";
 import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
