@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { pino } from "pino";
-import { ConfigError, type ServeConfig, threadsFor } from "./config.ts";
+import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
 import { ModelFileWatch } from "./models/modelFileWatch.ts";

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync } from "fastify";
+import type { OperationsConfig } from "../config/operations.ts";
 import { shuttingDown } from "../errors.ts";
-import type { OperationsConfig } from "../operationsConfig.ts";
 import { registerAuth } from "./auth.ts";
 import { registerCors } from "./cors.ts";
 import { sendError } from "./errorBody.ts";
@@ -10,7 +10,7 @@ import { registerRateLimit } from "./rateLimit.ts";
 import { registerRequestCaps } from "./requestCaps.ts";
 import { registerRequestLog } from "./requestLog.ts";
 
-/** The operational settings the HTTP layer applies (from `ServeConfig`; see `operationsConfig.ts`). */
+/** The operational settings the HTTP layer applies (from `ServeConfig`; see `config/operations.ts`). */
 export type OperationsOptions = Omit<OperationsConfig, "maxBodySize" | "shutdownTimeout">;
 
 /** Settings of an app built without any (in-process tests): no keys, no limits, no CORS. */

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { RateLimit } from "../configValues.ts";
+import type { RateLimit } from "../config/values.ts";
 import { rateLimited } from "../errors.ts";
 import { requestApiKey, requiresApiKey } from "./auth.ts";
 import { sendError } from "./errorBody.ts";
