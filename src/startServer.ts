@@ -34,7 +34,7 @@ export async function startServer(
   options: { handleSignals?: boolean } = {},
 ): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { service: "lmserve" } });
-  const registry = new ModelRegistry();
+  const registry = new ModelRegistry<Scheduler>();
   const metrics = new ServerMetrics();
   const seeds = new SeedSource(config.seed, config.batchInvariantSeeds);
   let ready = false;

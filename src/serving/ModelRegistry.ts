@@ -1,19 +1,22 @@
-import type { Scheduler } from "../engine/Scheduler.ts";
 import { modelFileChanged, modelNotFound } from "../errors.ts";
 import type { ModelFileWatch } from "../models/modelFileWatch.ts";
 import type { ModelObject } from "../protocol/models.ts";
+import type { EngineModel } from "./engine.ts";
 
-/** The loaded models by every name they are served under. */
-export class ModelRegistry {
-  private readonly byName = new Map<string, Scheduler>();
-  private readonly schedulers: Scheduler[] = [];
-  private readonly watches = new Map<Scheduler, ModelFileWatch>();
+/**
+ * The loaded models by every name they are served under. `Model` is the scheduler type: the real
+ * `Scheduler` at startup (which also closes them), any {@link EngineModel} for the endpoints and tests.
+ */
+export class ModelRegistry<Model extends EngineModel = EngineModel> {
+  private readonly byName = new Map<string, Model>();
+  private readonly schedulers: Model[] = [];
+  private readonly watches = new Map<Model, ModelFileWatch>();
 
   /**
    * Adds a loaded model under all of its served names; with `watch`, the model is refused (503) once its
    * file has changed on disk.
    */
-  add(scheduler: Scheduler, watch?: ModelFileWatch): void {
+  add(scheduler: Model, watch?: ModelFileWatch): void {
     this.schedulers.push(scheduler);
     if (watch) this.watches.set(scheduler, watch);
     for (const name of scheduler.host.names) this.byName.set(name, scheduler);
@@ -27,7 +30,7 @@ export class ModelRegistry {
   }
 
   /** Every loaded model's scheduler, in load order. */
-  all(): readonly Scheduler[] {
+  all(): readonly Model[] {
     return this.schedulers;
   }
 
@@ -36,7 +39,7 @@ export class ModelRegistry {
    * @throws ApiError 404 naming the available models when no model has that name; 503
    *   `model_file_changed` when the model's file changed on disk while served.
    */
-  get(name: string): Scheduler {
+  get(name: string): Model {
     const scheduler = this.byName.get(name);
     if (!scheduler) throw modelNotFound(name, [...this.byName.keys()]);
     const watch = this.watches.get(scheduler);
@@ -49,7 +52,7 @@ export class ModelRegistry {
    * `model` is optional on every route, as llama-server serves its one model whatever the name.
    * @throws ApiError 404 for a name no model has; 503 as {@link get}.
    */
-  resolve(name: string | null | undefined): { name: string; scheduler: Scheduler } {
+  resolve(name: string | null | undefined): { name: string; scheduler: Model } {
     if (name !== undefined && name !== null) return { name, scheduler: this.get(name) };
     const first = this.schedulers[0];
     if (first === undefined) throw modelNotFound("(none)", []);
@@ -70,7 +73,7 @@ export class ModelRegistry {
   }
 }
 
-function toModelObject(name: string, scheduler: Scheduler): ModelObject {
+function toModelObject(name: string, scheduler: EngineModel): ModelObject {
   const { host } = scheduler;
   return {
     id: name,

@@ -11,8 +11,6 @@ import {
   promptStartsWithBos,
   renderChatTemplateSandboxed,
 } from "../chat/renderChatTemplate.ts";
-import type { ModelHost } from "../engine/ModelHost.ts";
-import type { Scheduler } from "../engine/Scheduler.ts";
 import type { GenerationRequest, PromptMedia } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
@@ -20,6 +18,7 @@ import { chatGrammar, type ThinkingStart } from "./chatGrammar.ts";
 import { type ImageLimits, tokenizeWithImages } from "./chatImages.ts";
 import { ChoiceOutput } from "./chatOutput.ts";
 import { resolveToolCalling } from "./chatTools.ts";
+import type { EngineHost, EngineModel } from "./engine.ts";
 import {
   generationRequest,
   refuseUnsupportedFields,
@@ -38,7 +37,7 @@ export type ChatPlan = {
   readonly id: string;
   readonly created: number;
   readonly model: string;
-  readonly scheduler: Scheduler;
+  readonly scheduler: EngineModel;
   readonly body: ChatCompletionRequest;
   readonly requests: GenerationRequest[];
   /** Per choice, the parser chain its text goes through (shared with `requests[i].injectTokens`). */
@@ -160,7 +159,7 @@ export async function planChat(
 const DEFAULT_IMAGE_LIMITS: ImageLimits = { maxBytes: 20_000_000, allowPrivate: false };
 
 /** The chat template a request renders with: its own `chat_template`, else the model's, else ChatML. */
-export function chatTemplateOf(host: ModelHost, body: Pick<ChatCompletionRequest, "chat_template">): string {
+export function chatTemplateOf(host: EngineHost, body: Pick<ChatCompletionRequest, "chat_template">): string {
   if (body.chat_template !== undefined && body.chat_template !== null && !host.trustRequestChatTemplate) {
     throw badRequest(
       "Request chat templates are disabled: a template runs arbitrary Jinja on the server. Start the server with --trust-request-chat-template to allow them (as vLLM).",
@@ -192,7 +191,7 @@ export type ChatPromptFields = Pick<
  * @throws ApiError 400 for unsupported content, a template that fails to render or goes past a limit.
  */
 export async function renderPrompt(
-  host: ModelHost,
+  host: EngineHost,
   body: ChatPromptFields,
   media?: MediaPrompt,
 ): Promise<[string, boolean]> {

@@ -4,12 +4,11 @@
  * `stream_options.continuous_usage_stats` and `return_tokens_as_token_ids`).
  */
 import { randomUUID } from "node:crypto";
-import type { ModelHost } from "../engine/ModelHost.ts";
-import type { Scheduler } from "../engine/Scheduler.ts";
 import type { GenerationRequest, GenerationResult, TokenLogprob } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { Usage } from "../protocol/common.ts";
 import type { CompletionChoice, CompletionRequest, CompletionResponse } from "../protocol/completions.ts";
+import type { EngineHost, EngineModel } from "./engine.ts";
 import {
   generationRequest,
   type LogprobCounts,
@@ -39,7 +38,7 @@ export type CompletionPlan = {
   readonly id: string;
   readonly created: number;
   readonly model: string;
-  readonly scheduler: Scheduler;
+  readonly scheduler: EngineModel;
   readonly body: CompletionRequest;
   readonly prompts: PlannedPrompt[];
   /** Generations per prompt: `best_of` (or `n`); the `n` best are returned. */
@@ -116,7 +115,7 @@ export async function planCompletion(
 
 /** Tokenizes one prompt; with `suffix`, builds the fill-in-the-middle prompt. */
 function planPrompt(
-  host: ModelHost,
+  host: EngineHost,
   body: CompletionRequest,
   prompt: string | number[],
   index: number,

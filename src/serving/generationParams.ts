@@ -3,11 +3,11 @@
  * with the semantic checks that the schema cannot express.
  */
 import { randomInt } from "node:crypto";
-import type { ModelHost } from "../engine/ModelHost.ts";
 import type { GenerationRequest, Grammar, SamplingParams } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { CompletionRequest } from "../protocol/completions.ts";
+import type { EngineHost } from "./engine.ts";
 import { refusePeerFields } from "./peerFields.ts";
 
 /** Fields both endpoints share. */
@@ -63,7 +63,7 @@ export class SeedSource {
  */
 export function samplingParams(
   body: CommonRequest,
-  host: ModelHost,
+  host: EngineHost,
   choice: number,
   seeds: SeedSource,
 ): SamplingParams {
@@ -151,7 +151,7 @@ export type LogprobCounts = { logprobs: number | null; promptLogprobs: number | 
  */
 export function generationRequest(
   body: CommonRequest,
-  host: ModelHost,
+  host: EngineHost,
   promptTokens: number[],
   maxTokens: number,
   choice: number,

@@ -1,5 +1,4 @@
 import { setMaxListeners } from "node:events";
-import type { Scheduler } from "../engine/Scheduler.ts";
 import type {
   GenerationDelta,
   GenerationObserver,
@@ -7,6 +6,7 @@ import type {
   GenerationResult,
 } from "../engine/types.ts";
 import { ApiError } from "../errors.ts";
+import type { EngineModel } from "./engine.ts";
 import { reportGenerationStart } from "./generationStart.ts";
 
 /** Receives the output of the choices of one API request; `choice` is the choice's `index`. */
@@ -21,7 +21,7 @@ export type ChoicesObserver = (choice: number, delta: GenerationDelta) => void;
  * @throws ApiError 503 synchronously when the scheduler's queue cannot take them all.
  */
 export function runChoices(
-  scheduler: Scheduler,
+  scheduler: EngineModel,
   requests: readonly GenerationRequest[],
   observer: ChoicesObserver,
   signal: AbortSignal,
