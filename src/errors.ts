@@ -4,6 +4,13 @@
  * `server/errorBody.ts` turns it into the JSON body (OpenAI's `{error: {...}}` plus NIM's top-level
  * fields) or into a final SSE event.
  */
+import {
+  CapacityExceededError,
+  EngineClosedError,
+  EngineError,
+  QueueFullError,
+  RequestTimeoutError,
+} from "./engine/errors.ts";
 
 /** One entry of FastAPI's 422 `detail` list, as vLLM/NIM return it. */
 export type ValidationIssue = { loc: (string | number)[]; msg: string; type: string };
@@ -194,10 +201,43 @@ export function internalError(message = "The server failed to process the reques
   return new ApiError(500, "server_error", "internal_error", message);
 }
 
-/** Turns any thrown value into an {@link ApiError}; unknown errors become a 500 that hides internals. */
+/**
+ * Turns any thrown value into an {@link ApiError}: the one place where the engine's own errors
+ * (`engine/errors.ts`) get their status, type and code. Unknown errors become a 500 that hides
+ * internals (the original is kept as its `cause`, for the log).
+ */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
-  return internalError();
+  if (error instanceof QueueFullError) {
+    return overloaded(
+      `The server is at capacity: ${error.waiting} requests are already waiting. Retry later.`,
+    );
+  }
+  if (error instanceof CapacityExceededError) {
+    return badRequest(
+      `This request needs ${error.requested} generations (prompts x n or best_of), more than this server can hold at once (${error.slots} slots + ${error.maxWaiting} waiting). Lower n or best_of, or send fewer prompts.`,
+      "n",
+    );
+  }
+  if (error instanceof EngineClosedError) return overloaded("The server is shutting down.");
+  if (error instanceof RequestTimeoutError) {
+    return new ApiError(
+      504,
+      "server_error",
+      "request_timeout",
+      `The request did not finish within the server's request timeout of ${error.seconds} s.`,
+    );
+  }
+  const internal = internalError();
+  return new ApiError(internal.status, internal.type, internal.code, internal.message, { cause: error });
+}
+
+/**
+ * The error a generation's abort reason stands for when the server ended it (request timeout,
+ * shutdown deadline: an {@link ApiError} or an engine error), or undefined when the client went away.
+ */
+export function serverAbortError(reason: unknown): ApiError | undefined {
+  return reason instanceof ApiError || reason instanceof EngineError ? toApiError(reason) : undefined;
 }
 
 /**

@@ -152,6 +152,5 @@ function fromFrameworkError(error: unknown, request: FastifyRequest): ApiError {
       message ?? "Bad request.",
     );
   }
-  const apiError = toApiError(error);
-  return new ApiError(apiError.status, apiError.type, apiError.code, apiError.message, { cause: error });
+  return toApiError(error);
 }

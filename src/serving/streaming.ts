@@ -1,5 +1,5 @@
 import type { FinishReason, GenerationResult } from "../engine/types.ts";
-import { ApiError, badRequest, toApiError } from "../errors.ts";
+import { type ApiError, badRequest, serverAbortError, toApiError } from "../errors.ts";
 import type { Usage } from "../protocol/common.ts";
 
 /** Where stream chunks go (the HTTP layer's SSE stream implements it). */
@@ -20,8 +20,8 @@ export type ChunkSink = {
 /**
  * Waits for a stream's generations, lets `onResults` send the closing chunks, then ends the sink.
  * A failure becomes the final error event; a stream whose client went away is just ended. A stream
- * the server aborted with an {@link ApiError} as the abort reason (graceful shutdown's deadline:
- * `server/InFlightRequests.ts`) ends with that error as its final event, then `[DONE]`.
+ * the server aborted (graceful shutdown's deadline, `server/InFlightRequests.ts`; the request timeout)
+ * ends with that error as its final event, then `[DONE]`.
  */
 export async function finishStream(
   sink: ChunkSink,
@@ -32,7 +32,8 @@ export async function finishStream(
     const results = await run;
     const aborted = results.find((result) => result.finishReason === "abort");
     if (aborted === undefined) onResults(results);
-    if (aborted?.abortReason instanceof ApiError) sink.fail(aborted.abortReason);
+    const serverError = serverAbortError(aborted?.abortReason);
+    if (serverError) sink.fail(serverError);
     else sink.end();
   } catch (error) {
     sink.fail(toApiError(error));

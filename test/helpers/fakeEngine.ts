@@ -4,6 +4,7 @@
  * scripted text one token per tick, so the HTTP layer can be tested in-process (`app.inject`) with
  * exact, instant outputs. For the engine's own behaviour, the end-to-end tests run the real one.
  */
+import { QueueFullError } from "../../src/engine/errors.ts";
 import type { NativeModelInfo } from "../../src/engine/native.ts";
 import { TokenVocabulary } from "../../src/engine/TokenVocabulary.ts";
 import type {
@@ -12,7 +13,6 @@ import type {
   GenerationResult,
   TokenLogprob,
 } from "../../src/engine/types.ts";
-import { overloaded } from "../../src/errors.ts";
 import type { AppContext } from "../../src/server/context.ts";
 import type { EngineHost, EngineModel } from "../../src/serving/engine.ts";
 import { SeedSource } from "../../src/serving/generationParams.ts";
@@ -28,7 +28,7 @@ export type FakeEngineOptions = {
   text?: string | ((request: GenerationRequest) => string);
   /** Fail each generation with this error after this many tokens (the stream's error event). */
   failAfter?: { tokens: number; error: unknown };
-  /** Refuse every submission as a full queue does (503). */
+  /** Refuse every submission as a full waiting queue does (`QueueFullError`: a 503). */
   full?: boolean;
 };
 
@@ -141,8 +141,7 @@ export class FakeEngine implements EngineModel {
   }
 
   assertCapacity(_count: number): void {
-    if (this.options.full)
-      throw overloaded("The server is at capacity: 0 requests are already waiting. Retry later.");
+    if (this.options.full) throw new QueueFullError(0);
   }
 
   async submit(
