@@ -59,11 +59,7 @@ export async function startServer(
         ...(config.nGpuLayers !== undefined ? { nGpuLayers: config.nGpuLayers } : {}),
         kvUnified: config.kvUnified,
         ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
-        ...(chatTemplate !== undefined ? { chatTemplate } : {}),
         ...(mmproj !== undefined ? { mmproj } : {}),
-        trustRequestChatTemplate: config.trustRequestChatTemplate,
-        ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
-        ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
       });
       hosts.push(host);
       // A model file truncated or rewritten in place while mapped would kill the process (SIGBUS) on the
@@ -83,7 +79,15 @@ export async function startServer(
           ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
           events: metrics.eventsFor(host.id),
         }),
-        watch,
+        {
+          watch,
+          chat: {
+            template: chatTemplate ?? host.chatTemplate,
+            ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
+            ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
+            trustRequestTemplate: config.trustRequestChatTemplate,
+          },
+        },
       );
       metrics.track(registry.all().at(-1) as Scheduler);
       logger.info(

@@ -26,7 +26,7 @@ import {
   type SeedSource,
 } from "./generationParams.ts";
 import type { TokenNaming } from "./logprobs.ts";
-import type { ModelRegistry } from "./ModelRegistry.ts";
+import type { ChatSettings, ModelRegistry } from "./ModelRegistry.ts";
 import { refuseStreamOptionsWithoutStream } from "./streaming.ts";
 
 /**
@@ -67,17 +67,17 @@ export async function planChat(
   maxTokensCap?: number,
   imageLimits: ImageLimits = DEFAULT_IMAGE_LIMITS,
 ): Promise<ChatPlan> {
-  const { name: model, scheduler } = registry.resolve(body.model);
+  const { name: model, scheduler, chat } = registry.resolve(body.model);
   refuseUnsupportedFields(body);
   refuseStreamOptionsWithoutStream(body);
   const host = scheduler.host;
-  const template = chatTemplateOf(host, body);
-  const tools = resolveToolCalling(body, host.chatParsers.toolCallParser, template);
-  const reasoningParser = host.chatParsers.reasoningParser ?? detectReasoningParser(template);
+  const template = chatTemplateOf(chat, body);
+  const tools = resolveToolCalling(body, chat.toolCallParser, template);
+  const reasoningParser = chat.reasoningParser ?? detectReasoningParser(template);
   // A model with a projector takes image parts: each becomes the projector's marker in the prompt.
   const media: MediaPrompt | undefined =
     host.imageMarker !== null ? { marker: host.imageMarker, images: [] } : undefined;
-  let [prompt, addSpecialTokens] = await renderPrompt(host, body, media);
+  let [prompt, addSpecialTokens] = await renderPrompt(host, chat, body, media);
   const budget = body.nvext?.max_thinking_tokens ?? undefined;
   const parserFor = (startsInThinking: boolean | undefined) =>
     createChatOutputParser({
@@ -159,14 +159,17 @@ export async function planChat(
 const DEFAULT_IMAGE_LIMITS: ImageLimits = { maxBytes: 20_000_000, allowPrivate: false };
 
 /** The chat template a request renders with: its own `chat_template`, else the model's, else ChatML. */
-export function chatTemplateOf(host: EngineHost, body: Pick<ChatCompletionRequest, "chat_template">): string {
-  if (body.chat_template !== undefined && body.chat_template !== null && !host.trustRequestChatTemplate) {
+export function chatTemplateOf(
+  chat: ChatSettings,
+  body: Pick<ChatCompletionRequest, "chat_template">,
+): string {
+  if (body.chat_template !== undefined && body.chat_template !== null && !chat.trustRequestTemplate) {
     throw badRequest(
       "Request chat templates are disabled: a template runs arbitrary Jinja on the server. Start the server with --trust-request-chat-template to allow them (as vLLM).",
       "chat_template",
     );
   }
-  return body.chat_template ?? host.chatTemplate ?? CHATML_FALLBACK_TEMPLATE;
+  return body.chat_template ?? chat.template ?? CHATML_FALLBACK_TEMPLATE;
 }
 
 /** The fields of a chat request that shape its prompt (a `/tokenize` messages request has the same). */
@@ -192,10 +195,11 @@ export type ChatPromptFields = Pick<
  */
 export async function renderPrompt(
   host: EngineHost,
+  chat: ChatSettings,
   body: ChatPromptFields,
   media?: MediaPrompt,
 ): Promise<[string, boolean]> {
-  const prompt = await renderChatTemplateSandboxed(chatTemplateOf(host, body), {
+  const prompt = await renderChatTemplateSandboxed(chatTemplateOf(chat, body), {
     messages: normalizeMessages(body.messages, media),
     tools: body.tools ?? null,
     documents: body.documents ?? null,

@@ -6,7 +6,7 @@
 import type { ModelHost } from "../engine/ModelHost.ts";
 import type { Scheduler } from "../engine/Scheduler.ts";
 
-/** A loaded model as serving reads it: names, limits, tokenizer, vocabulary, chat settings, projector. */
+/** A loaded model as serving reads it: names, limits, tokenizer, vocabulary, the GGUF's chat template, projector. */
 export type EngineHost = Pick<
   ModelHost,
   | "names"
@@ -14,8 +14,6 @@ export type EngineHost = Pick<
   | "modelPath"
   | "info"
   | "chatTemplate"
-  | "chatParsers"
-  | "trustRequestChatTemplate"
   | "created"
   | "vocabulary"
   | "vocabularySize"

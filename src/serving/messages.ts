@@ -159,9 +159,9 @@ export async function countMessageTokens(
   body: AnthropicCountTokensRequest,
 ): Promise<{ input_tokens: number }> {
   const chat = toInternalChatRequest(promptToChat(body));
-  const host = registry.resolve(chat.model).scheduler.host;
-  const [prompt, addSpecialTokens] = await renderPrompt(host, chat);
-  return { input_tokens: host.tokenize(prompt, addSpecialTokens).length };
+  const { scheduler, chat: settings } = registry.resolve(chat.model);
+  const [prompt, addSpecialTokens] = await renderPrompt(scheduler.host, settings, chat);
+  return { input_tokens: scheduler.host.tokenize(prompt, addSpecialTokens).length };
 }
 
 /** Anthropic's stop reason of a chat finish (`stop_sequence` when a stop string of the request ended it). */

@@ -68,8 +68,6 @@ export class FakeHost implements EngineHost {
   readonly modelPath = "/nonexistent/fake-model.gguf";
   readonly info = FAKE_INFO;
   readonly chatTemplate = null;
-  readonly chatParsers = {};
-  trustRequestChatTemplate = false;
   readonly created = 1_700_000_000;
   readonly vocabulary = new TokenVocabulary(
     Array.from({ length: 256 }, (_, id) => String.fromCharCode(id)),

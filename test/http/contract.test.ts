@@ -14,7 +14,7 @@ import type { ModelList } from "../../src/protocol/models.ts";
 import { buildApp } from "../../src/server/app.ts";
 import type { ErrorBody } from "../../src/server/errorBody.ts";
 import { sseData } from "../../ui/src/sse.ts";
-import { FakeEngine, fakeContext } from "../helpers/fakeEngine.ts";
+import { FakeEngine, fakeContext, fakeDetokenize } from "../helpers/fakeEngine.ts";
 
 /** The `data` of each SSE event of a whole body, read by the web UI's parser from `chunks`. */
 async function readEvents(chunks: readonly Uint8Array[]): Promise<string[]> {
@@ -252,6 +252,28 @@ describe("HTTP contract (in-process, fake engine)", () => {
       assert.equal(text, "Hel");
     } finally {
       await failing.close();
+    }
+  });
+
+  it("refuses a request's own chat_template unless the served model's chat settings trust it", async () => {
+    const payload = { ...chatBody, chat_template: "{{ messages[0].content }}!" };
+    const refused = await app.inject({ method: "POST", url: "/v1/chat/completions", payload });
+    assert.equal(refused.statusCode, 400);
+    assert.equal((refused.json() as ErrorBody).error.param, "chat_template");
+    const context = fakeContext();
+    const trusting = new FakeEngine({ names: ["trusting"] });
+    context.registry.add(trusting, { chat: { template: null, trustRequestTemplate: true } });
+    const open = buildApp(context, { logger: false });
+    try {
+      const response = await open.inject({
+        method: "POST",
+        url: "/v1/chat/completions",
+        payload: { ...payload, model: "trusting" },
+      });
+      assert.equal(response.statusCode, 200);
+      assert.equal(fakeDetokenize(trusting.submitted[0]?.promptTokens ?? []), "Hi!");
+    } finally {
+      await open.close();
     }
   });
 
