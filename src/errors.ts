@@ -12,6 +12,61 @@ import {
   RequestTimeoutError,
 } from "./engine/errors.ts";
 
+/**
+ * Every `type` an {@link ApiError} carries: OpenAI's names (its SDKs raise typed errors from the
+ * status; the type is shown to the user). docs/errors.md lists them.
+ */
+export const API_ERROR_TYPES = [
+  "invalid_request_error",
+  "not_found_error",
+  "rate_limit_error",
+  "server_error",
+  "service_unavailable",
+] as const;
+
+/** The OpenAI error `type` of an {@link ApiError}. */
+export type ApiErrorType = (typeof API_ERROR_TYPES)[number];
+
+/**
+ * Every stable `code` an {@link ApiError} carries, one per reason a client can act on; docs/errors.md
+ * lists each with its status (`test/unit/server/errorCodes.test.ts` checks the two agree).
+ */
+export const API_ERROR_CODES = [
+  "invalid_value",
+  "unsupported_field",
+  "context_length_exceeded",
+  "cap_exceeded",
+  "chat_template_error",
+  "chat_template_limit",
+  "invalid_chat_template",
+  "invalid_url",
+  "malformed_json",
+  "forbidden_json_key",
+  "malformed_request",
+  "invalid_content_length",
+  "bad_request",
+  "validation_error",
+  "invalid_api_key",
+  "model_not_found",
+  "route_not_found",
+  "method_not_allowed",
+  "request_timeout",
+  "body_too_large",
+  "unsupported_media_type",
+  "headers_too_large",
+  "rate_limit_exceeded",
+  "internal_error",
+  "overloaded",
+  "model_file_changed",
+  "shutting_down",
+] as const;
+
+/**
+ * The stable `code` of an {@link ApiError}; `fst_err_*` passes on the code of a 4xx that Fastify
+ * itself raised (lower-cased), for the few it raises that have no code of ours.
+ */
+export type ApiErrorCode = (typeof API_ERROR_CODES)[number] | `fst_err_${string}`;
+
 /** One entry of FastAPI's 422 `detail` list, as vLLM/NIM return it. */
 export type ValidationIssue = { loc: (string | number)[]; msg: string; type: string };
 
@@ -35,14 +90,20 @@ export type ApiErrorOptions = {
  */
 export class ApiError extends Error {
   readonly status: number;
-  readonly type: string;
-  readonly code: string;
+  readonly type: ApiErrorType;
+  readonly code: ApiErrorCode;
   readonly param: string | null;
   readonly retryAfterSeconds: number | undefined;
   readonly detail: ValidationIssue[] | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(status: number, type: string, code: string, message: string, options: ApiErrorOptions = {}) {
+  constructor(
+    status: number,
+    type: ApiErrorType,
+    code: ApiErrorCode,
+    message: string,
+    options: ApiErrorOptions = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "ApiError";
     this.status = status;
@@ -56,7 +117,11 @@ export class ApiError extends Error {
 }
 
 /** 400: a value is out of range, fields conflict, or the request cannot be served as asked. */
-export function badRequest(message: string, param: string | null = null, code = "invalid_value"): ApiError {
+export function badRequest(
+  message: string,
+  param: string | null = null,
+  code: ApiErrorCode = "invalid_value",
+): ApiError {
   return new ApiError(400, "invalid_request_error", code, message, { param });
 }
 

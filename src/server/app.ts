@@ -7,6 +7,7 @@ import Fastify, {
 } from "fastify";
 import {
   ApiError,
+  type ApiErrorCode,
   malformedJson,
   methodNotAllowed,
   payloadTooLarge,
@@ -148,7 +149,8 @@ function fromFrameworkError(error: unknown, request: FastifyRequest): ApiError {
     return new ApiError(
       statusCode,
       "invalid_request_error",
-      code?.toLowerCase() ?? "bad_request",
+      // Fastify's own code (`FST_ERR_*`, lower-cased) for a 4xx of its own that has none of ours.
+      (code?.toLowerCase() ?? "bad_request") as ApiErrorCode,
       message ?? "Bad request.",
     );
   }
