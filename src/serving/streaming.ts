@@ -50,8 +50,8 @@ export function finishReasonOf(result: GenerationResult): Exclude<FinishReason, 
  * @throws ApiError 400 naming `stream_options`.
  */
 export function refuseStreamOptionsWithoutStream(body: {
-  stream?: boolean | null;
-  stream_options?: object | null;
+  stream?: boolean | null | undefined;
+  stream_options?: object | null | undefined;
 }): void {
   if (body.stream_options !== undefined && body.stream_options !== null && !body.stream) {
     throw badRequest("stream_options is only allowed when stream is true.", "stream_options");
@@ -62,7 +62,9 @@ export function refuseStreamOptionsWithoutStream(body: {
  * Whether a stream ends with a usage chunk: `stream_options` given and its `include_usage` not false
  * (the NIM spec's default is true once `stream_options` is present; OpenAI sends none without it).
  */
-export function includeUsage(options: { include_usage?: boolean | null } | null | undefined): boolean {
+export function includeUsage(
+  options: { include_usage?: boolean | null | undefined } | null | undefined,
+): boolean {
   return options !== undefined && options !== null && options.include_usage !== false;
 }
 
