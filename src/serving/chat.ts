@@ -19,14 +19,10 @@ import { type ImageLimits, tokenizeWithImages } from "./chatImages.ts";
 import { ChoiceOutput } from "./chatOutput.ts";
 import { resolveToolCalling } from "./chatTools.ts";
 import type { EngineHost, EngineModel } from "./engine.ts";
-import {
-  generationRequest,
-  refuseUnsupportedFields,
-  resolveMaxTokens,
-  type SeedSource,
-} from "./generationParams.ts";
+import { generationRequest, resolveMaxTokens, type SeedSource } from "./generationParams.ts";
 import type { TokenNaming } from "./logprobs.ts";
 import type { ChatSettings, ModelRegistry } from "./ModelRegistry.ts";
+import { refusePeerFields } from "./peerFields.ts";
 import { refuseStreamOptionsWithoutStream } from "./streaming.ts";
 
 /**
@@ -68,7 +64,7 @@ export async function planChat(
   imageLimits: ImageLimits = DEFAULT_IMAGE_LIMITS,
 ): Promise<ChatPlan> {
   const { name: model, scheduler, chat } = registry.resolve(body.model);
-  refuseUnsupportedFields(body);
+  refusePeerFields(body);
   refuseStreamOptionsWithoutStream(body);
   const host = scheduler.host;
   const template = chatTemplateOf(chat, body);

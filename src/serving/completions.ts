@@ -12,13 +12,13 @@ import type { EngineHost, EngineModel } from "./engine.ts";
 import {
   generationRequest,
   type LogprobCounts,
-  refuseUnsupportedFields,
   resolveMaxTokens,
   type SeedSource,
 } from "./generationParams.ts";
 import { grammarForRequest } from "./guidedDecoding.ts";
 import { completionLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
+import { refusePeerFields } from "./peerFields.ts";
 import { runChoices } from "./runChoices.ts";
 import {
   type ChunkSink,
@@ -71,7 +71,7 @@ export async function planCompletion(
   const perPrompt = body.best_of ?? n;
   if (perPrompt < n) throw badRequest(`best_of (${perPrompt}) must be at least n (${n}).`, "best_of");
   if (perPrompt > n && body.stream) throw badRequest("best_of greater than n cannot be streamed.", "best_of");
-  refuseUnsupportedFields(body);
+  refusePeerFields(body);
   const host = scheduler.host;
   const prompts = normalisePrompts(body.prompt).map((prompt, index) => planPrompt(host, body, prompt, index));
   // best_of ranks by cumulative logprob, so the logprobs of every token are needed.

@@ -8,19 +8,9 @@ import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { CompletionRequest } from "../protocol/completions.ts";
 import type { EngineHost } from "./engine.ts";
-import { refusePeerFields } from "./peerFields.ts";
 
 /** Fields both endpoints share. */
 export type CommonRequest = CompletionRequest | ChatCompletionRequest;
-
-/**
- * Refuses fields this server accepts in its schema but does not honour (other servers' fields:
- * `peerFields.ts`), so that no request is silently served differently from what it asked.
- * @throws ApiError 400 naming the field.
- */
-export function refuseUnsupportedFields(body: CommonRequest): void {
-  refusePeerFields(body);
-}
 
 /**
  * The server's seed policy: where requests without a `seed` get theirs (random, or reproducible from
