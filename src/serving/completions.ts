@@ -6,7 +6,6 @@
 import { randomUUID } from "node:crypto";
 import type { GenerationRequest, GenerationResult, TokenLogprob } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
-import type { Usage } from "../protocol/common.ts";
 import type { CompletionChoice, CompletionRequest, CompletionResponse } from "../protocol/completions.ts";
 import type { EngineHost, EngineModel } from "./engine.ts";
 import {
@@ -23,9 +22,8 @@ import { runChoices } from "./runChoices.ts";
 import {
   type ChunkSink,
   finishReasonOf,
-  finishStream,
-  includeUsage,
   refuseStreamOptionsWithoutStream,
+  StreamAssembler,
   sumUsage,
 } from "./streaming.ts";
 import { systemFingerprint } from "./systemFingerprint.ts";
@@ -257,26 +255,26 @@ function finalChoice(
  * @throws ApiError 503 synchronously (before anything is written) when the queue is full.
  */
 export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: AbortSignal): Promise<void> {
-  // vLLM sends continuous usage only when usage is asked for at all.
-  const continuous =
-    (plan.body.stream_options?.continuous_usage_stats ?? false) && includeUsage(plan.body.stream_options);
-  const promptTokens = plan.prompts.reduce((sum, prompt) => sum + prompt.tokens.length, 0);
-  let completionTokens = 0;
-  const fingerprint = systemFingerprint(plan.scheduler.host);
-  const chunk = (choices: CompletionChoice[], usage?: Usage): CompletionResponse => ({
-    id: plan.id,
-    object: "text_completion",
-    created: plan.created,
-    model: plan.model,
-    choices,
-    system_fingerprint: fingerprint,
-    ...(usage ? { usage } : continuous ? { usage: runningUsage(promptTokens, completionTokens) } : {}),
-  });
+  const stream = new StreamAssembler<"text_completion", CompletionChoice>(
+    sink,
+    {
+      id: plan.id,
+      object: "text_completion",
+      created: plan.created,
+      model: plan.model,
+      systemFingerprint: systemFingerprint(plan.scheduler.host),
+    },
+    {
+      streamOptions: plan.body.stream_options,
+      promptTokens: plan.prompts.reduce((sum, prompt) => sum + prompt.tokens.length, 0),
+      choicesPerPrompt: plan.n,
+    },
+  );
   const run = runChoices(
     plan.scheduler,
     plan.requests,
     (choice, delta) => {
-      completionTokens += delta.tokenIds.length;
+      stream.count(delta);
       if (delta.text.length === 0 && !delta.logprobs?.length) return;
       // Offsets as in the non-streamed object: where each token's text starts in the decoded output.
       const logprobs = delta.logprobs
@@ -286,36 +284,21 @@ export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: 
             0,
           )
         : null;
-      sink.send(
-        chunk([{ index: choice, text: delta.text, logprobs, finish_reason: null, stop_reason: null }]),
-      );
+      stream.send([{ index: choice, text: delta.text, logprobs, finish_reason: null, stop_reason: null }]);
     },
     signal,
   );
-  return finishStream(sink, run, (results) => {
-    results.forEach((result, index) => {
-      sink.send(
-        chunk([
-          {
-            index,
-            text: "",
-            logprobs: null,
-            finish_reason: finishReasonOf(result),
-            stop_reason: result.stopReason,
-          },
-        ]),
-      );
-    });
-    if (includeUsage(plan.body.stream_options)) sink.send(chunk([], sumUsage(results, plan.n)));
+  return stream.finish(run, (result, index) => {
+    stream.send([
+      {
+        index,
+        text: "",
+        logprobs: null,
+        finish_reason: finishReasonOf(result),
+        stop_reason: result.stopReason,
+      },
+    ]);
   });
-}
-
-function runningUsage(promptTokens: number, completionTokens: number): Usage {
-  return {
-    prompt_tokens: promptTokens,
-    completion_tokens: completionTokens,
-    total_tokens: promptTokens + completionTokens,
-  };
 }
 
 function normalisePrompts(prompt: CompletionRequest["prompt"]): (string | number[])[] {

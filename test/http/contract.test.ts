@@ -199,6 +199,43 @@ describe("HTTP contract (in-process, fake engine)", () => {
     assert.ok(chunks.slice(0, -1).every((chunk) => chunk.usage === undefined || chunk.usage === null));
   });
 
+  it("sends the usage so far on every chunk under continuous_usage_stats, and no usage chunk without include_usage", async () => {
+    const continuous = await app.inject({
+      method: "POST",
+      url: "/v1/completions",
+      payload: {
+        prompt: "ab",
+        max_tokens: 3,
+        stream: true,
+        stream_options: { include_usage: true, continuous_usage_stats: true },
+      },
+    });
+    const chunks = (await readEvents([continuous.rawPayload]))
+      .slice(0, -1)
+      .map((data) => JSON.parse(data) as CompletionResponse);
+    assert.deepEqual(
+      chunks.map((chunk) => [
+        chunk.choices.length,
+        chunk.usage?.prompt_tokens,
+        chunk.usage?.completion_tokens,
+      ]),
+      [
+        [1, 2, 1],
+        [1, 2, 2],
+        [1, 2, 3],
+        [1, 2, 3],
+        [0, 2, 3],
+      ],
+    );
+    const without = await app.inject({
+      method: "POST",
+      url: "/v1/chat/completions",
+      payload: { ...chatBody, max_tokens: 2, stream: true, stream_options: { include_usage: false } },
+    });
+    const events = await readEvents([without.rawPayload]);
+    assert.ok(events.slice(0, -1).every((data) => !("usage" in JSON.parse(data))));
+  });
+
   it("frames a stream so that a client reads the same events wherever the bytes are split", async () => {
     const response = await app.inject({
       method: "POST",
