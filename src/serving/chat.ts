@@ -23,6 +23,7 @@ import { generationRequest, resolveMaxTokens, type SeedSource } from "./generati
 import type { TokenNaming } from "./logprobs.ts";
 import type { ChatSettings, ModelRegistry } from "./ModelRegistry.ts";
 import { refusePeerFields } from "./peerFields.ts";
+import { requestFields } from "./requestFields.ts";
 import { refuseStreamOptionsWithoutStream } from "./streaming.ts";
 
 /**
@@ -74,7 +75,8 @@ export async function planChat(
   const media: MediaPrompt | undefined =
     host.imageMarker !== null ? { marker: host.imageMarker, images: [] } : undefined;
   let [prompt, addSpecialTokens] = await renderPrompt(host, chat, body, media);
-  const budget = body.nvext?.max_thinking_tokens ?? undefined;
+  const fields = requestFields(body);
+  const budget = fields.maxThinkingTokens;
   const parserFor = (startsInThinking: boolean | undefined) =>
     createChatOutputParser({
       ...(reasoningParser !== undefined ? { reasoningParser } : {}),
@@ -110,12 +112,7 @@ export async function planChat(
       "messages",
     );
   }
-  const maxTokens = resolveMaxTokens(
-    body.max_completion_tokens ?? body.max_tokens,
-    promptTokens.length,
-    host.contextSize,
-    maxTokensCap,
-  );
+  const maxTokens = resolveMaxTokens(fields.maxTokens, promptTokens.length, host.contextSize, maxTokensCap);
   if (body.top_logprobs !== undefined && body.top_logprobs !== null && !body.logprobs) {
     throw badRequest("top_logprobs requires logprobs to be true.", "top_logprobs");
   }
