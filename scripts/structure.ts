@@ -139,6 +139,11 @@ export function layerImports(graph: ImportGraph): Map<string, string[]> {
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  // Piped into `head`: stop quietly once the reader has gone.
+  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPIPE") throw error;
+    process.exit(0);
+  });
   const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
   const graph = importGraph(root);
   const circles = importCircles(graph);
