@@ -5,7 +5,9 @@ import type { ServerMetrics } from "./metrics.ts";
 
 /** What the HTTP layer needs from the rest of the server. */
 export type AppContext = {
+  /** The served models by name. */
   registry: ModelRegistry;
+  /** The seed policy (`--seed`, `--batch-invariant-seeds`). */
   seeds: SeedSource;
   /** `--max-tokens-cap`: also the most a request that omits `max_tokens` generates. */
   maxTokensCap?: number | undefined;

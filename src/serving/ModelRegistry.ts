@@ -25,7 +25,9 @@ export type ChatSettings = {
 export type ServedModel<Model extends EngineModel = EngineModel> = {
   /** The name the request used (or the model id when it named none). */
   readonly name: string;
+  /** The model's scheduler (the engine). */
   readonly scheduler: Model;
+  /** Its chat settings. */
   readonly chat: ChatSettings;
 };
 

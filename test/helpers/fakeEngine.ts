@@ -83,31 +83,38 @@ export class FakeHost implements EngineHost {
   readonly bosText = "";
   readonly eosText = "\u0000";
 
+  /** A fake model served under `names` with `contextSize` tokens of context. */
   constructor(names: readonly string[], contextSize: number) {
     this.names = names;
     this.contextSize = contextSize;
   }
 
+  /** The model id (the first served name). */
   get id(): string {
     return this.names[0] as string;
   }
 
+  /** 256: every code unit below 256 is a token. */
   get vocabularySize(): number {
     return this.info.nVocab;
   }
 
+  /** Never: the fake has no projector. */
   get acceptsImages(): boolean {
     return false;
   }
 
+  /** One token per character (see {@link fakeTokenize}); no BOS. */
   tokenize(text: string, _addSpecialTokens: boolean): number[] {
     return fakeTokenize(text);
   }
 
+  /** `tokens` as they are: the fake model has no BOS. */
   withBos(tokens: number[], _addSpecialTokens: boolean): number[] {
     return tokens;
   }
 
+  /** The text of `tokens` (see {@link fakeDetokenize}). */
   detokenize(tokens: readonly number[]): string {
     return fakeDetokenize(tokens);
   }
@@ -121,27 +128,33 @@ export class FakeEngine implements EngineModel {
   private readonly options: FakeEngineOptions;
   private running = 0;
 
+  /** A fake engine scripted by `options`. */
   constructor(options: FakeEngineOptions = {}) {
     this.options = options;
     this.host = new FakeHost(options.names ?? ["fake-model"], options.contextSize ?? 256);
   }
 
+  /** Generations in progress. */
   get runningCount(): number {
     return this.running;
   }
 
+  /** Always 0: nothing waits. */
   get waitingCount(): number {
     return 0;
   }
 
+  /** Always 0: there is no KV cache. */
   kvCacheUsage(): number {
     return 0;
   }
 
+  /** Refuses with `QueueFullError` when the options say the queue is full. */
   assertCapacity(_count: number): void {
     if (this.options.full) throw new QueueFullError(0);
   }
 
+  /** Runs one generation at once: the scripted text, one token per event-loop turn. */
   async submit(
     request: GenerationRequest,
     observer: GenerationObserver,
