@@ -4,6 +4,68 @@
  * `server/errorBody.ts` turns it into the JSON body (OpenAI's `{error: {...}}` plus NIM's top-level
  * fields) or into a final SSE event.
  */
+import {
+  CapacityExceededError,
+  EngineClosedError,
+  EngineError,
+  QueueFullError,
+  RequestTimeoutError,
+} from "./engine/errors.ts";
+
+/**
+ * Every `type` an {@link ApiError} carries: OpenAI's names (its SDKs raise typed errors from the
+ * status; the type is shown to the user). docs/errors.md lists them.
+ */
+export const API_ERROR_TYPES = [
+  "invalid_request_error",
+  "not_found_error",
+  "rate_limit_error",
+  "server_error",
+  "service_unavailable",
+] as const;
+
+/** The OpenAI error `type` of an {@link ApiError}. */
+export type ApiErrorType = (typeof API_ERROR_TYPES)[number];
+
+/**
+ * Every stable `code` an {@link ApiError} carries, one per reason a client can act on; docs/errors.md
+ * lists each with its status (`test/unit/server/errorCodes.test.ts` checks the two agree).
+ */
+export const API_ERROR_CODES = [
+  "invalid_value",
+  "unsupported_field",
+  "context_length_exceeded",
+  "cap_exceeded",
+  "chat_template_error",
+  "chat_template_limit",
+  "invalid_chat_template",
+  "invalid_url",
+  "malformed_json",
+  "forbidden_json_key",
+  "malformed_request",
+  "invalid_content_length",
+  "bad_request",
+  "validation_error",
+  "invalid_api_key",
+  "model_not_found",
+  "route_not_found",
+  "method_not_allowed",
+  "request_timeout",
+  "body_too_large",
+  "unsupported_media_type",
+  "headers_too_large",
+  "rate_limit_exceeded",
+  "internal_error",
+  "overloaded",
+  "model_file_changed",
+  "shutting_down",
+] as const;
+
+/**
+ * The stable `code` of an {@link ApiError}; `fst_err_*` passes on the code of a 4xx that Fastify
+ * itself raised (lower-cased), for the few it raises that have no code of ours.
+ */
+export type ApiErrorCode = (typeof API_ERROR_CODES)[number] | `fst_err_${string}`;
 
 /** One entry of FastAPI's 422 `detail` list, as vLLM/NIM return it. */
 export type ValidationIssue = { loc: (string | number)[]; msg: string; type: string };
@@ -28,14 +90,20 @@ export type ApiErrorOptions = {
  */
 export class ApiError extends Error {
   readonly status: number;
-  readonly type: string;
-  readonly code: string;
+  readonly type: ApiErrorType;
+  readonly code: ApiErrorCode;
   readonly param: string | null;
   readonly retryAfterSeconds: number | undefined;
   readonly detail: ValidationIssue[] | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(status: number, type: string, code: string, message: string, options: ApiErrorOptions = {}) {
+  constructor(
+    status: number,
+    type: ApiErrorType,
+    code: ApiErrorCode,
+    message: string,
+    options: ApiErrorOptions = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "ApiError";
     this.status = status;
@@ -49,7 +117,11 @@ export class ApiError extends Error {
 }
 
 /** 400: a value is out of range, fields conflict, or the request cannot be served as asked. */
-export function badRequest(message: string, param: string | null = null, code = "invalid_value"): ApiError {
+export function badRequest(
+  message: string,
+  param: string | null = null,
+  code: ApiErrorCode = "invalid_value",
+): ApiError {
   return new ApiError(400, "invalid_request_error", code, message, { param });
 }
 
@@ -194,10 +266,43 @@ export function internalError(message = "The server failed to process the reques
   return new ApiError(500, "server_error", "internal_error", message);
 }
 
-/** Turns any thrown value into an {@link ApiError}; unknown errors become a 500 that hides internals. */
+/**
+ * Turns any thrown value into an {@link ApiError}: the one place where the engine's own errors
+ * (`engine/errors.ts`) get their status, type and code. Unknown errors become a 500 that hides
+ * internals (the original is kept as its `cause`, for the log).
+ */
 export function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
-  return internalError();
+  if (error instanceof QueueFullError) {
+    return overloaded(
+      `The server is at capacity: ${error.waiting} requests are already waiting. Retry later.`,
+    );
+  }
+  if (error instanceof CapacityExceededError) {
+    return badRequest(
+      `This request needs ${error.requested} generations (prompts x n or best_of), more than this server can hold at once (${error.slots} slots + ${error.maxWaiting} waiting). Lower n or best_of, or send fewer prompts.`,
+      "n",
+    );
+  }
+  if (error instanceof EngineClosedError) return overloaded("The server is shutting down.");
+  if (error instanceof RequestTimeoutError) {
+    return new ApiError(
+      504,
+      "server_error",
+      "request_timeout",
+      `The request did not finish within the server's request timeout of ${error.seconds} s.`,
+    );
+  }
+  const internal = internalError();
+  return new ApiError(internal.status, internal.type, internal.code, internal.message, { cause: error });
+}
+
+/**
+ * The error a generation's abort reason stands for when the server ended it (request timeout,
+ * shutdown deadline: an {@link ApiError} or an engine error), or undefined when the client went away.
+ */
+export function serverAbortError(reason: unknown): ApiError | undefined {
+  return reason instanceof ApiError || reason instanceof EngineError ? toApiError(reason) : undefined;
 }
 
 /**

@@ -3,8 +3,8 @@
  * `hf:` URI or http(s) URL) becomes a verified local `.gguf` file, downloaded into the download folder
  * once and reused on later starts (see `models/resolveModel.ts`).
  */
-import { ConfigError } from "./ConfigError.ts";
-import type { ServeConfig } from "./config.ts";
+import { ConfigError } from "./config/ConfigError.ts";
+import type { ServeConfig } from "./config/serveConfig.ts";
 import { classifyModelSource, type ProgressStream, pullModel, resolveModel } from "./models/index.ts";
 
 /** A configured model resolved to a local file, ready for `ModelHost.load`. */

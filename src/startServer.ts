@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { pino } from "pino";
-import { ConfigError, type ServeConfig, threadsFor } from "./config.ts";
+import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
 import { ModelFileWatch } from "./models/modelFileWatch.ts";
@@ -34,7 +34,7 @@ export async function startServer(
   options: { handleSignals?: boolean } = {},
 ): Promise<RunningServer> {
   const logger = pino({ level: config.logLevel, base: { service: "lmserve" } });
-  const registry = new ModelRegistry();
+  const registry = new ModelRegistry<Scheduler>();
   const metrics = new ServerMetrics();
   const seeds = new SeedSource(config.seed, config.batchInvariantSeeds);
   let ready = false;
@@ -59,11 +59,7 @@ export async function startServer(
         ...(config.nGpuLayers !== undefined ? { nGpuLayers: config.nGpuLayers } : {}),
         kvUnified: config.kvUnified,
         ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
-        ...(chatTemplate !== undefined ? { chatTemplate } : {}),
         ...(mmproj !== undefined ? { mmproj } : {}),
-        trustRequestChatTemplate: config.trustRequestChatTemplate,
-        ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
-        ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
       });
       hosts.push(host);
       // A model file truncated or rewritten in place while mapped would kill the process (SIGBUS) on the
@@ -84,7 +80,15 @@ export async function startServer(
           ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
           events: metrics.eventsFor(host.id),
         }),
-        watch,
+        {
+          watch,
+          chat: {
+            template: chatTemplate ?? host.chatTemplate,
+            ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
+            ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
+            trustRequestTemplate: config.trustRequestChatTemplate,
+          },
+        },
       );
       metrics.track(registry.all().at(-1) as Scheduler);
       logger.info(

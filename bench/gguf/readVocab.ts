@@ -45,11 +45,11 @@ export interface VocabInfo {
   /** `tokenizer.ggml.model` (e.g. `gpt2` for byte-level BPE). */
   tokenizerModel: string;
   /** `tokenizer.ggml.pre`, when present (e.g. `qwen2`, `llama-bpe`). */
-  preTokenizer?: string;
+  preTokenizer?: string | undefined;
   /** `tokenizer.chat_template`, when present. */
-  chatTemplate?: string;
+  chatTemplate?: string | undefined;
   /** The source file's `general.architecture`, when present. */
-  architecture?: string;
+  architecture?: string | undefined;
 }
 
 /** Synchronous cursor over a file that reads more bytes on demand (the head only, not the tensors). */

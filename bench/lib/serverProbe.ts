@@ -41,4 +41,4 @@ process.on("SIGUSR2", () => {
 });
 
 // What bin/lmserve.js runs once tsx is registered (here by `--import tsx`).
-await import("../../src/cli.ts");
+await import("../../src/cli/main.ts");

@@ -1,18 +1,8 @@
 /**
- * The chat layer's public API: message validation and normalisation, chat-template rendering, forced
+ * The chat layer's public API: message normalisation, chat-template rendering, forced
  * tool-call schemas, and the incremental output parsers (tool calls, reasoning, and the two chained).
  */
-export {
-  type ChatMessage,
-  type ContentPart,
-  chatMessageSchema,
-  chatMessagesSchema,
-  contentPartSchema,
-  messageToolCallSchema,
-  normalizeMessages,
-  type TemplateMessage,
-  type TemplateToolCall,
-} from "./messages.ts";
+export { normalizeMessages, type TemplateMessage, type TemplateToolCall } from "./messages.ts";
 export { ChatOutputParser, type ChatOutputParserOptions, createChatOutputParser } from "./outputParser.ts";
 export {
   isEmptyDelta,
@@ -53,11 +43,4 @@ export {
   type ToolParserName,
   type ToolParserOptions,
 } from "./toolParsers/index.ts";
-export {
-  type ChatTool,
-  chatToolSchema,
-  type JsonSchema,
-  type ToolChoice,
-  toolChoiceSchema,
-  toolChoiceToJsonSchema,
-} from "./toolSchema.ts";
+export { type JsonSchema, toolChoiceToJsonSchema } from "./toolSchema.ts";

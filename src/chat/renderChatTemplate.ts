@@ -4,9 +4,9 @@
  */
 import { Template } from "@huggingface/jinja";
 import { badRequest } from "../errors.ts";
+import type { ChatTool } from "../protocol/tools.ts";
 import type { TemplateMessage } from "./messages.ts";
 import { TemplateRenderError, TemplateSandbox } from "./TemplateSandbox.ts";
-import type { ChatTool } from "./toolSchema.ts";
 
 /**
  * The template used when a model has none: ChatML, as llama-server falls back to (llama.cpp's

@@ -39,8 +39,6 @@ export type ModelHostOptions = {
   kvUnified?: boolean;
   /** Most tokens in one step (prompt chunks plus one per decoding sequence). Defaults to 512. */
   batchSize?: number;
-  /** Chat template overriding the GGUF's `tokenizer.chat_template`. */
-  chatTemplate?: string;
   /**
    * The multimodal projector GGUF beside the model (llama-server's `--mmproj`): with it the model takes
    * images. Defaults to none.
@@ -51,19 +49,7 @@ export type ModelHostOptions = {
    * `<arch>.pooling_type` (mean, cls, last), else `mean`.
    */
   pooling?: Pooling;
-  /** Tool-call parser name (`--tool-call-parser`); defaults to none: the chat serving detects one from the template. */
-  toolCallParser?: string;
-  /** Reasoning parser name (`--reasoning-parser`); defaults to none: the chat serving detects one from the template. */
-  reasoningParser?: string;
-  /**
-   * Honour a request's own `chat_template` (vLLM's `--trust-request-chat-template`): a Jinja template
-   * runs arbitrary loops, so by default only the model's and the server's templates are used.
-   */
-  trustRequestChatTemplate?: boolean;
 };
-
-/** Output parser names configured for a model; an absent one is detected from the chat template per request. */
-export type ChatParserNames = { readonly toolCallParser?: string; readonly reasoningParser?: string };
 
 /** Raised when a model file is missing, unreadable or not a valid GGUF; its message is one line. */
 export class ModelLoadError extends Error {
@@ -97,12 +83,8 @@ export class ModelHost {
   readonly model: NativeModel;
   readonly context: NativeContext;
   readonly info: NativeModelInfo;
-  /** The Jinja chat template in use (flag override, else GGUF metadata), or null when the model has none. */
+  /** The GGUF's Jinja chat template (`tokenizer.chat_template`), or null when the file has none. */
   readonly chatTemplate: string | null;
-  /** The configured output parser names (`--tool-call-parser`, `--reasoning-parser`); absent ones are detected per request. */
-  readonly chatParsers: ChatParserNames;
-  /** Whether a request's own `chat_template` is honoured (`--trust-request-chat-template`). */
-  trustRequestChatTemplate = false;
   /** Unix seconds at which the model finished loading (OpenAI's `created` of the model object). */
   readonly created: number;
   /** Token bytes and text, for logprobs. */
@@ -128,7 +110,6 @@ export class ModelHost {
     model: NativeModel;
     context: NativeContext;
     chatTemplate: string | null;
-    chatParsers: ChatParserNames;
     vocabulary: TokenVocabulary;
     contextSize: number;
     sequences: number;
@@ -147,7 +128,6 @@ export class ModelHost {
     this.context = init.context;
     this.info = init.model.info();
     this.chatTemplate = init.chatTemplate;
-    this.chatParsers = init.chatParsers;
     this.vocabulary = init.vocabulary;
     this.contextSize = init.contextSize;
     this.sequences = init.sequences;
@@ -257,18 +237,13 @@ export class ModelHost {
       options.servedModelNames && options.servedModelNames.length > 0
         ? options.servedModelNames
         : [basename(modelPath).replace(/\.gguf$/i, "")];
-    const { toolCallParser, reasoningParser } = options;
     const layers = info.nLayer;
     const host = new ModelHost({
       names,
       modelPath,
       model,
       context,
-      chatTemplate: options.chatTemplate ?? (typeof metadataTemplate === "string" ? metadataTemplate : null),
-      chatParsers: {
-        ...(toolCallParser !== undefined ? { toolCallParser } : {}),
-        ...(reasoningParser !== undefined ? { reasoningParser } : {}),
-      },
+      chatTemplate: typeof metadataTemplate === "string" ? metadataTemplate : null,
       vocabulary: new TokenVocabulary(
         tokenizer.tokens,
         tokenizer.token_type ?? [],
@@ -287,7 +262,6 @@ export class ModelHost {
       projector,
       pooling: options.pooling ?? poolingFromGguf(metadataPooling),
     });
-    host.trustRequestChatTemplate = options.trustRequestChatTemplate ?? false;
     return host;
   }
 

@@ -1,5 +1,5 @@
-import { ApiError, badRequest, overloaded } from "../errors.ts";
 import { commonPrefixLength } from "./commonPrefixLength.ts";
+import { CapacityExceededError, EngineClosedError, QueueFullError, RequestTimeoutError } from "./errors.ts";
 import { Generation } from "./Generation.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import type { NativeStepInput, NativeStepOutput } from "./native.ts";
@@ -56,7 +56,7 @@ export type SchedulerOptions = {
   events?: SchedulerEvents;
   /**
    * Seconds a request may take from submission to its end (`--request-timeout`); past it the request
-   * is aborted with a 504 {@link ApiError} as the abort reason. Defaults to no limit.
+   * is aborted with a {@link RequestTimeoutError} as the abort reason. Defaults to no limit.
    */
   requestTimeoutSeconds?: number;
   /**
@@ -179,22 +179,17 @@ export class Scheduler {
 
   /**
    * Checks that `count` more requests can be taken now (each starts on an idle slot or waits).
-   * @throws ApiError 503 with `Retry-After` when the waiting queue would exceed `--max-waiting`; 400 when
-   *   `count` exceeds slots + `--max-waiting`, which no retry could fix.
+   * @throws QueueFullError when the waiting queue would exceed `--max-waiting`; CapacityExceededError
+   *   when `count` exceeds slots + `--max-waiting`, which no retry could fix.
    */
   assertCapacity(count: number): void {
     if (count > this.slots.length + this.maxWaiting) {
-      throw badRequest(
-        `This request needs ${count} generations (prompts x n or best_of), more than this server can hold at once (${this.slots.length} slots + ${this.maxWaiting} waiting). Lower n or best_of, or send fewer prompts.`,
-        "n",
-      );
+      throw new CapacityExceededError(count, this.slots.length, this.maxWaiting);
     }
     const idle = this.slots.filter((slot) => slot.state === SlotState.Idle).length;
     const wouldWait = this.waiting.length + Math.max(0, count - idle);
     if (wouldWait > this.maxWaiting) {
-      throw overloaded(
-        `The server is at capacity: ${this.waiting.length} requests are already waiting. Retry later.`,
-      );
+      throw new QueueFullError(this.waiting.length);
     }
   }
 
@@ -202,7 +197,7 @@ export class Scheduler {
    * Queues a generation and resolves with its result once it has finished; output goes to `observer`
    * as it is produced. An aborted `signal` ends the generation before its next step (or removes it
    * from the queue) and resolves with `finishReason: "abort"`.
-   * Rejects with ApiError 503 when the waiting queue is full.
+   * Rejects with QueueFullError when the waiting queue is full, EngineClosedError once closed.
    */
   submit(
     request: GenerationRequest,
@@ -210,7 +205,7 @@ export class Scheduler {
     callerSignal?: AbortSignal,
   ): Promise<GenerationResult> {
     try {
-      if (this.closed) throw overloaded("The server is shutting down.");
+      if (this.closed) throw new EngineClosedError();
       this.assertCapacity(1);
     } catch (error) {
       return Promise.reject(error);
@@ -272,14 +267,14 @@ export class Scheduler {
   }
 
   /**
-   * The caller's signal, also aborted (with a 504 ApiError) when the request timeout passes; `dispose`
+   * The caller's signal, also aborted (with a RequestTimeoutError) when the request timeout passes; `dispose`
    * stops the timer once the request has ended.
    */
   private withTimeout(signal: AbortSignal | undefined): { signal: AbortSignal | undefined; dispose(): void } {
     const seconds = this.requestTimeoutSeconds;
     if (seconds === undefined) return { signal, dispose: () => undefined };
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(requestTimedOut(seconds)), seconds * 1000);
+    const timer = setTimeout(() => controller.abort(new RequestTimeoutError(seconds)), seconds * 1000);
     const forward = () => controller.abort(signal?.reason);
     if (signal?.aborted) forward();
     else signal?.addEventListener("abort", forward, { once: true });
@@ -728,14 +723,4 @@ function abortedBeforeStart(request: GenerationRequest, reason: unknown): Genera
     cumulativeLogprob: Number.NaN,
     abortReason: reason,
   };
-}
-
-/** 504: the request ran longer than `--request-timeout`. */
-function requestTimedOut(seconds: number): ApiError {
-  return new ApiError(
-    504,
-    "server_error",
-    "request_timeout",
-    `The request did not finish within the server's request timeout of ${seconds} s.`,
-  );
 }

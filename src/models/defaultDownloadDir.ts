@@ -6,7 +6,7 @@ import { isAbsolute, join } from "node:path";
  * Directory spec says relative values must be ignored). Follows the same convention as Hugging Face's
  * `~/.cache/huggingface`.
  *
- * Pure: lmserve's config rule is that only `src/config.ts` reads `process.env`, so the caller passes the
+ * Pure: lmserve's config rule is that only `src/config/serveConfig.ts` reads `process.env`, so the caller passes the
  * environment and the home directory (e.g. `defaultDownloadDir(process.env, os.homedir())`).
  *
  * @param env Environment variables; only `XDG_CACHE_HOME` is read.

@@ -1,11 +1,11 @@
 /**
  * POST /v1/chat/completions: the request schema (OpenAI + vLLM + NIM fields) and response types.
- * The message and tool schemas live with the chat code (`chat/messages.ts`, `chat/toolSchema.ts`).
+ * The message and tool schemas are `messages.ts` and `tools.ts`.
  */
 import { z } from "zod";
-import { chatMessagesSchema } from "../chat/messages.ts";
-import { chatToolSchema, toolChoiceSchema } from "../chat/toolSchema.ts";
 import { SamplingFieldsSchema, type Usage } from "./common.ts";
+import { chatMessagesSchema } from "./messages.ts";
+import { chatToolSchema, toolChoiceSchema } from "./tools.ts";
 
 /** The chat completions request body; unknown fields are accepted and ignored (as vLLM). */
 export const ChatCompletionRequestSchema = z.object({

@@ -11,7 +11,7 @@ export const UsageSchema = z.object({
   prompt_tokens: z.number().int(),
   completion_tokens: z.number().int(),
   total_tokens: z.number().int(),
-  prompt_tokens_details: z.object({ cached_tokens: z.number().int() }).nullish(),
+  prompt_tokens_details: z.object({ cached_tokens: z.number().int() }).nullable().exactOptional(),
 });
 
 /** OpenAI's legacy completion `logprobs` object. */
@@ -39,7 +39,7 @@ export const CompletionResponseSchema = z.object({
   created: z.number().int(),
   model: z.string(),
   choices: z.array(CompletionChoiceSchema),
-  usage: UsageSchema.nullish(),
+  usage: UsageSchema.nullable().exactOptional(),
   system_fingerprint: z.string(),
 });
 
@@ -72,8 +72,8 @@ export const ChatChoiceSchema = z.object({
   message: z.object({
     role: z.literal("assistant"),
     content: z.string().nullable(),
-    reasoning_content: z.string().nullish(),
-    tool_calls: z.array(ResponseToolCallSchema).optional(),
+    reasoning_content: z.string().nullable().exactOptional(),
+    tool_calls: z.array(ResponseToolCallSchema).exactOptional(),
   }),
   logprobs: z.object({ content: z.array(ChatLogprobEntrySchema) }).nullable(),
   finish_reason: ChatFinishReasonSchema,
@@ -95,23 +95,23 @@ export const ChatCompletionResponseSchema = z.object({
 export const ChatChunkChoiceSchema = z.object({
   index: z.number().int(),
   delta: z.object({
-    role: z.literal("assistant").optional(),
-    content: z.string().nullish(),
-    reasoning_content: z.string().nullish(),
+    role: z.literal("assistant").exactOptional(),
+    content: z.string().nullable().exactOptional(),
+    reasoning_content: z.string().nullable().exactOptional(),
     tool_calls: z
       .array(
         z.object({
           index: z.number().int(),
-          id: z.string().optional(),
-          type: z.literal("function").optional(),
-          function: z.object({ name: z.string().optional(), arguments: z.string().optional() }),
+          id: z.string().exactOptional(),
+          type: z.literal("function").exactOptional(),
+          function: z.object({ name: z.string().exactOptional(), arguments: z.string().exactOptional() }),
         }),
       )
-      .optional(),
+      .exactOptional(),
   }),
   logprobs: z.object({ content: z.array(ChatLogprobEntrySchema) }).nullable(),
   finish_reason: ChatFinishReasonSchema,
-  stop_reason: z.union([z.string(), z.number()]).nullish(),
+  stop_reason: z.union([z.string(), z.number()]).nullable().exactOptional(),
 });
 
 /** One `data:` event of a streamed chat completion. */
@@ -121,7 +121,7 @@ export const ChatCompletionChunkSchema = z.object({
   created: z.number().int(),
   model: z.string(),
   choices: z.array(ChatChunkChoiceSchema),
-  usage: UsageSchema.nullish(),
+  usage: UsageSchema.nullable().exactOptional(),
   system_fingerprint: z.string(),
 });
 
@@ -154,7 +154,7 @@ export const ErrorBodySchema = z.object({
   /** FastAPI's validation details, on a 422. */
   detail: z
     .array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }))
-    .optional(),
+    .exactOptional(),
 });
 
 /** The health endpoints' body (NIM's shape). */

@@ -4,8 +4,8 @@
  * DetokenizeRequest, DetokenizeResponse). Field names, defaults and order as vLLM's.
  */
 import { z } from "zod";
-import { chatMessagesSchema } from "../chat/messages.ts";
-import { chatToolSchema } from "../chat/toolSchema.ts";
+import { chatMessagesSchema } from "./messages.ts";
+import { chatToolSchema } from "./tools.ts";
 
 /** `/tokenize` of a text prompt. `model` defaults to the first served model. */
 export const TokenizeCompletionRequestSchema = z.object({

@@ -2,12 +2,12 @@ import { randomUUID } from "node:crypto";
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
-  type FastifyReply,
   type FastifyRequest,
   LogController,
 } from "fastify";
 import {
   ApiError,
+  type ApiErrorCode,
   malformedJson,
   methodNotAllowed,
   payloadTooLarge,
@@ -15,37 +15,13 @@ import {
   toApiError,
   unsupportedMediaType,
 } from "../errors.ts";
-import type { ImageLimits } from "../serving/chatImages.ts";
-import type { SeedSource } from "../serving/generationParams.ts";
-import type { ModelRegistry } from "../serving/ModelRegistry.ts";
-import { anthropicErrorBody, errorBody, errorHeaders } from "./errorBody.ts";
+import type { AppContext } from "./context.ts";
+import { sendError } from "./errorBody.ts";
 import { answerClientError, answerFrameworkError } from "./frameworkErrors.ts";
 import { registerJsonBodyParser } from "./jsonBody.ts";
-import { registerMetricsRoute, type ServerMetrics } from "./metrics.ts";
-import { MetricsSampler, registerMetricsHistoryRoute } from "./metricsHistory.ts";
 import { DEFAULT_OPERATIONS, type OperationsOptions, registerOperations } from "./operations.ts";
-import { registerChatRoutes } from "./routes/chat.ts";
-import { registerCompletionRoutes } from "./routes/completions.ts";
-import { registerEmbeddingRoutes } from "./routes/embeddings.ts";
-import { registerHealthRoutes } from "./routes/health.ts";
-import { isAnthropicPath, registerMessagesRoutes } from "./routes/messages.ts";
-import { registerModelRoutes } from "./routes/models.ts";
-import { registerResponsesRoutes } from "./routes/responses.ts";
-import { registerUi, type UiOptions } from "./ui.ts";
-
-/** What the HTTP layer needs from the rest of the server. */
-export type AppContext = {
-  registry: ModelRegistry;
-  seeds: SeedSource;
-  /** `--max-tokens-cap`: also the most a request that omits `max_tokens` generates. */
-  maxTokensCap?: number | undefined;
-  /** Image limits (`--max-image-bytes`, `--allow-private-image-urls`). Defaults to 20 MB, public URLs only. */
-  imageLimits?: ImageLimits;
-  /** Prometheus metrics served at GET /metrics, and their sampled history at GET /metrics/history (absent: neither route). */
-  metrics?: ServerMetrics;
-  /** True once every model is loaded (readiness). */
-  isReady(): boolean;
-};
+import { registerRoutes } from "./routes/index.ts";
+import type { UiOptions } from "./ui.ts";
 
 /** Options of {@link buildApp}. */
 export type AppOptions = {
@@ -129,19 +105,13 @@ export function buildApp(context: AppContext, options: AppOptions): FastifyInsta
     sendError(request, reply, unmatchedRoute(request.method, request.url)),
   );
 
-  registerOperations(app, context, options.operations ?? DEFAULT_OPERATIONS);
-  registerHealthRoutes(app, context);
-  if (context.metrics) {
-    registerMetricsRoute(app, context.metrics);
-    registerMetricsHistoryRoute(app, new MetricsSampler(context.metrics));
-  }
-  registerModelRoutes(app, context);
-  registerCompletionRoutes(app, context);
-  registerEmbeddingRoutes(app, context);
-  registerChatRoutes(app, context);
-  registerResponsesRoutes(app, context);
-  registerMessagesRoutes(app, context);
-  if (options.ui) registerUi(app, options.ui);
+  const operations = options.operations ?? DEFAULT_OPERATIONS;
+  registerOperations(app, operations);
+  registerRoutes(app, context, {
+    keyed: operations.apiKeys.length > 0,
+    protectMetrics: operations.protectMetrics,
+    ui: options.ui ?? false,
+  });
 
   return app;
 }
@@ -154,18 +124,6 @@ function isBodyError(error: unknown): boolean {
     typeof code === "string" &&
     (code.startsWith("FST_ERR_CTP_") || code === "FST_ERR_ROUTE_MISSING_CONTENT_TYPE")
   );
-}
-
-/**
- * Sends an error as the JSON error body (headers already sent: the connection is just closed); on the
- * Anthropic routes (`/v1/messages*`) in Anthropic's shape.
- */
-export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
-  // A changed model file is logged once, by its watch (startServer.ts), not on every refused request.
-  if (error.status >= 500 && error.code !== "model_file_changed")
-    request.log.error({ err: error.cause ?? error }, "request failed");
-  const body = isAnthropicPath(request.url) ? anthropicErrorBody(error) : errorBody(error);
-  return reply.code(error.status).headers(errorHeaders(error)).send(body);
 }
 
 /** Maps Fastify's own errors (body parsing, limits) and anything unexpected to an {@link ApiError}. */
@@ -191,10 +149,10 @@ function fromFrameworkError(error: unknown, request: FastifyRequest): ApiError {
     return new ApiError(
       statusCode,
       "invalid_request_error",
-      code?.toLowerCase() ?? "bad_request",
+      // Fastify's own code (`FST_ERR_*`, lower-cased) for a 4xx of its own that has none of ours.
+      (code?.toLowerCase() ?? "bad_request") as ApiErrorCode,
       message ?? "Bad request.",
     );
   }
-  const apiError = toApiError(error);
-  return new ApiError(apiError.status, apiError.type, apiError.code, apiError.message, { cause: error });
+  return toApiError(error);
 }

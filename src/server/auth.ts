@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { unauthorized } from "../errors.ts";
-import { sendError } from "./app.ts";
+import { sendError } from "./errorBody.ts";
 
 /** Options of {@link registerAuth}. */
 export type AuthOptions = {

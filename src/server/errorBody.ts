@@ -1,3 +1,4 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ApiError } from "../errors.ts";
 import type { AnthropicErrorBody } from "../protocol/anthropicMessages.ts";
 import { anthropicErrorType } from "../serving/messages.ts";
@@ -46,4 +47,22 @@ export function errorHeaders(error: ApiError): Record<string, string> {
  */
 export function anthropicErrorBody(error: ApiError): AnthropicErrorBody {
   return { type: "error", error: { type: anthropicErrorType(error.status), message: error.message } };
+}
+
+/**
+ * Sends an error as the JSON error body (headers already sent: the connection is just closed); on the
+ * Anthropic routes (`/v1/messages*`) in Anthropic's shape.
+ */
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
+  // A changed model file is logged once, by its watch (startServer.ts), not on every refused request.
+  if (error.status >= 500 && error.code !== "model_file_changed")
+    request.log.error({ err: error.cause ?? error }, "request failed");
+  const body = isAnthropicPath(request.url) ? anthropicErrorBody(error) : errorBody(error);
+  return reply.code(error.status).headers(errorHeaders(error)).send(body);
+}
+
+/** Paths answered in Anthropic's shape, errors included (see {@link sendError}). */
+export function isAnthropicPath(url: string): boolean {
+  const path = url.split("?", 1)[0] ?? url;
+  return path === "/v1/messages" || path.startsWith("/v1/messages/");
 }

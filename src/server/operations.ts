@@ -1,19 +1,16 @@
 import type { FastifyInstance, FastifyPluginAsync } from "fastify";
+import type { OperationsConfig } from "../config/operations.ts";
 import { shuttingDown } from "../errors.ts";
-import type { OperationsConfig } from "../operationsConfig.ts";
-import type { AppContext } from "./app.ts";
-import { sendError } from "./app.ts";
 import { registerAuth } from "./auth.ts";
 import { registerCors } from "./cors.ts";
+import { sendError } from "./errorBody.ts";
 import { InFlightRequests } from "./InFlightRequests.ts";
 import { collectRoutes } from "./openapi.ts";
 import { registerRateLimit } from "./rateLimit.ts";
 import { registerRequestCaps } from "./requestCaps.ts";
 import { registerRequestLog } from "./requestLog.ts";
-import { registerMetaRoutes } from "./routes/meta.ts";
-import { registerTokenizeRoutes } from "./routes/tokenize.ts";
 
-/** The operational settings the HTTP layer applies (from `ServeConfig`; see `operationsConfig.ts`). */
+/** The operational settings the HTTP layer applies (from `ServeConfig`; see `config/operations.ts`). */
 export type OperationsOptions = Omit<OperationsConfig, "maxBodySize" | "shutdownTimeout">;
 
 /** Settings of an app built without any (in-process tests): no keys, no limits, no CORS. */
@@ -34,14 +31,10 @@ const LIVENESS_ROUTE = "/v1/health/live";
  * - Node's HTTP timeouts (`--receive-timeout` for headers and body, `--timeout-keep-alive`);
  * - the route list for the OpenAPI document, the in-flight request set for graceful shutdown;
  * - per request, in this order: the request log, a 503 while draining, CORS, the API key, the rate
- *   limit; then, on parsed bodies, the `max_tokens` / `n` caps;
- * - the routes `/tokenize`, `/detokenize`, `/v1/version`, `/openapi.json`, `/docs`.
+ *   limit; then, on parsed bodies, the `max_tokens` / `n` caps.
+ * The routes come after it, from `routes/index.ts`.
  */
-export function registerOperations(
-  app: FastifyInstance,
-  context: AppContext,
-  options: OperationsOptions,
-): void {
+export function registerOperations(app: FastifyInstance, options: OperationsOptions): void {
   const receiveTimeoutMs = Math.round(options.receiveTimeout * 1000);
   app.server.requestTimeout = receiveTimeoutMs;
   app.server.headersTimeout = receiveTimeoutMs;
@@ -67,7 +60,4 @@ export function registerOperations(
   };
   app.register(Object.assign(guards, { [Symbol.for("skip-override")]: true }));
   registerRequestCaps(app, { maxTokensCap: options.maxTokensCap, maxN: options.maxN });
-
-  registerTokenizeRoutes(app, context);
-  registerMetaRoutes(app, { keyed: options.apiKeys.length > 0, protectMetrics: options.protectMetrics });
 }

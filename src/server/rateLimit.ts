@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { RateLimit } from "../configValues.ts";
+import type { RateLimit } from "../config/values.ts";
 import { rateLimited } from "../errors.ts";
-import { sendError } from "./app.ts";
 import { requestApiKey, requiresApiKey } from "./auth.ts";
+import { sendError } from "./errorBody.ts";
 import { formatResetDuration, RateLimiter } from "./RateLimiter.ts";
 
 /**

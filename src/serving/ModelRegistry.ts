@@ -1,21 +1,65 @@
-import type { Scheduler } from "../engine/Scheduler.ts";
 import { modelFileChanged, modelNotFound } from "../errors.ts";
 import type { ModelFileWatch } from "../models/modelFileWatch.ts";
 import type { ModelObject } from "../protocol/models.ts";
+import type { EngineModel } from "./engine.ts";
 
-/** The loaded models by every name they are served under. */
-export class ModelRegistry {
-  private readonly byName = new Map<string, Scheduler>();
-  private readonly schedulers: Scheduler[] = [];
-  private readonly watches = new Map<Scheduler, ModelFileWatch>();
+/**
+ * A served model's chat settings, which belong to serving, not to the engine: from the model's entry of
+ * the config file, else the server's flags, else what the GGUF says.
+ */
+export type ChatSettings = {
+  /** The Jinja chat template (`--chat-template`, else the GGUF's), or null: then ChatML. */
+  readonly template: string | null;
+  /** `--tool-call-parser`; absent: detected from the template per request. */
+  readonly toolCallParser?: string;
+  /** `--reasoning-parser`; absent: detected from the template per request. */
+  readonly reasoningParser?: string;
+  /**
+   * Honour a request's own `chat_template` (vLLM's `--trust-request-chat-template`): a Jinja template
+   * runs arbitrary loops, so by default only the model's and the server's templates are used.
+   */
+  readonly trustRequestTemplate: boolean;
+};
+
+/** A model as an endpoint serves it: the name asked for, its scheduler and its chat settings. */
+export type ServedModel<Model extends EngineModel = EngineModel> = {
+  /** The name the request used (or the model id when it named none). */
+  readonly name: string;
+  /** The model's scheduler (the engine). */
+  readonly scheduler: Model;
+  /** Its chat settings. */
+  readonly chat: ChatSettings;
+};
+
+/** Options of {@link ModelRegistry.add}. */
+export type ServedModelOptions = {
+  /** Refuse the model (503) once its file changed on disk. */
+  watch?: ModelFileWatch;
+  /** Its chat settings. Defaults to the GGUF's template, parsers detected, request templates refused. */
+  chat?: ChatSettings;
+};
+
+/**
+ * The loaded models by every name they are served under, with their serving settings. `Model` is the scheduler type: the real
+ * `Scheduler` at startup (which also closes them), any {@link EngineModel} for the endpoints and tests.
+ */
+export class ModelRegistry<Model extends EngineModel = EngineModel> {
+  private readonly byName = new Map<string, Model>();
+  private readonly schedulers: Model[] = [];
+  private readonly watches = new Map<Model, ModelFileWatch>();
+  private readonly chats = new Map<Model, ChatSettings>();
 
   /**
-   * Adds a loaded model under all of its served names; with `watch`, the model is refused (503) once its
-   * file has changed on disk.
+   * Adds a loaded model under all of its served names, with its chat settings; with a `watch`, the model
+   * is refused (503) once its file has changed on disk.
    */
-  add(scheduler: Scheduler, watch?: ModelFileWatch): void {
+  add(scheduler: Model, options: ServedModelOptions = {}): void {
     this.schedulers.push(scheduler);
-    if (watch) this.watches.set(scheduler, watch);
+    if (options.watch) this.watches.set(scheduler, options.watch);
+    this.chats.set(
+      scheduler,
+      options.chat ?? { template: scheduler.host.chatTemplate, trustRequestTemplate: false },
+    );
     for (const name of scheduler.host.names) this.byName.set(name, scheduler);
   }
 
@@ -27,7 +71,7 @@ export class ModelRegistry {
   }
 
   /** Every loaded model's scheduler, in load order. */
-  all(): readonly Scheduler[] {
+  all(): readonly Model[] {
     return this.schedulers;
   }
 
@@ -36,7 +80,7 @@ export class ModelRegistry {
    * @throws ApiError 404 naming the available models when no model has that name; 503
    *   `model_file_changed` when the model's file changed on disk while served.
    */
-  get(name: string): Scheduler {
+  get(name: string): Model {
     const scheduler = this.byName.get(name);
     if (!scheduler) throw modelNotFound(name, [...this.byName.keys()]);
     const watch = this.watches.get(scheduler);
@@ -49,11 +93,11 @@ export class ModelRegistry {
    * `model` is optional on every route, as llama-server serves its one model whatever the name.
    * @throws ApiError 404 for a name no model has; 503 as {@link get}.
    */
-  resolve(name: string | null | undefined): { name: string; scheduler: Scheduler } {
-    if (name !== undefined && name !== null) return { name, scheduler: this.get(name) };
-    const first = this.schedulers[0];
-    if (first === undefined) throw modelNotFound("(none)", []);
-    return { name: first.host.id, scheduler: this.get(first.host.id) };
+  resolve(name: string | null | undefined): ServedModel<Model> {
+    const served = name ?? this.schedulers[0]?.host.id;
+    if (served === undefined) throw modelNotFound("(none)", []);
+    const scheduler = this.get(served);
+    return { name: served, scheduler, chat: this.chats.get(scheduler) as ChatSettings };
   }
 
   /** OpenAI model objects, one per served name (aliases included, each with `root` = the model id). */
@@ -70,7 +114,7 @@ export class ModelRegistry {
   }
 }
 
-function toModelObject(name: string, scheduler: Scheduler): ModelObject {
+function toModelObject(name: string, scheduler: EngineModel): ModelObject {
   const { host } = scheduler;
   return {
     id: name,

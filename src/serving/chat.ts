@@ -1,7 +1,7 @@
 /**
- * POST /v1/chat/completions: renders the chat template, plans the choices (tools, reasoning, guided
- * decoding) and re-exports the runners of `chatResponse.ts`, which build `chat.completion` responses and
- * `chat.completion.chunk` streams.
+ * POST /v1/chat/completions, its plan: renders the chat template and plans the choices (tools, reasoning,
+ * guided decoding). The runners, which build `chat.completion` responses and `chat.completion.chunk`
+ * streams from a plan, are in `chatResponse.ts` (which imports this file, not the other way).
  */
 import { randomUUID } from "node:crypto";
 import { createChatOutputParser, detectReasoningParser, promptOpensThinking } from "../chat/index.ts";
@@ -11,8 +11,6 @@ import {
   promptStartsWithBos,
   renderChatTemplateSandboxed,
 } from "../chat/renderChatTemplate.ts";
-import type { ModelHost } from "../engine/ModelHost.ts";
-import type { Scheduler } from "../engine/Scheduler.ts";
 import type { GenerationRequest, PromptMedia } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
@@ -20,17 +18,13 @@ import { chatGrammar, type ThinkingStart } from "./chatGrammar.ts";
 import { type ImageLimits, tokenizeWithImages } from "./chatImages.ts";
 import { ChoiceOutput } from "./chatOutput.ts";
 import { resolveToolCalling } from "./chatTools.ts";
-import {
-  generationRequest,
-  refuseUnsupportedFields,
-  resolveMaxTokens,
-  type SeedSource,
-} from "./generationParams.ts";
+import type { EngineHost, EngineModel } from "./engine.ts";
+import { generationRequest, resolveMaxTokens, type SeedSource } from "./generationParams.ts";
 import type { TokenNaming } from "./logprobs.ts";
-import type { ModelRegistry } from "./ModelRegistry.ts";
+import type { ChatSettings, ModelRegistry } from "./ModelRegistry.ts";
+import { refusePeerFields } from "./peerFields.ts";
+import { requestFields } from "./requestFields.ts";
 import { refuseStreamOptionsWithoutStream } from "./streaming.ts";
-
-export { completeChat, streamChat } from "./chatResponse.ts";
 
 /**
  * A chat request resolved against its model: the rendered prompt, one engine request per choice and
@@ -40,7 +34,7 @@ export type ChatPlan = {
   readonly id: string;
   readonly created: number;
   readonly model: string;
-  readonly scheduler: Scheduler;
+  readonly scheduler: EngineModel;
   readonly body: ChatCompletionRequest;
   readonly requests: GenerationRequest[];
   /** Per choice, the parser chain its text goes through (shared with `requests[i].injectTokens`). */
@@ -70,18 +64,19 @@ export async function planChat(
   maxTokensCap?: number,
   imageLimits: ImageLimits = DEFAULT_IMAGE_LIMITS,
 ): Promise<ChatPlan> {
-  const { name: model, scheduler } = registry.resolve(body.model);
-  refuseUnsupportedFields(body);
+  const { name: model, scheduler, chat } = registry.resolve(body.model);
+  refusePeerFields(body);
   refuseStreamOptionsWithoutStream(body);
   const host = scheduler.host;
-  const template = chatTemplateOf(host, body);
-  const tools = resolveToolCalling(body, host.chatParsers.toolCallParser, template);
-  const reasoningParser = host.chatParsers.reasoningParser ?? detectReasoningParser(template);
+  const template = chatTemplateOf(chat, body);
+  const tools = resolveToolCalling(body, chat.toolCallParser, template);
+  const reasoningParser = chat.reasoningParser ?? detectReasoningParser(template);
   // A model with a projector takes image parts: each becomes the projector's marker in the prompt.
   const media: MediaPrompt | undefined =
     host.imageMarker !== null ? { marker: host.imageMarker, images: [] } : undefined;
-  let [prompt, addSpecialTokens] = await renderPrompt(host, body, media);
-  const budget = body.nvext?.max_thinking_tokens ?? undefined;
+  let [prompt, addSpecialTokens] = await renderPrompt(host, chat, body, media);
+  const fields = requestFields(body);
+  const budget = fields.maxThinkingTokens;
   const parserFor = (startsInThinking: boolean | undefined) =>
     createChatOutputParser({
       ...(reasoningParser !== undefined ? { reasoningParser } : {}),
@@ -117,12 +112,7 @@ export async function planChat(
       "messages",
     );
   }
-  const maxTokens = resolveMaxTokens(
-    body.max_completion_tokens ?? body.max_tokens,
-    promptTokens.length,
-    host.contextSize,
-    maxTokensCap,
-  );
+  const maxTokens = resolveMaxTokens(fields.maxTokens, promptTokens.length, host.contextSize, maxTokensCap);
   if (body.top_logprobs !== undefined && body.top_logprobs !== null && !body.logprobs) {
     throw badRequest("top_logprobs requires logprobs to be true.", "top_logprobs");
   }
@@ -162,14 +152,17 @@ export async function planChat(
 const DEFAULT_IMAGE_LIMITS: ImageLimits = { maxBytes: 20_000_000, allowPrivate: false };
 
 /** The chat template a request renders with: its own `chat_template`, else the model's, else ChatML. */
-export function chatTemplateOf(host: ModelHost, body: Pick<ChatCompletionRequest, "chat_template">): string {
-  if (body.chat_template !== undefined && body.chat_template !== null && !host.trustRequestChatTemplate) {
+export function chatTemplateOf(
+  chat: ChatSettings,
+  body: Pick<ChatCompletionRequest, "chat_template">,
+): string {
+  if (body.chat_template !== undefined && body.chat_template !== null && !chat.trustRequestTemplate) {
     throw badRequest(
       "Request chat templates are disabled: a template runs arbitrary Jinja on the server. Start the server with --trust-request-chat-template to allow them (as vLLM).",
       "chat_template",
     );
   }
-  return body.chat_template ?? host.chatTemplate ?? CHATML_FALLBACK_TEMPLATE;
+  return body.chat_template ?? chat.template ?? CHATML_FALLBACK_TEMPLATE;
 }
 
 /** The fields of a chat request that shape its prompt (a `/tokenize` messages request has the same). */
@@ -194,11 +187,12 @@ export type ChatPromptFields = Pick<
  * @throws ApiError 400 for unsupported content, a template that fails to render or goes past a limit.
  */
 export async function renderPrompt(
-  host: ModelHost,
+  host: EngineHost,
+  chat: ChatSettings,
   body: ChatPromptFields,
   media?: MediaPrompt,
 ): Promise<[string, boolean]> {
-  const prompt = await renderChatTemplateSandboxed(chatTemplateOf(host, body), {
+  const prompt = await renderChatTemplateSandboxed(chatTemplateOf(chat, body), {
     messages: normalizeMessages(body.messages, media),
     tools: body.tools ?? null,
     documents: body.documents ?? null,

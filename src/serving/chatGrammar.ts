@@ -9,9 +9,9 @@
 import type { Grammar } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import { compileConstraint } from "../structured/index.ts";
 import type { ToolCalling } from "./chatTools.ts";
-import { grammarForGbnf, resolveGuidedConstraint, whitespacePattern } from "./guidedDecoding.ts";
+import { compileGuided, grammarForGbnf, resolveGuidedConstraint } from "./guidedDecoding.ts";
+import { requestFields } from "./requestFields.ts";
 
 /**
  * Where the output stands with respect to thinking when generation starts: `none` (no reasoning
@@ -39,22 +39,20 @@ export async function chatGrammar(
       "tool_choice",
     );
   }
-  const pattern = whitespacePattern(body);
-  const options = pattern !== undefined ? { whitespacePattern: pattern } : {};
+  const { whitespacePattern, maxThinkingTokens } = requestFields(body);
   let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
   if (tools.schema) {
-    const { gbnf } = compileConstraint("json_schema", tools.schema, { ...options, param: "tools" });
+    const gbnf = compileGuided(
+      { kind: "json_schema", spec: tools.schema, param: "tools" },
+      whitespacePattern,
+    );
     compiled = { gbnf, param: "tools", answerOnly: true };
   } else if (constraint) {
-    const { gbnf } = compileConstraint(constraint.kind, constraint.spec, {
-      ...options,
-      param: constraint.param,
-    });
+    const gbnf = compileGuided(constraint, whitespacePattern);
     compiled = { gbnf, param: constraint.param, answerOnly: constraint.kind !== "grammar" };
   }
   if (!compiled) return null;
-  const budget = body.nvext?.max_thinking_tokens;
-  if (thinking !== "none" && !compiled.answerOnly && budget !== undefined && budget !== null) {
+  if (thinking !== "none" && !compiled.answerOnly && maxThinkingTokens !== undefined) {
     throw badRequest(
       `nvext.max_thinking_tokens cannot be combined with ${compiled.param}: a GBNF grammar decides the whole output, thinking included.`,
       "nvext.max_thinking_tokens",

@@ -5,9 +5,9 @@
  * positions, held in `promptTokens` as a placeholder id derived from the image's hash.
  */
 import type { MessageImage } from "../chat/messages.ts";
-import type { ModelHost } from "../engine/ModelHost.ts";
 import type { MediaSpan, PromptMedia } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
+import type { EngineHost } from "./engine.ts";
 import { type ImageSourceOptions, loadImage } from "./imageSource.ts";
 
 /** The image limits of the server (`--max-image-bytes`, `--allow-private-image-urls`). */
@@ -24,7 +24,7 @@ export type ImagePrompt = { promptTokens: number[]; media: PromptMedia };
  *   do not pair up (the template dropped an image, or the text holds the marker itself).
  */
 export async function tokenizeWithImages(
-  host: ModelHost,
+  host: EngineHost,
   prompt: string,
   addBos: boolean,
   images: readonly MessageImage[],

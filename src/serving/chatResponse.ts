@@ -3,19 +3,13 @@
  * `chat.completion.chunk` stream. Both feed each choice's text through the same {@link ChoiceOutput}
  * in the same order, so a streamed response assembles to the non-streamed one.
  */
-import type { GenerationResult, TokenLogprob } from "../engine/types.ts";
-import type {
-  ChatChoice,
-  ChatChunkChoice,
-  ChatCompletionChunk,
-  ChatCompletionResponse,
-} from "../protocol/chat.ts";
-import type { Usage } from "../protocol/common.ts";
+import type { TokenLogprob } from "../engine/types.ts";
+import type { ChatChoice, ChatChunkChoice, ChatCompletionResponse } from "../protocol/chat.ts";
 import type { ChatPlan } from "./chat.ts";
 import type { ChatDeltaOut, ChoiceOutput } from "./chatOutput.ts";
 import { chatLogprobs, promptLogprobs } from "./logprobs.ts";
 import { runChoices } from "./runChoices.ts";
-import { type ChunkSink, finishStream, includeUsage, sumUsage } from "./streaming.ts";
+import { type ChunkSink, StreamAssembler, sumUsage } from "./streaming.ts";
 import { systemFingerprint } from "./systemFingerprint.ts";
 
 function outputOf(plan: ChatPlan, choice: number): ChoiceOutput {
@@ -79,36 +73,31 @@ export async function completeChat(
  * @throws ApiError 503 synchronously (before anything is written) when the queue is full.
  */
 export function streamChat(plan: ChatPlan, sink: ChunkSink, signal: AbortSignal): Promise<void> {
-  const fingerprint = systemFingerprint(plan.scheduler.host);
-  const chunk = (choices: ChatChunkChoice[], usage?: Usage): ChatCompletionChunk => ({
-    id: plan.id,
-    object: "chat.completion.chunk",
-    created: plan.created,
-    model: plan.model,
-    choices,
-    system_fingerprint: fingerprint,
-    ...(usage ? { usage } : continuous ? { usage: runningUsage() } : {}),
-  });
-  // vLLM sends continuous usage only when usage is asked for at all.
-  const continuous =
-    (plan.body.stream_options?.continuous_usage_stats ?? false) && includeUsage(plan.body.stream_options);
-  const promptTokens = plan.requests[0]?.promptTokens.length ?? 0;
-  let completionTokens = 0;
-  const runningUsage = (): Usage => ({
-    prompt_tokens: promptTokens,
-    completion_tokens: completionTokens,
-    total_tokens: promptTokens + completionTokens,
-  });
+  const stream = new StreamAssembler<"chat.completion.chunk", ChatChunkChoice>(
+    sink,
+    {
+      id: plan.id,
+      object: "chat.completion.chunk",
+      created: plan.created,
+      model: plan.model,
+      systemFingerprint: systemFingerprint(plan.scheduler.host),
+    },
+    {
+      streamOptions: plan.body.stream_options,
+      promptTokens: plan.requests[0]?.promptTokens.length ?? 0,
+      choicesPerPrompt: plan.requests.length,
+    },
+  );
   const send = (index: number, deltas: ChatDeltaOut[], logprobs: ChatChunkChoice["logprobs"]) => {
     deltas.forEach((delta, position) => {
-      sink.send(chunk([{ index, delta, logprobs: position === 0 ? logprobs : null, finish_reason: null }]));
+      stream.send([{ index, delta, logprobs: position === 0 ? logprobs : null, finish_reason: null }]);
     });
   };
   const run = runChoices(
     plan.scheduler,
     plan.requests,
     (choice, delta) => {
-      completionTokens += delta.tokenIds.length;
+      stream.count(delta);
       const output = outputOf(plan, choice);
       const deltas = output.streamDeltas(output.feed(delta.text));
       const logprobs = delta.logprobs ? { content: chatLogprobs(delta.logprobs, plan.naming) } : null;
@@ -122,26 +111,19 @@ export function streamChat(plan: ChatPlan, sink: ChunkSink, signal: AbortSignal)
     signal,
   );
   plan.requests.forEach((_, index) => {
-    sink.send(
-      chunk([{ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]),
-    );
+    stream.send([{ index, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
   });
-  return finishStream(sink, run, (results: GenerationResult[]) => {
-    results.forEach((result, index) => {
-      const output = outputOf(plan, index);
-      send(index, output.streamDeltas(output.end()), null);
-      sink.send(
-        chunk([
-          {
-            index,
-            delta: {},
-            logprobs: null,
-            finish_reason: output.finishReason(result),
-            stop_reason: result.stopReason,
-          },
-        ]),
-      );
-    });
-    if (includeUsage(plan.body.stream_options)) sink.send(chunk([], sumUsage(results, plan.requests.length)));
+  return stream.finish(run, (result, index) => {
+    const output = outputOf(plan, index);
+    send(index, output.streamDeltas(output.end()), null);
+    stream.send([
+      {
+        index,
+        delta: {},
+        logprobs: null,
+        finish_reason: output.finishReason(result),
+        stop_reason: result.stopReason,
+      },
+    ]);
   });
 }

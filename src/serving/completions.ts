@@ -4,29 +4,26 @@
  * `stream_options.continuous_usage_stats` and `return_tokens_as_token_ids`).
  */
 import { randomUUID } from "node:crypto";
-import type { ModelHost } from "../engine/ModelHost.ts";
-import type { Scheduler } from "../engine/Scheduler.ts";
 import type { GenerationRequest, GenerationResult, TokenLogprob } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
-import type { Usage } from "../protocol/common.ts";
 import type { CompletionChoice, CompletionRequest, CompletionResponse } from "../protocol/completions.ts";
+import type { EngineHost, EngineModel } from "./engine.ts";
 import {
   generationRequest,
   type LogprobCounts,
-  refuseUnsupportedFields,
   resolveMaxTokens,
   type SeedSource,
 } from "./generationParams.ts";
 import { grammarForRequest } from "./guidedDecoding.ts";
 import { completionLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
+import { refusePeerFields } from "./peerFields.ts";
 import { runChoices } from "./runChoices.ts";
 import {
   type ChunkSink,
   finishReasonOf,
-  finishStream,
-  includeUsage,
   refuseStreamOptionsWithoutStream,
+  StreamAssembler,
   sumUsage,
 } from "./streaming.ts";
 import { systemFingerprint } from "./systemFingerprint.ts";
@@ -39,7 +36,7 @@ export type CompletionPlan = {
   readonly id: string;
   readonly created: number;
   readonly model: string;
-  readonly scheduler: Scheduler;
+  readonly scheduler: EngineModel;
   readonly body: CompletionRequest;
   readonly prompts: PlannedPrompt[];
   /** Generations per prompt: `best_of` (or `n`); the `n` best are returned. */
@@ -72,7 +69,7 @@ export async function planCompletion(
   const perPrompt = body.best_of ?? n;
   if (perPrompt < n) throw badRequest(`best_of (${perPrompt}) must be at least n (${n}).`, "best_of");
   if (perPrompt > n && body.stream) throw badRequest("best_of greater than n cannot be streamed.", "best_of");
-  refuseUnsupportedFields(body);
+  refusePeerFields(body);
   const host = scheduler.host;
   const prompts = normalisePrompts(body.prompt).map((prompt, index) => planPrompt(host, body, prompt, index));
   // best_of ranks by cumulative logprob, so the logprobs of every token are needed.
@@ -116,7 +113,7 @@ export async function planCompletion(
 
 /** Tokenizes one prompt; with `suffix`, builds the fill-in-the-middle prompt. */
 function planPrompt(
-  host: ModelHost,
+  host: EngineHost,
   body: CompletionRequest,
   prompt: string | number[],
   index: number,
@@ -258,26 +255,26 @@ function finalChoice(
  * @throws ApiError 503 synchronously (before anything is written) when the queue is full.
  */
 export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: AbortSignal): Promise<void> {
-  // vLLM sends continuous usage only when usage is asked for at all.
-  const continuous =
-    (plan.body.stream_options?.continuous_usage_stats ?? false) && includeUsage(plan.body.stream_options);
-  const promptTokens = plan.prompts.reduce((sum, prompt) => sum + prompt.tokens.length, 0);
-  let completionTokens = 0;
-  const fingerprint = systemFingerprint(plan.scheduler.host);
-  const chunk = (choices: CompletionChoice[], usage?: Usage): CompletionResponse => ({
-    id: plan.id,
-    object: "text_completion",
-    created: plan.created,
-    model: plan.model,
-    choices,
-    system_fingerprint: fingerprint,
-    ...(usage ? { usage } : continuous ? { usage: runningUsage(promptTokens, completionTokens) } : {}),
-  });
+  const stream = new StreamAssembler<"text_completion", CompletionChoice>(
+    sink,
+    {
+      id: plan.id,
+      object: "text_completion",
+      created: plan.created,
+      model: plan.model,
+      systemFingerprint: systemFingerprint(plan.scheduler.host),
+    },
+    {
+      streamOptions: plan.body.stream_options,
+      promptTokens: plan.prompts.reduce((sum, prompt) => sum + prompt.tokens.length, 0),
+      choicesPerPrompt: plan.n,
+    },
+  );
   const run = runChoices(
     plan.scheduler,
     plan.requests,
     (choice, delta) => {
-      completionTokens += delta.tokenIds.length;
+      stream.count(delta);
       if (delta.text.length === 0 && !delta.logprobs?.length) return;
       // Offsets as in the non-streamed object: where each token's text starts in the decoded output.
       const logprobs = delta.logprobs
@@ -287,36 +284,21 @@ export function streamCompletion(plan: CompletionPlan, sink: ChunkSink, signal: 
             0,
           )
         : null;
-      sink.send(
-        chunk([{ index: choice, text: delta.text, logprobs, finish_reason: null, stop_reason: null }]),
-      );
+      stream.send([{ index: choice, text: delta.text, logprobs, finish_reason: null, stop_reason: null }]);
     },
     signal,
   );
-  return finishStream(sink, run, (results) => {
-    results.forEach((result, index) => {
-      sink.send(
-        chunk([
-          {
-            index,
-            text: "",
-            logprobs: null,
-            finish_reason: finishReasonOf(result),
-            stop_reason: result.stopReason,
-          },
-        ]),
-      );
-    });
-    if (includeUsage(plan.body.stream_options)) sink.send(chunk([], sumUsage(results, plan.n)));
+  return stream.finish(run, (result, index) => {
+    stream.send([
+      {
+        index,
+        text: "",
+        logprobs: null,
+        finish_reason: finishReasonOf(result),
+        stop_reason: result.stopReason,
+      },
+    ]);
   });
-}
-
-function runningUsage(promptTokens: number, completionTokens: number): Usage {
-  return {
-    prompt_tokens: promptTokens,
-    completion_tokens: completionTokens,
-    total_tokens: promptTokens + completionTokens,
-  };
 }
 
 function normalisePrompts(prompt: CompletionRequest["prompt"]): (string | number[])[] {

@@ -3,24 +3,10 @@
  * with the semantic checks that the schema cannot express.
  */
 import { randomInt } from "node:crypto";
-import type { ModelHost } from "../engine/ModelHost.ts";
 import type { GenerationRequest, Grammar, SamplingParams } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
-import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import type { CompletionRequest } from "../protocol/completions.ts";
-import { refusePeerFields } from "./peerFields.ts";
-
-/** Fields both endpoints share. */
-export type CommonRequest = CompletionRequest | ChatCompletionRequest;
-
-/**
- * Refuses fields this server accepts in its schema but does not honour (other servers' fields:
- * `peerFields.ts`), so that no request is silently served differently from what it asked.
- * @throws ApiError 400 naming the field.
- */
-export function refuseUnsupportedFields(body: CommonRequest): void {
-  refusePeerFields(body);
-}
+import type { EngineHost } from "./engine.ts";
+import { type CommonRequest, requestFields } from "./requestFields.ts";
 
 /**
  * The server's seed policy: where requests without a `seed` get theirs (random, or reproducible from
@@ -56,29 +42,30 @@ export class SeedSource {
 
 /**
  * The sampling parameters of one choice. With an explicit `seed`, choice `i` samples with `seed + i`
- * so that `n > 1` gives different choices that are each reproducible. `nvext` spellings apply where
- * the top-level field is absent.
+ * so that `n > 1` gives different choices that are each reproducible. Aliases (`nvext`) are folded by
+ * `requestFields.ts`.
  * @throws ApiError 400 for `top_k` other than -1, 0 or >= 1, and for `logit_bias` keys that are not
  *   token ids of the model's vocabulary.
  */
 export function samplingParams(
   body: CommonRequest,
-  host: ModelHost,
+  host: EngineHost,
   choice: number,
   seeds: SeedSource,
 ): SamplingParams {
-  const topK = body.top_k ?? body.nvext?.top_k ?? -1;
+  const fields = requestFields(body);
+  const topK = fields.topK;
   if (topK < -1) throw badRequest(`top_k must be -1 (disabled) or at least 1, got ${topK}.`, "top_k");
   const seed = body.seed === undefined || body.seed === null ? seeds.next() : (body.seed + choice) >>> 0;
   return {
     temperature: body.temperature ?? 1,
     topP: body.top_p ?? 1,
     topK: Math.max(topK, 0),
-    minP: body.min_p ?? body.nvext?.min_p ?? 0,
+    minP: fields.minP,
     seed,
     frequencyPenalty: body.frequency_penalty ?? 0,
     presencePenalty: body.presence_penalty ?? 0,
-    repetitionPenalty: body.repetition_penalty ?? body.nvext?.repetition_penalty ?? 1,
+    repetitionPenalty: fields.repetitionPenalty,
     logitBias: logitBias(body.logit_bias, host.vocabularySize),
   };
 }
@@ -151,7 +138,7 @@ export type LogprobCounts = { logprobs: number | null; promptLogprobs: number | 
  */
 export function generationRequest(
   body: CommonRequest,
-  host: ModelHost,
+  host: EngineHost,
   promptTokens: number[],
   maxTokens: number,
   choice: number,
@@ -164,7 +151,7 @@ export function generationRequest(
   if (outside !== undefined) {
     throw badRequest(`stop_token_ids: ${outside} is not a token id of this model.`, "stop_token_ids");
   }
-  const minTokens = body.min_tokens ?? body.nvext?.min_tokens ?? 0;
+  const { minTokens, ignoreEos } = requestFields(body);
   if (minTokens > maxTokens) {
     // As vLLM: "min_tokens must be less than or equal to max_tokens".
     throw badRequest(
@@ -172,7 +159,6 @@ export function generationRequest(
       "min_tokens",
     );
   }
-  const ignoreEos = body.ignore_eos ?? body.nvext?.ignore_eos ?? false;
   if (grammar && (ignoreEos || minTokens > 0)) {
     // The grammar ends the output with EOS once it is complete; banning EOS would leave no token.
     throw badRequest(

@@ -10,7 +10,7 @@ import type { Grammar } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import { type ConstraintKind, compileConstraint, validateGbnf } from "../structured/index.ts";
 import { LruCache } from "../structured/lru.ts";
-import type { CommonRequest } from "./generationParams.ts";
+import { type CommonRequest, requestFields } from "./requestFields.ts";
 
 /** One constraint of a request: what to compile, and the field it came from (for 400s). */
 export type GuidedConstraint = {
@@ -97,16 +97,6 @@ export function resolveGuidedConstraint(body: CommonRequest): GuidedConstraint |
   return found[0] ?? null;
 }
 
-/** The whitespace pattern of JSON constraints (`guided_whitespace_pattern` in any spelling). */
-export function whitespacePattern(body: CommonRequest): string | undefined {
-  return (
-    body.guided_whitespace_pattern ??
-    body.nvext?.guided_whitespace_pattern ??
-    body.structured_outputs?.whitespace_pattern ??
-    undefined
-  );
-}
-
 /**
  * Compiles the request's constraint into a native grammar (cached by GBNF text), or null without one.
  * @throws ApiError 400 naming the unsupported keyword, regex construct or grammar parse error.
@@ -114,12 +104,20 @@ export function whitespacePattern(body: CommonRequest): string | undefined {
 export async function grammarForRequest(body: CommonRequest): Promise<Grammar | null> {
   const constraint = resolveGuidedConstraint(body);
   if (!constraint) return null;
-  const pattern = whitespacePattern(body);
-  const compiled = compileConstraint(constraint.kind, constraint.spec, {
+  return grammarForGbnf(compileGuided(constraint, requestFields(body).whitespacePattern), constraint.param);
+}
+
+/**
+ * The GBNF text of one constraint (`structured/`), JSON constraints with the request's whitespace
+ * pattern (`RequestFields.whitespacePattern`; undefined: the compilers' default). The one compile step
+ * of both endpoints (chat's forced tool calls included).
+ * @throws ApiError 400 naming the constraint's field for what cannot be compiled.
+ */
+export function compileGuided(constraint: GuidedConstraint, whitespacePattern: string | undefined): string {
+  return compileConstraint(constraint.kind, constraint.spec, {
     param: constraint.param,
-    ...(pattern !== undefined ? { whitespacePattern: pattern } : {}),
-  });
-  return grammarForGbnf(compiled.gbnf, constraint.param);
+    ...(whitespacePattern !== undefined ? { whitespacePattern } : {}),
+  }).gbnf;
 }
 
 /**

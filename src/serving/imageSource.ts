@@ -22,11 +22,11 @@ export type ImageSourceOptions = {
   /** The request field the URL came from, named in every error, e.g. `messages[0].content[1]`. */
   param: string;
   /** Largest image accepted, in bytes (`--max-image-bytes`). Defaults to {@link DEFAULT_MAX_IMAGE_BYTES}. */
-  maxBytes?: number;
+  maxBytes?: number | undefined;
   /** Longest a fetch may take, redirects included, in milliseconds. Defaults to 10,000. */
   timeoutMs?: number;
   /** Fetch from loopback and private addresses too (`--allow-private-image-urls`). Defaults to false. */
-  allowPrivate?: boolean;
+  allowPrivate?: boolean | undefined;
   /** Resolves a host name to all its addresses. Defaults to `dns.lookup(host, {all: true})`; tests replace it. */
   lookup?: (hostname: string) => Promise<LookupAddress[]>;
   /**

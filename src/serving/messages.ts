@@ -20,7 +20,8 @@ import type {
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { Usage } from "../protocol/common.ts";
 import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
-import { type ChatPlan, completeChat, planChat, renderPrompt, streamChat } from "./chat.ts";
+import { type ChatPlan, planChat, renderPrompt } from "./chat.ts";
+import { completeChat, streamChat } from "./chatResponse.ts";
 import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
@@ -158,9 +159,9 @@ export async function countMessageTokens(
   body: AnthropicCountTokensRequest,
 ): Promise<{ input_tokens: number }> {
   const chat = toInternalChatRequest(promptToChat(body));
-  const host = registry.resolve(chat.model).scheduler.host;
-  const [prompt, addSpecialTokens] = await renderPrompt(host, chat);
-  return { input_tokens: host.tokenize(prompt, addSpecialTokens).length };
+  const { scheduler, chat: settings } = registry.resolve(chat.model);
+  const [prompt, addSpecialTokens] = await renderPrompt(scheduler.host, settings, chat);
+  return { input_tokens: scheduler.host.tokenize(prompt, addSpecialTokens).length };
 }
 
 /** Anthropic's stop reason of a chat finish (`stop_sequence` when a stop string of the request ended it). */

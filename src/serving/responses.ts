@@ -21,7 +21,8 @@ import type {
   ResponseOutputItem,
 } from "../protocol/openaiResponses.ts";
 import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
-import { type ChatPlan, completeChat, planChat, streamChat } from "./chat.ts";
+import { type ChatPlan, planChat } from "./chat.ts";
+import { completeChat, streamChat } from "./chatResponse.ts";
 import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";

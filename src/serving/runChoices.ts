@@ -1,12 +1,12 @@
 import { setMaxListeners } from "node:events";
-import type { Scheduler } from "../engine/Scheduler.ts";
 import type {
   GenerationDelta,
   GenerationObserver,
   GenerationRequest,
   GenerationResult,
 } from "../engine/types.ts";
-import { ApiError } from "../errors.ts";
+import { serverAbortError, toApiError } from "../errors.ts";
+import type { EngineModel } from "./engine.ts";
 import { reportGenerationStart } from "./generationStart.ts";
 
 /** Receives the output of the choices of one API request; `choice` is the choice's `index`. */
@@ -15,18 +15,22 @@ export type ChoicesObserver = (choice: number, delta: GenerationDelta) => void;
 /**
  * Submits one generation per choice and resolves with their results in choice order. Aborting
  * `signal` (client gone) aborts every choice; if one choice fails the others are aborted and the
- * failure is thrown. A choice the server aborted with an {@link ApiError} as the reason (request
- * timeout, shutdown deadline) rejects with that error. The first output of any choice is reported as
+ * failure is thrown (as an ApiError). A choice the server aborted (request timeout, shutdown deadline)
+ * rejects with the error its abort reason stands for. The first output of any choice is reported as
  * the request's start (`generationStart.ts`).
- * @throws ApiError 503 synchronously when the scheduler's queue cannot take them all.
+ * @throws ApiError 503 synchronously when the scheduler's queue cannot take them all (400 when it never could).
  */
 export function runChoices(
-  scheduler: Scheduler,
+  scheduler: EngineModel,
   requests: readonly GenerationRequest[],
   observer: ChoicesObserver,
   signal: AbortSignal,
 ): Promise<GenerationResult[]> {
-  scheduler.assertCapacity(requests.length);
+  try {
+    scheduler.assertCapacity(requests.length);
+  } catch (error) {
+    throw toApiError(error);
+  }
   const controller = new AbortController();
   // Every choice's generation listens on this signal: n can reach 16 (plus the scheduler's timers).
   setMaxListeners(4 * requests.length + 10, controller.signal);
@@ -48,8 +52,10 @@ export function runChoices(
   return Promise.all(runs)
     .then((results) => {
       // A generation the server aborted (request timeout, shutdown) fails the request with that error.
-      const failed = results.find((result) => result.abortReason instanceof ApiError);
-      if (failed) throw failed.abortReason;
+      for (const result of results) {
+        const serverError = serverAbortError(result.abortReason);
+        if (serverError) throw serverError;
+      }
       return results;
     })
     .finally(() => signal.removeEventListener("abort", forward));

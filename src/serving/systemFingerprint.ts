@@ -8,11 +8,11 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import type { ModelHost } from "../engine/ModelHost.ts";
 import { projectRoot } from "../paths.ts";
 import { serverVersion } from "../version.ts";
+import type { EngineHost } from "./engine.ts";
 
-const fingerprints = new WeakMap<ModelHost, string>();
+const fingerprints = new WeakMap<EngineHost, string>();
 
 /** The llama.cpp release and node-llama-cpp version the engine was built against ("unknown" when unreadable). */
 function engineBuild(): string {
@@ -31,7 +31,7 @@ let build: string | undefined;
 /**
  * The fingerprint of a loaded model, computed once per model: `lmserve-<version>-<12 hex digits>`.
  */
-export function systemFingerprint(host: ModelHost): string {
+export function systemFingerprint(host: EngineHost): string {
   let fingerprint = fingerprints.get(host);
   if (fingerprint !== undefined) return fingerprint;
   build ??= engineBuild();

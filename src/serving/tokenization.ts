@@ -24,7 +24,8 @@ export async function tokenize(
   registry: ModelRegistry,
   body: TokenizeCompletionRequest | TokenizeChatRequest,
 ): Promise<TokenizeResponse> {
-  const host = registry.resolve(body.model).scheduler.host;
+  const { scheduler, chat } = registry.resolve(body.model);
+  const host = scheduler.host;
   let tokens: number[];
   if ("messages" in body) {
     if (body.add_generation_prompt && body.continue_final_message) {
@@ -34,7 +35,7 @@ export async function tokenize(
       );
     }
     tokens = host.tokenize(
-      ...(await renderPrompt(host, {
+      ...(await renderPrompt(host, chat, {
         ...body,
         add_generation_prompt: body.add_generation_prompt ?? !body.continue_final_message,
       })),

@@ -22,29 +22,29 @@ export const METRIC = {
 } as const;
 
 /** Latency percentiles in seconds (undefined: no observation in the window). */
-export type Percentiles = { p50?: number; p90?: number; p99?: number };
+export type Percentiles = { p50?: number | undefined; p90?: number | undefined; p99?: number | undefined };
 
 /** What the dashboard shows for one model at one scrape. */
 export type ModelPoint = {
   /** Scrape time, ms since the epoch. */
   time: number;
-  running?: number;
-  waiting?: number;
+  running?: number | undefined;
+  waiting?: number | undefined;
   /** KV cache usage, 0..1. */
-  kvCache?: number;
+  kvCache?: number | undefined;
   /** Generated tokens per second since the previous scrape. */
-  outputTps?: number;
+  outputTps?: number | undefined;
   /** Prompt tokens per second since the previous scrape. */
-  promptTps?: number;
+  promptTps?: number | undefined;
   /** TTFT / inter-token / end-to-end latency percentiles over the last {@link WINDOW_MS}. */
   ttft: Percentiles;
   itl: Percentiles;
   e2e: Percentiles;
   /** Totals since the server started. */
-  generationTokens?: number;
-  promptTokens?: number;
+  generationTokens?: number | undefined;
+  promptTokens?: number | undefined;
   outcomes: Record<string, number>;
-  prefixHitRate?: number;
+  prefixHitRate?: number | undefined;
 };
 
 /** Percentiles are computed over the observations of this window. */

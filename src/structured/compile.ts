@@ -105,11 +105,12 @@ function build(
   param: string,
   whitespacePattern: string | undefined,
 ): string {
+  const jsonOptions = whitespacePattern === undefined ? { param } : { param, whitespacePattern };
   switch (kind) {
     case "json_schema":
-      return jsonSchemaToGbnf(spec, { param, whitespacePattern });
+      return jsonSchemaToGbnf(spec, jsonOptions);
     case "json_object":
-      return jsonObjectToGbnf({ param, whitespacePattern });
+      return jsonObjectToGbnf(jsonOptions);
     case "regex":
       return regexToGbnf(spec as string, param);
     case "choice":

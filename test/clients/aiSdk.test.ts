@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { APICallError, generateObject, generateText, streamObject, streamText, tool } from "ai";
+import { APICallError, generateObject, generateText, streamObject, streamText, type ToolSet, tool } from "ai";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
 import { characterSchema, FORCED_MAX_TOKENS, weatherArgsSchema, weatherTool } from "./shared.ts";
 
@@ -30,9 +30,10 @@ describe("Vercel AI SDK (openai-compatible provider) against lmserve", () => {
     return createOpenAICompatible({ name: "lmserve", baseURL, apiKey: "sk-test", ...extra });
   }
 
+  // The AI SDK's Tool type is not assignable to its own ToolSet under exactOptionalPropertyTypes.
   const weather = {
     [weatherTool.name]: tool({ description: weatherTool.description, inputSchema: weatherArgsSchema }),
-  };
+  } as unknown as ToolSet;
 
   it("generateText returns the text, finish reason and usage", async () => {
     const result = await generateText({

@@ -3,7 +3,7 @@
 // node:test's `todo` with the reason; whoever ships the feature removes the `todo`.
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import type { AIMessageChunk } from "@langchain/core/messages";
+import type { AIMessageChunk, UsageMetadata } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { ChatOpenAI } from "@langchain/openai";
 import { NotFoundError } from "openai";
@@ -11,6 +11,11 @@ import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testSer
 import { characterSchema, FORCED_MAX_TOKENS, weatherArgsSchema, weatherTool } from "./shared.ts";
 
 const prompt = "Tell me about a girl and her dog.";
+
+/** A message's usage: LangChain's types resolve `usage_metadata` to never under exactOptionalPropertyTypes. */
+function usageOf(message: { usage_metadata?: unknown }): UsageMetadata | undefined {
+  return message.usage_metadata as UsageMetadata | undefined;
+}
 
 describe("LangChain ChatOpenAI against lmserve", () => {
   let server: TestServer;
@@ -38,9 +43,9 @@ describe("LangChain ChatOpenAI against lmserve", () => {
     assert.ok(typeof message.content === "string" && message.content.length > 0);
     assert.equal(message.response_metadata.finish_reason, "length");
     assert.equal(message.response_metadata.model_name, TEST_MODEL);
-    assert.equal(message.usage_metadata?.output_tokens, 16);
-    assert.ok((message.usage_metadata?.input_tokens ?? 0) > 0);
-    assert.equal(message.usage_metadata?.total_tokens, (message.usage_metadata?.input_tokens ?? 0) + 16);
+    assert.equal(usageOf(message)?.output_tokens, 16);
+    assert.ok((usageOf(message)?.input_tokens ?? 0) > 0);
+    assert.equal(usageOf(message)?.total_tokens, (usageOf(message)?.input_tokens ?? 0) + 16);
   });
 
   it("stream yields chunks that concatenate to the invoked message, with usage", async () => {
@@ -50,9 +55,10 @@ describe("LangChain ChatOpenAI against lmserve", () => {
     assert.ok(chunks.length > 2, `${chunks.length} chunks`);
     const text = chunks.map((chunk) => (typeof chunk.content === "string" ? chunk.content : "")).join("");
     assert.equal(text, expected.content);
-    const usage = chunks.find((chunk) => chunk.usage_metadata !== undefined)?.usage_metadata;
-    assert.equal(usage?.output_tokens, expected.usage_metadata?.output_tokens);
-    assert.equal(usage?.input_tokens, expected.usage_metadata?.input_tokens);
+    const withUsage = chunks.find((chunk) => chunk.usage_metadata !== undefined);
+    const usage = withUsage && usageOf(withUsage);
+    assert.equal(usage?.output_tokens, usageOf(expected)?.output_tokens);
+    assert.equal(usage?.input_tokens, usageOf(expected)?.input_tokens);
   });
 
   it("an unknown model is the openai SDK's NotFoundError carrying our message", async () => {

@@ -11,9 +11,9 @@ export type ReplyResult = {
   ttftMs?: number;
   /** Milliseconds from the first generated text to the end of the stream. */
   decodeMs?: number;
-  promptTokens?: number;
-  cachedTokens?: number;
-  completionTokens?: number;
+  promptTokens?: number | undefined;
+  cachedTokens?: number | undefined;
+  completionTokens?: number | undefined;
   /** Text chunks received (a token count when the usage chunk did not arrive). */
   chunks: number;
   finishReason?: string;

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { ChatCompletionRequestSchema } from "../../protocol/chat.ts";
-import { completeChat, planChat, streamChat } from "../../serving/chat.ts";
-import type { AppContext } from "../app.ts";
+import { planChat } from "../../serving/chat.ts";
+import { completeChat, streamChat } from "../../serving/chatResponse.ts";
+import type { AppContext } from "../context.ts";
 import { clientSignal, openStream } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { CompletionRequestSchema } from "../../protocol/completions.ts";
 import { completeCompletion, planCompletion, streamCompletion } from "../../serving/completions.ts";
-import type { AppContext } from "../app.ts";
+import type { AppContext } from "../context.ts";
 import { clientSignal, openStream } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, overloaded } from "../../errors.ts";
-import type { AppContext } from "../app.ts";
-import { sendError } from "../app.ts";
+import type { AppContext } from "../context.ts";
+import { sendError } from "../errorBody.ts";
 
 /**
  * GET /health (vLLM: 200 when serving), GET /v1/health/live (NIM: the process is up) and

@@ -9,15 +9,9 @@ import {
   planMessages,
   streamMessages,
 } from "../../serving/messages.ts";
-import type { AppContext } from "../app.ts";
+import type { AppContext } from "../context.ts";
 import { clientSignal, openStream } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
-
-/** Paths answered in Anthropic's shape, errors included (see `sendError` in `app.ts`). */
-export function isAnthropicPath(url: string): boolean {
-  const path = url.split("?", 1)[0] ?? url;
-  return path === "/v1/messages" || path.startsWith("/v1/messages/");
-}
 
 /**
  * POST /v1/messages (Anthropic Messages; streamed as Anthropic's `event:` / `data:` events, no

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { ModelList } from "../../protocol/models.ts";
-import type { AppContext } from "../app.ts";
+import type { AppContext } from "../context.ts";
 
 /** GET /v1/models and GET /v1/models/{id} (OpenAI's shapes, plus vLLM's `max_model_len`). */
 export function registerModelRoutes(app: FastifyInstance, context: AppContext): void {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { ResponseCreateRequestSchema } from "../../protocol/openaiResponses.ts";
 import { completeResponse, planResponse, streamResponse } from "../../serving/responses.ts";
-import type { AppContext } from "../app.ts";
+import type { AppContext } from "../context.ts";
 import { clientSignal, openStream } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { chatMessageSchema, chatMessagesSchema, normalizeMessages } from "../../../src/chat/messages.ts";
+import { normalizeMessages } from "../../../src/chat/messages.ts";
 import { ApiError } from "../../../src/errors.ts";
+import { chatMessageSchema, chatMessagesSchema } from "../../../src/protocol/messages.ts";
 
 const parse = (messages: unknown) => normalizeMessages(chatMessagesSchema.parse(messages));
 

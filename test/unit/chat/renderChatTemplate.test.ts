@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { readGgufFileInfo } from "node-llama-cpp";
-import { chatMessagesSchema, normalizeMessages } from "../../../src/chat/messages.ts";
+import { normalizeMessages } from "../../../src/chat/messages.ts";
 import { detectReasoningParser, promptOpensThinking } from "../../../src/chat/reasoningParsers/index.ts";
 import {
   CHATML_FALLBACK_TEMPLATE,
@@ -12,9 +12,10 @@ import {
   renderChatTemplate,
 } from "../../../src/chat/renderChatTemplate.ts";
 import { detectToolParser } from "../../../src/chat/toolParsers/index.ts";
-import type { ChatTool } from "../../../src/chat/toolSchema.ts";
 import { ApiError } from "../../../src/errors.ts";
 import { projectRoot, sharedModelsDir } from "../../../src/paths.ts";
+import { chatMessagesSchema } from "../../../src/protocol/messages.ts";
+import type { ChatTool } from "../../../src/protocol/tools.ts";
 
 const fixture = (name: string) =>
   readFileSync(join(projectRoot, "test/fixtures/templates", `${name}.jinja`), "utf8");

@@ -2,13 +2,9 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseAll } from "../../../src/chat/parserDelta.ts";
 import { createToolParser } from "../../../src/chat/toolParsers/index.ts";
-import {
-  type ChatTool,
-  chatToolSchema,
-  toolChoiceSchema,
-  toolChoiceToJsonSchema,
-} from "../../../src/chat/toolSchema.ts";
+import { toolChoiceToJsonSchema } from "../../../src/chat/toolSchema.ts";
 import { ApiError } from "../../../src/errors.ts";
+import { type ChatTool, chatToolSchema, toolChoiceSchema } from "../../../src/protocol/tools.ts";
 
 const weatherParams = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
 const tools: ChatTool[] = [

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { describe, it } from "node:test";
-import { ConfigError, loadServeConfig } from "../../../src/config.ts";
+import { ConfigError, loadServeConfig } from "../../../src/config/serveConfig.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "lmserve-image-config-"));
 const projector = join(dir, "mmproj.gguf");

@@ -3,8 +3,8 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
-import { ConfigError, loadServeConfig } from "../../../src/config.ts";
-import { parseByteSize, parseOrigins, parseRateLimit } from "../../../src/configValues.ts";
+import { ConfigError, loadServeConfig } from "../../../src/config/serveConfig.ts";
+import { parseByteSize, parseOrigins, parseRateLimit } from "../../../src/config/values.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "lmserve-config-"));
 let files = 0;

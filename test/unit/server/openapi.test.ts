@@ -183,7 +183,7 @@ describe("draining for shutdown", () => {
       ["POST", "/v1/completions"],
       ["GET", "/v1/models"],
     ] as const) {
-      const response = await app.inject({ method, url, payload: method === "POST" ? {} : undefined });
+      const response = await app.inject({ method, url, ...(method === "POST" ? { payload: {} } : {}) });
       assert.equal(response.statusCode, 503, url);
       assert.equal(response.json().error.code, "shutting_down", url);
       assert.equal(response.headers["retry-after"], "1");

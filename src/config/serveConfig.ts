@@ -6,18 +6,18 @@ import { readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import { resolve as resolvePath } from "node:path";
 import { z } from "zod";
-import { ConfigError } from "./ConfigError.ts";
 import {
   isReasoningParserName,
   REASONING_PARSER_NAMES,
   resolveToolParserName,
   TOOL_PARSER_NAMES,
-} from "./chat/index.ts";
-import { type ModelFileEntry, mergeFileFlags, readConfigFile } from "./configFile.ts";
-import { parseByteSize, parseSeconds } from "./configValues.ts";
-import { defaultDownloadDir } from "./models/defaultDownloadDir.ts";
-import { OperationsConfigSchema, type OperationsFlags, operationsSettings } from "./operationsConfig.ts";
-import { DEFAULT_MAX_IMAGE_BYTES } from "./serving/imageSource.ts";
+} from "../chat/index.ts";
+import { defaultDownloadDir } from "../models/defaultDownloadDir.ts";
+import { DEFAULT_MAX_IMAGE_BYTES } from "../serving/imageSource.ts";
+import { ConfigError } from "./ConfigError.ts";
+import { type ModelFileEntry, mergeFileFlags, readConfigFile } from "./file.ts";
+import { OperationsConfigSchema, type OperationsFlags, operationsSettings } from "./operations.ts";
+import { parseByteSize, parseSeconds } from "./values.ts";
 
 export { ConfigError } from "./ConfigError.ts";
 
@@ -91,7 +91,7 @@ const ServeConfigSchema = z.object({
   hfEndpoint: z.string().min(1).optional(),
   /** Hugging Face token (`HF_TOKEN`); absent: node-llama-cpp's default. */
   hfToken: z.string().min(1).optional(),
-  /** Authentication, limits, CORS, request logging, graceful shutdown: see `operationsConfig.ts`. */
+  /** Authentication, limits, CORS, request logging, graceful shutdown: see `operations.ts`. */
   ...OperationsConfigSchema.shape,
 });
 
@@ -130,7 +130,7 @@ export type ServeFlags = {
   logLevel?: string;
   downloadDir?: string;
   ui?: boolean;
-  /** `--config FILE`: a YAML file of flags and models (see `configFile.ts`); command-line flags win. */
+  /** `--config FILE`: a YAML file of flags and models (see `file.ts`); command-line flags win. */
   config?: string;
 } & OperationsFlags;
 

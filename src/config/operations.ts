@@ -1,11 +1,11 @@
 /**
  * The production-operations part of the `lmserve serve` configuration: API keys, rate and size limits,
- * timeouts, request caps, CORS origins, request logging and graceful shutdown. `config.ts` merges it
+ * timeouts, request caps, CORS origins, request logging and graceful shutdown. `serveConfig.ts` merges it
  * into the one frozen `ServeConfig`.
  */
 import { z } from "zod";
 import { ConfigError } from "./ConfigError.ts";
-import { parseByteSize, parseOrigins, parseRateLimit, parseSeconds } from "./configValues.ts";
+import { parseByteSize, parseOrigins, parseRateLimit, parseSeconds } from "./values.ts";
 
 /** The raw operational flags as the CLI parser (or a config file) hands them over. */
 export type OperationsFlags = {
@@ -64,7 +64,7 @@ export type OperationsConfig = z.infer<typeof OperationsConfigSchema>;
 
 /**
  * Parses the operational flags, with their defaults.
- * @param envApiKey `LMSERVE_API_KEY` (config.ts reads the environment), added to the `--api-key` keys.
+ * @param envApiKey `LMSERVE_API_KEY` (serveConfig.ts reads the environment), added to the `--api-key` keys.
  * @throws ConfigError naming the flag for a malformed value.
  */
 export function operationsSettings(flags: OperationsFlags, envApiKey: string | undefined): OperationsConfig {

@@ -4,8 +4,8 @@
  * `ollama list` do).
  */
 import type { Command } from "commander";
-import { loadModelSourceSettings } from "./config.ts";
-import { formatModelList, listModels, pullModel } from "./models/index.ts";
+import { loadModelSourceSettings } from "../config/serveConfig.ts";
+import { formatModelList, listModels, pullModel } from "../models/index.ts";
 
 /** `--download-dir` as every model command declares it. */
 export const downloadDirFlag = "--download-dir <dir>";

@@ -1,14 +1,14 @@
 /**
  * The production-operations flags of `lmserve serve` (authentication, limits, timeouts, CORS, request
- * logging, graceful shutdown, config file), added to the command by `cli.ts`. Names follow `vllm serve`
+ * logging, graceful shutdown, config file), added to the command by `main.ts`. Names follow `vllm serve`
  * where it has the flag (`--api-key`, `--allowed-origins`, `--config`, `--timeout-keep-alive`).
  */
 import type { Command } from "commander";
-import type { ServeFlagsInfo } from "./config.ts";
+import type { ServeFlagsInfo } from "../config/serveConfig.ts";
 
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
-/** Adds the operational flags to the `serve` command (see `operationsConfig.ts` for their meaning). */
+/** Adds the operational flags to the `serve` command (see `config/operations.ts` for their meaning). */
 export function addOperationsOptions(serve: Command): void {
   serve
     .option(

@@ -3,16 +3,16 @@
  * Flag names follow `vllm serve` where it has one, llama-server's otherwise.
  */
 import { Command, CommanderError, Option } from "commander";
-import { downloadDirFlag, downloadDirHelp, registerModelCommands } from "./cliModelCommands.ts";
-import { addOperationsOptions, serveFlagsInfo } from "./cliOperationsOptions.ts";
-import { ConfigError, loadServeConfig, type ServeFlags } from "./config.ts";
-import { DeviceUnavailableError } from "./engine/devices.ts";
-import { ModelLoadError } from "./engine/ModelHost.ts";
-import { NativeBuildError } from "./engine/native.ts";
-import { ModelSourceError } from "./models/index.ts";
-import { defaultModelAvailable, defaultModelPath } from "./paths.ts";
-import { startServer } from "./startServer.ts";
-import { serverVersion } from "./version.ts";
+import { ConfigError, loadServeConfig, type ServeFlags } from "../config/serveConfig.ts";
+import { DeviceUnavailableError } from "../engine/devices.ts";
+import { ModelLoadError } from "../engine/ModelHost.ts";
+import { NativeBuildError } from "../engine/native.ts";
+import { ModelSourceError } from "../models/index.ts";
+import { defaultModelAvailable, defaultModelPath } from "../paths.ts";
+import { startServer } from "../startServer.ts";
+import { serverVersion } from "../version.ts";
+import { downloadDirFlag, downloadDirHelp, registerModelCommands } from "./modelCommands.ts";
+import { addOperationsOptions, serveFlagsInfo } from "./operationsOptions.ts";
 
 // A usage error is one line (commander's "Did you mean" suggestion folded in) and exit status 2, not the
 // whole usage: `exitOverride` makes commander throw, and the catch at the end exits.

@@ -1,0 +1,20 @@
+import type { ImageLimits } from "../serving/chatImages.ts";
+import type { SeedSource } from "../serving/generationParams.ts";
+import type { ModelRegistry } from "../serving/ModelRegistry.ts";
+import type { ServerMetrics } from "./metrics.ts";
+
+/** What the HTTP layer needs from the rest of the server. */
+export type AppContext = {
+  /** The served models by name. */
+  registry: ModelRegistry;
+  /** The seed policy (`--seed`, `--batch-invariant-seeds`). */
+  seeds: SeedSource;
+  /** `--max-tokens-cap`: also the most a request that omits `max_tokens` generates. */
+  maxTokensCap?: number | undefined;
+  /** Image limits (`--max-image-bytes`, `--allow-private-image-urls`). Defaults to 20 MB, public URLs only. */
+  imageLimits?: ImageLimits;
+  /** Prometheus metrics served at GET /metrics, and their sampled history at GET /metrics/history (absent: neither route). */
+  metrics?: ServerMetrics;
+  /** True once every model is loaded (readiness). */
+  isReady(): boolean;
+};

@@ -1,0 +1,41 @@
+/**
+ * The engine as serving sees it: the parts of a loaded model's `Scheduler` and `ModelHost` that the
+ * endpoints read. The real engine (`engine/Scheduler.ts`) satisfies these types as it is; the tests'
+ * fake engine (`test/helpers/fakeEngine.ts`) implements them without a model.
+ */
+import type { ModelHost } from "../engine/ModelHost.ts";
+import type { Scheduler } from "../engine/Scheduler.ts";
+
+/** A loaded model as serving reads it: names, limits, tokenizer, vocabulary, the GGUF's chat template, projector. */
+export type EngineHost = Pick<
+  ModelHost,
+  | "names"
+  | "id"
+  | "modelPath"
+  | "info"
+  | "chatTemplate"
+  | "created"
+  | "vocabulary"
+  | "vocabularySize"
+  | "contextSize"
+  | "placement"
+  | "pooling"
+  | "projector"
+  | "imageMarker"
+  | "acceptsImages"
+  | "infillTokens"
+  | "bosText"
+  | "eosText"
+  | "tokenize"
+  | "withBos"
+  | "detokenize"
+>;
+
+/** A loaded model's scheduler as serving uses it: admission, generations and the load figures. */
+export type EngineModel = Pick<
+  Scheduler,
+  "submit" | "assertCapacity" | "runningCount" | "waitingCount" | "kvCacheUsage"
+> & {
+  /** The model the scheduler runs. */
+  readonly host: EngineHost;
+};

@@ -1,0 +1,58 @@
+import assert from "node:assert/strict";
+import { dirname, resolve } from "node:path";
+import { describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import {
+  engineLeaks,
+  importCircles,
+  importGraph,
+  layerImports,
+  looseFiles,
+} from "../../scripts/structure.ts";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const graph = importGraph(root);
+
+describe("source layout (docs/ARCHITECTURE.md)", () => {
+  it("reads the import graph of src/", () => {
+    assert.ok(graph.size > 100, `only ${graph.size} files found under src/`);
+    assert.ok(graph.get("src/startServer.ts")?.local.includes("src/server/app.ts"));
+  });
+
+  it("has no import circles", () => {
+    assert.deepEqual(importCircles(graph), []);
+  });
+
+  it("imports the native addon only in src/engine/, node-llama-cpp only in src/engine/ and src/models/", () => {
+    // models/ uses node-llama-cpp as its downloader and GGUF reader, nothing of its engine.
+    assert.deepEqual(
+      engineLeaks(graph).filter((file) => !file.startsWith("src/models/")),
+      [],
+    );
+    const addonImports = [...graph]
+      .filter(([, imports]) =>
+        imports.local.some((path) => path.startsWith("native/") || path.endsWith(".node")),
+      )
+      .map(([file]) => file);
+    assert.deepEqual(addonImports, []);
+  });
+
+  it("keeps at most 5 loose files in src/", () => {
+    const loose = looseFiles(graph);
+    assert.ok(loose.length <= 5, `loose files: ${loose.join(", ")}`);
+  });
+
+  it("keeps protocol/ free of our imports, and the lower layers free of the upper ones", () => {
+    const layers = layerImports(graph);
+    assert.deepEqual(layers.get("protocol"), []);
+    // errors.ts maps the engine's own error classes (engine/errors.ts, which imports nothing) to ApiErrors.
+    assert.deepEqual(graph.get("src/errors.ts")?.local, ["src/engine/errors.ts"]);
+    assert.deepEqual(graph.get("src/engine/errors.ts")?.local, []);
+    for (const layer of ["chat", "structured", "engine", "models", "protocol"]) {
+      const upward = (layers.get(layer) ?? []).filter((target) =>
+        ["server", "serving", "cli", "config", "startServer"].includes(target),
+      );
+      assert.deepEqual(upward, [], `${layer} imports ${upward.join(", ")}`);
+    }
+  });
+});
