@@ -22,7 +22,7 @@ import {
   jsonValueRule,
   WS,
 } from "./jsonPrimitives.ts";
-import { arrayBody, objectBody } from "./jsonSchema/containers.ts";
+import { arrayBody, objectBody, uniqueArrayBody } from "./jsonSchema/containers.ts";
 import type { CompileContext } from "./jsonSchema/context.ts";
 import {
   checkSchemaKeywords,
@@ -31,6 +31,7 @@ import {
   resolveLocalRef,
   type Schema,
   type SchemaObject,
+  TYPE_NAMES,
   type TypeName,
 } from "./jsonSchema/keywords.ts";
 import { literalFits } from "./jsonSchema/literals.ts";
@@ -330,7 +331,17 @@ class SchemaCompiler implements CompileContext {
       if (!constrains(rest)) return this.refRule($ref as string);
       s = { ...rest, allOf: [{ $ref }, ...((rest.allOf as unknown[] | undefined) ?? [])] };
     }
-    refuseUnenforced(this, s, path, ["not", "if"]);
+    if ("not" in s) {
+      const { not, ...rest } = s;
+      const negated = this.negate(not as Schema, rest, 0);
+      if (negated === null) this.fail(`Unsupported JSON Schema keyword 'not' at ${path}`);
+      if (negated !== true) {
+        const allOf = [...((rest.allOf as Schema[] | undefined) ?? []), negated];
+        return this.body({ ...rest, allOf }, path, hint, depth + 1);
+      }
+      s = rest;
+    }
+    refuseUnenforced(this, s, path, ["if"]);
     if ("allOf" in s) return this.body(this.flatten(s, path, depth), path, hint, depth + 1);
     if ("anyOf" in s || "oneOf" in s) return this.union(s, path, hint, depth);
     const types: TypeName[] =
@@ -346,7 +357,11 @@ class SchemaCompiler implements CompileContext {
         if (hasDependencies(s)) return this.body(splitDependency(s), path, hint, depth + 1);
         return objectBody(this, s, path, hint);
       case "array":
-        if (s.uniqueItems === true) refuseUnenforced(this, s, path, ["uniqueItems"]);
+        if (s.uniqueItems === true) {
+          const items = Array.isArray(s.items) || !("items" in s) ? null : (s.items as Schema);
+          const candidates = items === null ? null : this.finiteValues(items, 0);
+          return uniqueArrayBody(this, s, candidates, path, hint);
+        }
         return arrayBody(this, s, path, hint);
       case "string":
         return stringBody(this, s, path, hint);
@@ -361,6 +376,134 @@ class SchemaCompiler implements CompileContext {
       case "null":
         return jsonNullRule(this.b);
     }
+  }
+
+  /**
+   * A schema equivalent to `not: n` beside the keywords `context` (or narrower), or null when we cannot
+   * write one. `n` is read as the conjunction of its keywords, so its negation is the disjunction of their
+   * negations: `type` (the other types; `integer` and `number` exclude each other, since the grammar of
+   * `number` also writes integers), `required` (an object lacking one of the names), `properties` whose
+   * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
+   * and `enum`/`const` when `context` lists finitely many values (the others). `true` negates to `false`
+   * and `false` to `true`.
+   */
+  private negate(n: Schema, context: SchemaObject, depth: number): Schema | null {
+    if (n === true) return false;
+    if (n === false) return true;
+    if (depth > MAX_RESOLVE_DEPTH) return null;
+    const disjuncts: Schema[] = [];
+    const each = (list: unknown): Schema[] | null => {
+      const out: Schema[] = [];
+      for (const branch of list as Schema[]) {
+        const negated = this.negate(branch, context, depth + 1);
+        if (negated === null) return null;
+        out.push(negated);
+      }
+      return out;
+    };
+    for (const key of Object.keys(n)) {
+      if (!isConstraint(key)) continue;
+      const value = n[key];
+      switch (key) {
+        case "type": {
+          const types = (Array.isArray(value) ? value : [value]) as TypeName[];
+          const numeric = types.includes("number") || types.includes("integer");
+          const others = TYPE_NAMES.filter(
+            (t) => !types.includes(t) && !(numeric && (t === "number" || t === "integer")),
+          );
+          disjuncts.push(others.length === 0 ? false : { type: others });
+          break;
+        }
+        case "required": {
+          const names = value as string[];
+          disjuncts.push(
+            names.length === 0
+              ? false
+              : { type: "object", anyOf: names.map((name) => ({ properties: { [name]: false } })) },
+          );
+          break;
+        }
+        case "properties":
+          // `properties` whose schemas accept anything holds for every instance: its negation is false.
+          if (
+            !Object.values(value as SchemaObject).every((x) => x === true || (isObject(x) && !constrains(x)))
+          )
+            return null;
+          disjuncts.push(false);
+          break;
+        case "anyOf":
+        case "allOf": {
+          const negated = each(value);
+          if (negated === null) return null;
+          disjuncts.push(key === "anyOf" ? { allOf: negated } : { anyOf: negated });
+          break;
+        }
+        case "$ref": {
+          const target = resolveLocalRef(this.root, value as string);
+          if (typeof target !== "boolean" && !isObject(target)) return null;
+          const negated = this.negate(target, context, depth + 1);
+          if (negated === null) return null;
+          disjuncts.push(negated);
+          break;
+        }
+        case "enum":
+        case "const": {
+          const listed = new Set((key === "const" ? [value] : (value as unknown[])).map(canonical));
+          const candidates = this.finiteValues(context, 0);
+          if (candidates === null) return null;
+          const others = candidates.filter((v) => !listed.has(canonical(v)));
+          disjuncts.push(others.length === 0 ? false : { enum: others });
+          break;
+        }
+        default:
+          return null;
+      }
+    }
+    const possible = disjuncts.filter((d) => d !== false);
+    if (possible.some((d) => d === true)) return true;
+    if (possible.length === 0) return false;
+    return possible.length === 1 ? possible[0]! : { anyOf: possible };
+  }
+
+  /**
+   * The values `schema` lists when its instances are among finitely many (its `enum` or `const`, those of a
+   * `$ref` target or an `allOf` branch that lists them, the union over `anyOf`/`oneOf` branches that all
+   * do, or `true`/`false`/`null` for a boolean or null type), distinct as JSON; null when it lists none.
+   * These are candidates: the caller still checks each against the whole schema.
+   */
+  private finiteValues(schema: Schema, depth: number): unknown[] | null {
+    if (typeof schema === "boolean" || depth > MAX_RESOLVE_DEPTH) return null;
+    let values: unknown[] | null = null;
+    if ("const" in schema) values = [schema.const];
+    else if (Array.isArray(schema.enum)) values = schema.enum;
+    else if (typeof schema.$ref === "string") {
+      const target = resolveLocalRef(this.root, schema.$ref);
+      if (typeof target === "boolean" || isObject(target)) values = this.finiteValues(target, depth + 1);
+    }
+    if (values === null && Array.isArray(schema.allOf)) {
+      for (const branch of schema.allOf as Schema[]) {
+        values = this.finiteValues(branch, depth + 1);
+        if (values !== null) break;
+      }
+    }
+    const union = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
+    if (values === null && Array.isArray(union)) {
+      const parts = union.map((branch) => this.finiteValues(branch, depth + 1));
+      if (parts.every((part) => part !== null)) values = parts.flat();
+    }
+    if (values === null && "type" in schema) {
+      const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+      if (types.every((t) => t === "boolean" || t === "null"))
+        values = types.flatMap((t) => (t === "boolean" ? [true, false] : [null]));
+    }
+    if (values === null) return null;
+    const seen = new Set<string>();
+    return values.filter((v) => {
+      const key = canonical(v);
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
   }
 
   /** The rule for a local `$ref` (JSON pointer into the root document), compiled once; recursion allowed. */
