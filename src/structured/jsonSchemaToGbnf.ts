@@ -9,7 +9,7 @@
  * - integers get exact range grammars; numbers get exact grammars for integer-valued bounds (no exponent);
  * - everything unknown or inexpressible is a 400 naming the keyword and its JSON pointer.
  */
-import { badRequest } from "../errors.ts";
+import { ApiError, badRequest } from "../errors.ts";
 import { CodePointSet } from "./codePointSet.ts";
 import { GbnfBuilder, gbnfLiteral, isAtomicExpression } from "./gbnf.ts";
 import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
@@ -68,6 +68,9 @@ class UnsatisfiableError extends Error {
     Error.stackTraceLimit = limit;
   }
 }
+
+/** Most `oneOf` branches compiled as mutually exclusive (each one conjoined with the others' negations). */
+const MAX_EXCLUSIVE_BRANCHES = 16;
 
 /** Most non-consuming steps (`$ref` → `allOf` → `$ref` ...) followed before giving up on a schema. */
 const MAX_RESOLVE_DEPTH = 32;
@@ -241,13 +244,21 @@ class SchemaCompiler implements CompileContext {
   }
 
   attempt<T>(fn: () => T): T | null {
+    return this.tryOr(fn, (error) => error instanceof UnsatisfiableError);
+  }
+
+  /**
+   * Runs `fn`; when it throws an error that `recoverable` accepts, undoes the rules, `$ref` names and
+   * symbols it added and returns null. Other errors pass through.
+   */
+  private tryOr<T>(fn: () => T, recoverable: (error: unknown) => boolean): T | null {
     const mark = this.b.checkpoint();
     const refCount = this.refs.size;
     const symbolCount = this.symbolOrder.length;
     try {
       return fn();
     } catch (error) {
-      if (!(error instanceof UnsatisfiableError)) throw error;
+      if (!recoverable(error)) throw error;
       this.b.rollback(mark);
       if (this.refs.size > refCount)
         for (const key of [...this.refs.keys()].slice(refCount)) this.refs.delete(key);
@@ -584,19 +595,48 @@ class SchemaCompiler implements CompileContext {
     }
     const keyword = anyOf !== undefined ? "anyOf" : "oneOf";
     const branches = (anyOf ?? oneOf) as Schema[];
+    // oneOf: each branch also excludes the others where their negations (beside it) can be written, which is
+    // exact; else that branch is compiled as in anyOf, which also accepts a value matching two branches.
+    const exclusions = (i: number): Schema[] | null => {
+      if (keyword !== "oneOf" || branches.length > MAX_EXCLUSIVE_BRANCHES) return null;
+      const context: SchemaObject = { allOf: [rest, branches[i]!] };
+      const out: Schema[] = [];
+      for (const [j, other] of branches.entries()) {
+        if (j === i || other === false) continue;
+        const negated = this.negate(other, context, 0);
+        if (negated === null) return null;
+        out.push(negated);
+      }
+      return out;
+    };
     const alternatives: string[] = [];
     branches.forEach((branch, i) => {
       if (branch === false) return;
-      // A sibling `unevaluatedProperties: false` sees the branch's properties: it applies after the merge.
-      const merged =
-        unevaluatedProperties === false
-          ? { allOf: [rest, branch], unevaluatedProperties }
-          : constrains(rest)
-            ? { allOf: [rest, branch] }
-            : branch;
-      const alternative = this.attempt(() =>
-        this.value(merged, `${path}/${keyword}/${i}`, `${hint}-${i}`, depth + 1),
-      );
+      const at = `${path}/${keyword}/${i}`;
+      const compileWith = (others: Schema[]): string => {
+        const parts = [branch, ...others];
+        // A sibling `unevaluatedProperties: false` sees the branch's properties: it applies after the merge.
+        const merged =
+          unevaluatedProperties === false
+            ? { allOf: [rest, ...parts], unevaluatedProperties }
+            : constrains(rest)
+              ? { allOf: [rest, ...parts] }
+              : parts.length === 1
+                ? branch
+                : { allOf: parts };
+        return this.value(merged, at, `${hint}-${i}`, depth + 1);
+      };
+      let alternative: string | null;
+      const others = exclusions(i);
+      if (others !== null) {
+        // The exclusions can make the merge too large to express; that branch then stays as in anyOf.
+        // (null: that 400 was undone; `{ symbol: null }`: the exclusive branch has no instance.)
+        const exact = this.tryOr(
+          () => ({ symbol: this.attempt(() => compileWith(others)) }),
+          (error) => error instanceof ApiError && error.message.startsWith("Unsupported allOf"),
+        );
+        alternative = exact === null ? this.attempt(() => compileWith([])) : exact.symbol;
+      } else alternative = this.attempt(() => compileWith([]));
       if (alternative !== null) alternatives.push(alternative);
     });
     if (alternatives.length === 0) this.unsatisfiable(`the ${keyword} at ${path} has no satisfiable branch.`);
