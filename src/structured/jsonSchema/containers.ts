@@ -240,6 +240,9 @@ function countedMembers(
   return body === '""' ? `"{" ${WS} "}"` : `"{" ${WS} ${body} ${WS} "}"`;
 }
 
+/** Most trie nodes {@link otherKeyRule} nests as groups inside one rule. */
+const MAX_INLINE_TRIE = 64;
+
 /** Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`, JSON-escape aware). */
 function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
   type Trie = { children: Map<number, Trie>; end: boolean };
@@ -258,12 +261,22 @@ function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
     node.end = true;
   }
   const ch = jsonCharRule(b);
+  const size = (node: Trie): number => {
+    let n = 1;
+    for (const next of node.children.values()) n += size(next);
+    return n;
+  };
   const visit = (node: Trie): string => {
     const alts: string[] = [];
     for (const [cp, next] of node.children) {
       const literal = gbnfLiteral(jsonEncoded(cp));
       if (next.children.size === 0) alts.push(`${literal} ${ch}+`);
-      else alts.push(`${literal} (${visit(next)})${next.end ? "" : "?"}`);
+      else {
+        // A large sub-trie becomes a rule: llama.cpp refuses `(...)?` around 2,000 nested groups.
+        const inner = visit(next);
+        const item = size(next) > MAX_INLINE_TRIE ? b.rule(`${hint}-rest`, inner) : `(${inner})`;
+        alts.push(`${literal} ${item}${next.end ? "" : "?"}`);
+      }
     }
     const excluded = CodePointSet.of([...node.children.keys()].map((cp) => [cp, cp] as const)).union(
       JSON_ESCAPED,
