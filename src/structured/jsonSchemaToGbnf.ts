@@ -152,6 +152,21 @@ function closeUnevaluated(merged: Schema, unevaluatedProperties: unknown): Schem
   return { ...(merged === true ? {} : merged), unevaluatedProperties: false };
 }
 
+/**
+ * What `context` (and the `allOf` branches inside it) says about property `name`, as one schema: the
+ * context {@link SchemaCompiler.negate} reads the listed values of a negated property from.
+ */
+function propertyContext(context: SchemaObject, name: string): SchemaObject {
+  const found: Schema[] = [];
+  const visit = (s: unknown, depth: number): void => {
+    if (!isObject(s) || depth > MAX_RESOLVE_DEPTH) return;
+    if (isObject(s.properties) && Object.hasOwn(s.properties, name)) found.push(s.properties[name] as Schema);
+    if (Array.isArray(s.allOf)) for (const branch of s.allOf) visit(branch, depth + 1);
+  };
+  visit(context, 0);
+  return found.length === 1 && isObject(found[0]) ? found[0] : { allOf: found };
+}
+
 /** Types implied by type-specific keywords when `type` is absent (as llama.cpp treats `properties` as object). */
 function inferTypes(s: SchemaObject): TypeName[] {
   const has = (...keys: string[]): boolean => keys.some((k) => k in s);
@@ -352,7 +367,7 @@ class SchemaCompiler implements CompileContext {
       }
       s = rest;
     }
-    refuseUnenforced(this, s, path, ["if"]);
+    if ("if" in s) s = this.conditional(s, path) as SchemaObject;
     if ("allOf" in s) return this.body(this.flatten(s, path, depth), path, hint, depth + 1);
     if ("anyOf" in s || "oneOf" in s) return this.union(s, path, hint, depth);
     const types: TypeName[] =
@@ -387,6 +402,20 @@ class SchemaCompiler implements CompileContext {
       case "null":
         return jsonNullRule(this.b);
     }
+  }
+
+  /**
+   * `s` with `if`/`then`/`else` rewritten as `anyOf: [if ∧ then, not(if) ∧ else]` (exact), conjoined with
+   * its other keywords; a 400 naming `if` when the negation of `if` cannot be written (see {@link negate}).
+   * `outer` is the schema around an `allOf` branch, whose keywords the negation may rely on too.
+   * `then`/`else` without `if` are ignored, as the specification says.
+   */
+  private conditional(s: SchemaObject, path: string, outer: SchemaObject = {}): Schema {
+    const { if: condition, then: whenTrue = true, else: whenFalse = true, ...rest } = s;
+    const negated = this.negate(condition as Schema, { allOf: [outer, rest] }, 0);
+    if (negated === null) this.fail(`Unsupported JSON Schema keyword 'if' at ${path}`);
+    const cases = { anyOf: [{ allOf: [condition, whenTrue] }, { allOf: [negated, whenFalse] }] };
+    return { ...rest, allOf: [...((rest.allOf as Schema[] | undefined) ?? []), cases] };
   }
 
   /**
@@ -434,14 +463,16 @@ class SchemaCompiler implements CompileContext {
           );
           break;
         }
-        case "properties":
-          // `properties` whose schemas accept anything holds for every instance: its negation is false.
-          if (
-            !Object.values(value as SchemaObject).every((x) => x === true || (isObject(x) && !constrains(x)))
-          )
-            return null;
-          disjuncts.push(false);
+        case "properties": {
+          // An object that has one of the names with a value failing its schema (one disjunct per name).
+          for (const [name, schema] of Object.entries(value as SchemaObject)) {
+            const negated = this.negate(schema as Schema, propertyContext(context, name), depth + 1);
+            if (negated === null) return null;
+            if (negated !== false)
+              disjuncts.push({ type: "object", required: [name], properties: { [name]: negated } });
+          }
           break;
+        }
         case "anyOf":
         case "allOf": {
           const negated = each(value);
@@ -566,10 +597,14 @@ class SchemaCompiler implements CompileContext {
       );
       return closeUnevaluated(merged, unevaluatedProperties);
     }
+    if ("if" in s) return this.flatten(this.conditional(s, path), path, depth + 1);
     if (!("allOf" in s)) return s;
     const { allOf, unevaluatedProperties, ...rest } = s;
     let acc: Schema = this.flatten(rest, path, depth + 1);
-    for (const part of allOf as Schema[]) acc = this.conjoin(acc, this.flatten(part, path, depth + 1), path);
+    for (const part of allOf as Schema[]) {
+      const piece = isObject(part) && "if" in part ? this.conditional(part, path, rest) : part;
+      acc = this.conjoin(acc, this.flatten(piece, path, depth + 1), path);
+    }
     return closeUnevaluated(acc, unevaluatedProperties);
   }
 
