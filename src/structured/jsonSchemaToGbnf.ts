@@ -152,6 +152,67 @@ function closeUnevaluated(merged: Schema, unevaluatedProperties: unknown): Schem
   return { ...(merged === true ? {} : merged), unevaluatedProperties: false };
 }
 
+/** Most characters of listed strings that {@link otherThan} writes a complement pattern for. */
+const MAX_COMPLEMENT_CHARS = 500;
+
+/** `c` as a regex atom of our dialect (`\u{…}` unless an ASCII letter or digit). */
+const regexChar = (cp: number): string =>
+  /^[A-Za-z0-9]$/.test(String.fromCodePoint(cp)) ? String.fromCodePoint(cp) : `\\u{${cp.toString(16)}}`;
+
+/**
+ * A full-match pattern for every string other than `strings` (a trie, as the extra-key rule of objects
+ * builds it: at each node, one of the next characters followed by the rest, or any other character and
+ * anything after it).
+ */
+function stringsComplement(strings: string[]): string {
+  type Trie = { children: Map<number, Trie>; end: boolean };
+  const root: Trie = { children: new Map(), end: false };
+  for (const text of strings) {
+    let node = root;
+    for (const ch of text) {
+      const cp = ch.codePointAt(0)!;
+      let next = node.children.get(cp);
+      if (next === undefined) {
+        next = { children: new Map(), end: false };
+        node.children.set(cp, next);
+      }
+      node = next;
+    }
+    node.end = true;
+  }
+  const any = "[\\u{0}-\\u{10ffff}]";
+  const visit = (node: Trie): string => {
+    const alts: string[] = [];
+    for (const [cp, next] of node.children) {
+      if (next.children.size === 0) alts.push(`${regexChar(cp)}${any}+`);
+      else alts.push(`${regexChar(cp)}(?:${visit(next)})${next.end ? "" : "?"}`);
+    }
+    const excluded = [...node.children.keys()].map(regexChar).join("");
+    alts.push(excluded === "" ? `${any}+` : `[^${excluded}]${any}*`);
+    return alts.join("|");
+  };
+  return `^(?:${visit(root)})${root.end ? "" : "?"}$`;
+}
+
+/**
+ * A schema for every JSON value other than `values`, or null when one is a number, array or object (the
+ * values around them cannot be written): other types, strings through {@link stringsComplement}, the other
+ * boolean, and `null` unless listed.
+ */
+function otherThan(values: unknown[]): Schema | null {
+  if (values.some((v) => v !== null && typeof v !== "string" && typeof v !== "boolean")) return null;
+  const strings = values.filter((v): v is string => typeof v === "string");
+  if (strings.reduce((n, text) => n + text.length, 0) > MAX_COMPLEMENT_CHARS) return null;
+  const branches: Schema[] = [{ type: ["object", "array", "number"] }];
+  branches.push(
+    strings.length === 0 ? { type: "string" } : { type: "string", pattern: stringsComplement(strings) },
+  );
+  const booleans = [true, false].filter((b) => !values.includes(b));
+  if (booleans.length > 0) branches.push({ enum: booleans });
+  if (!values.includes(null)) branches.push({ type: "null" });
+  return { anyOf: branches };
+}
+
 /**
  * What `context` (and the `allOf` branches inside it) says about property `name`, as one schema: the
  * context {@link SchemaCompiler.negate} reads the listed values of a negated property from.
@@ -490,9 +551,15 @@ class SchemaCompiler implements CompileContext {
         }
         case "enum":
         case "const": {
-          const listed = new Set((key === "const" ? [value] : (value as unknown[])).map(canonical));
+          const values = key === "const" ? [value] : (value as unknown[]);
+          const listed = new Set(values.map(canonical));
           const candidates = this.finiteValues(context, 0);
-          if (candidates === null) return null;
+          if (candidates === null) {
+            const other = otherThan(values);
+            if (other === null) return null;
+            disjuncts.push(other);
+            break;
+          }
           const others = candidates.filter((v) => !listed.has(canonical(v)));
           disjuncts.push(others.length === 0 ? false : { enum: others });
           break;
@@ -664,11 +731,11 @@ class SchemaCompiler implements CompileContext {
       let alternative: string | null;
       const others = exclusions(i);
       if (others !== null) {
-        // The exclusions can make the merge too large to express; that branch then stays as in anyOf.
+        // The exclusions can make the branch inexpressible (a 400); that branch then stays as in anyOf.
         // (null: that 400 was undone; `{ symbol: null }`: the exclusive branch has no instance.)
         const exact = this.tryOr(
           () => ({ symbol: this.attempt(() => compileWith(others)) }),
-          (error) => error instanceof ApiError && error.message.startsWith("Unsupported allOf"),
+          (error) => error instanceof ApiError && error.status === 400,
         );
         alternative = exact === null ? this.attempt(() => compileWith([])) : exact.symbol;
       } else alternative = this.attempt(() => compileWith([]));
