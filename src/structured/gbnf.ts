@@ -31,12 +31,17 @@ function escapeCodePoint(cp: number, specials: string): string {
   return ch;
 }
 
+/** Text that a GBNF literal holds unescaped: printable ASCII except `"` and `\`. */
+const PLAIN_LITERAL = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
 /**
  * A GBNF string literal matching exactly `text` (code point by code point), e.g. `he said "hi"` →
  * `"he said \"hi\""`. Non-ASCII and control characters are written as `\xHH`/`\uHHHH`/`\UHHHHHHHH` escapes,
  * which llama.cpp's `parse_char` decodes to the same code points.
  */
 export function gbnfLiteral(text: string): string {
+  // Printable ASCII other than `"` and `\` is written as it is (most names and values).
+  if (PLAIN_LITERAL.test(text)) return `"${text}"`;
   let out = '"';
   for (const ch of text) out += escapeCodePoint(ch.codePointAt(0)!, '"\\');
   return `${out}"`;

@@ -19,8 +19,13 @@ export class GbnfSyntaxError extends Error {
   }
 }
 
-/** One parsed grammar element: a terminal (literal char, class, token, `.`) or a reference to rule `id`. */
-type Element = { ref: number } | { terminal: true };
+/**
+ * One parsed grammar element: {@link TERMINAL} (a literal char, class, token or `.`) or the id (>= 0) of the
+ * rule it references. Plain numbers, so that parsing a large grammar allocates no object per element.
+ */
+type Element = number;
+/** The element of every terminal. */
+const TERMINAL = -1;
 /** A rule: its alternatives, each a sequence of elements. */
 type Rule = Element[][];
 
@@ -33,8 +38,11 @@ export type GbnfInfo = {
 };
 
 const isDigit = (c: string | undefined): boolean => c !== undefined && c >= "0" && c <= "9";
-const isWordChar = (c: string | undefined): boolean =>
-  c !== undefined && ((c >= "a" && c <= "z") || (c >= "A" && c <= "Z") || c === "-" || isDigit(c));
+/** Whether UTF-16 unit `code` is in llama.cpp's rule-name alphabet `[a-zA-Z0-9-]` (NaN past the end: no). */
+const isWordCode = (code: number): boolean =>
+  (code >= 97 && code <= 122) || (code >= 65 && code <= 90) || (code >= 48 && code <= 57) || code === 45;
+const isHexCode = (code: number): boolean =>
+  (code >= 48 && code <= 57) || (code >= 97 && code <= 102) || (code >= 65 && code <= 70);
 
 /**
  * Parses and checks a GBNF grammar the way llama.cpp 's parser does, with no vocabulary (as node-llama-cpp's
@@ -43,9 +51,18 @@ const isWordChar = (c: string | undefined): boolean =>
  */
 export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   const src = text;
+  /** Ids of the rule names written in the text. */
   const symbolIds = new Map<string, number>();
+  /**
+   * Per id, the rule's name, or for a rule llama.cpp generates (groups, repetitions) the name it derives it
+   * from: llama.cpp names those `<base>_<id>`, which no written name can equal (`_` is not in the name
+   * alphabet), so only the count of ids matters and the names are spelled out only for an error message.
+   */
+  const idNames: string[] = [];
+  const generated: boolean[] = [];
   const rules: (Rule | undefined)[] = [];
   const written: string[] = [];
+  const nameOf = (id: number): string => (generated[id] ? `${idNames[id]}_${id}` : idNames[id]!);
 
   const at = (pos: number): string => {
     const rest = src.slice(pos);
@@ -58,13 +75,16 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   const symbolId = (name: string): number => {
     const existing = symbolIds.get(name);
     if (existing !== undefined) return existing;
-    const id = symbolIds.size;
+    const id = idNames.length;
     symbolIds.set(name, id);
+    idNames.push(name);
+    generated.push(false);
     return id;
   };
   const generateSymbolId = (base: string): number => {
-    const id = symbolIds.size;
-    symbolIds.set(`${base}_${id}`, id);
+    const id = idNames.length;
+    idNames.push(base);
+    generated.push(true);
     return id;
   };
   const addRule = (id: number, rule: Rule): void => {
@@ -84,7 +104,7 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   };
   const parseName = (pos: number): number => {
     let p = pos;
-    while (isWordChar(src[p])) p++;
+    while (isWordCode(src.charCodeAt(p))) p++;
     if (p === pos) fail(`expecting name at ${at(pos)}`, pos);
     return p;
   };
@@ -96,7 +116,7 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   };
   const parseHex = (pos: number, size: number): number => {
     let p = pos;
-    while (p < pos + size && p < src.length && /[0-9a-fA-F]/.test(src[p]!)) p++;
+    while (p < pos + size && isHexCode(src.charCodeAt(p))) p++;
     if (p !== pos + size) fail(`expecting ${size} hex chars at ${at(pos)}`, pos);
     return p;
   };
@@ -145,17 +165,17 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
         );
       }
       if (minTimes === 0) alt.length = lastSymStart;
-      else for (let i = 1; i < minTimes; i++) alt.push(...prev);
+      else for (let i = 1; i < minTimes; i++) for (const el of prev) alt.push(el);
       const nOpt = maxTimes === null ? 1 : maxTimes - minTimes;
       let lastRecId = 0;
       for (let i = 0; i < nOpt; i++) {
         const recId = generateSymbolId(ruleName);
-        const first = [...prev];
-        if (i > 0 || maxTimes === null) first.push({ ref: maxTimes === null ? recId : lastRecId });
+        const first = prev.slice();
+        if (i > 0 || maxTimes === null) first.push(maxTimes === null ? recId : lastRecId);
         addRule(recId, [first, []]);
         lastRecId = recId;
       }
-      if (nOpt > 0) alt.push({ ref: lastRecId });
+      if (nOpt > 0) alt.push(lastRecId);
       nPrevRules *= totalRules;
     };
 
@@ -165,11 +185,14 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
         pos++;
         lastSymStart = alt.length;
         nPrevRules = 1;
+        // One element for the whole literal: only whether an alternative starts with a terminal (and
+        // whether it is empty) matters to the checks, and a literal of n characters is n terminals in a row.
+        const literalStart = pos;
         while (src[pos] !== '"') {
           if (pos >= src.length) fail("unexpected end of input", pos);
           pos = parseChar(pos);
-          alt.push({ terminal: true });
         }
+        if (pos > literalStart) alt.push(TERMINAL);
         pos = parseSpace(pos + 1, nested);
       } else if (c === "[") {
         pos++;
@@ -179,7 +202,7 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
         while (src[pos] !== "]") {
           if (pos >= src.length) fail("unexpected end of input", pos);
           pos = parseChar(pos);
-          if (alt.length === lastSymStart) alt.push({ terminal: true });
+          if (alt.length === lastSymStart) alt.push(TERMINAL);
           if (src[pos] === "-" && src[pos + 1] !== "]") {
             if (pos + 1 >= src.length) fail("unexpected end of input", pos);
             pos = parseChar(pos + 1);
@@ -191,29 +214,29 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
         const end = parseToken(pos);
         lastSymStart = alt.length;
         nPrevRules = 1;
-        alt.push({ terminal: true });
+        alt.push(TERMINAL);
         pos = parseSpace(end, nested);
-      } else if (isWordChar(c)) {
+      } else if (isWordCode(src.charCodeAt(pos))) {
         const nameEnd = parseName(pos);
         const id = symbolId(src.slice(pos, nameEnd));
         pos = parseSpace(nameEnd, nested);
         lastSymStart = alt.length;
         nPrevRules = 1;
-        alt.push({ ref: id });
+        alt.push(id);
       } else if (c === "(") {
         pos = parseSpace(pos + 1, true);
-        const before = symbolIds.size;
+        const before = idNames.length;
         const subId = generateSymbolId(ruleName);
         pos = parseAlternates(pos, ruleName, subId, true);
-        nPrevRules = Math.max(1, symbolIds.size - before);
+        nPrevRules = Math.max(1, idNames.length - before);
         lastSymStart = alt.length;
-        alt.push({ ref: subId });
+        alt.push(subId);
         if (src[pos] !== ")") fail(`expecting ')' at ${at(pos)}`, pos);
         pos = parseSpace(pos + 1, nested);
       } else if (c === ".") {
         lastSymStart = alt.length;
         nPrevRules = 1;
-        alt.push({ terminal: true });
+        alt.push(TERMINAL);
         pos = parseSpace(pos + 1, nested);
       } else if (c === "*" || c === "+" || c === "?") {
         pos = parseSpace(pos + 1, nested);
@@ -283,15 +306,14 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   let pos = parseSpace(0, true);
   while (pos < src.length) pos = parseRule(pos);
 
-  const names = new Map([...symbolIds].map(([name, id]) => [id, name]));
   for (let id = 0; id < rules.length; id++) {
     const rule = rules[id];
     if (rule === undefined)
-      throw new GbnfSyntaxError(`Undefined rule identifier '${names.get(id)}'`, src.length);
+      throw new GbnfSyntaxError(`Undefined rule identifier '${nameOf(id)}'`, src.length);
     for (const alt of rule) {
       for (const el of alt) {
-        if ("ref" in el && rules[el.ref] === undefined) {
-          throw new GbnfSyntaxError(`Undefined rule identifier '${names.get(el.ref)}'`, src.length);
+        if (el !== TERMINAL && rules[el] === undefined) {
+          throw new GbnfSyntaxError(`Undefined rule identifier '${nameOf(el)}'`, src.length);
         }
       }
     }
@@ -303,7 +325,7 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   const leftRecursive = findLeftRecursion(rules as Rule[]);
   if (leftRecursive !== null) {
     throw new GbnfSyntaxError(
-      `unsupported grammar, left recursion detected for nonterminal '${names.get(leftRecursive)}'`,
+      `unsupported grammar, left recursion detected for nonterminal '${nameOf(leftRecursive)}'`,
       src.length,
     );
   }
@@ -317,36 +339,44 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
  */
 function findLeftRecursion(rules: Rule[]): number | null {
   const mayBeEmpty = rules.map((rule) => rule.some((alt) => alt.length === 0));
+  const none: number[] = [];
   const edges = rules.map((rule) => {
-    const out: number[] = [];
+    let out = none;
     for (const alt of rule) {
       for (const el of alt) {
-        if (!("ref" in el)) break;
-        out.push(el.ref);
-        if (!mayBeEmpty[el.ref]) break;
+        if (el === TERMINAL) break;
+        if (out === none) out = [];
+        out.push(el);
+        if (!mayBeEmpty[el]) break;
       }
     }
     return out;
   });
   const state = new Uint8Array(rules.length); // 0 new, 1 in progress, 2 done
+  // The DFS stack: rule ids and, per entry, the index of its next edge.
+  const stackNode = new Int32Array(rules.length);
+  const stackEdge = new Int32Array(rules.length);
   for (let start = 0; start < rules.length; start++) {
     if (state[start] !== 0) continue;
-    const stack: [number, number][] = [[start, 0]];
+    let depth = 0;
+    stackNode[0] = start;
+    stackEdge[0] = 0;
     state[start] = 1;
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1]!;
-      const [node, index] = top;
-      const next = edges[node]![index];
+    while (depth >= 0) {
+      const node = stackNode[depth]!;
+      const next = edges[node]![stackEdge[depth]!];
       if (next === undefined) {
         state[node] = 2;
-        stack.pop();
+        depth--;
         continue;
       }
-      top[1]++;
+      stackEdge[depth]!++;
       if (state[next] === 1) return next;
       if (state[next] === 0) {
         state[next] = 1;
-        stack.push([next, 0]);
+        depth++;
+        stackNode[depth] = next;
+        stackEdge[depth] = 0;
       }
     }
   }

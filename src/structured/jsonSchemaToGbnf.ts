@@ -9,7 +9,7 @@
  * - integers get exact range grammars; numbers get exact grammars for integer-valued bounds (no exponent);
  * - everything unknown or inexpressible is a 400 naming the keyword and its JSON pointer.
  */
-import { badRequest } from "../errors.ts";
+import { ApiError, badRequest } from "../errors.ts";
 import { CodePointSet } from "./codePointSet.ts";
 import { GbnfBuilder, gbnfLiteral, isAtomicExpression } from "./gbnf.ts";
 import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
@@ -22,7 +22,7 @@ import {
   jsonValueRule,
   WS,
 } from "./jsonPrimitives.ts";
-import { arrayBody, objectBody } from "./jsonSchema/containers.ts";
+import { arrayBody, objectBody, uniqueArrayBody } from "./jsonSchema/containers.ts";
 import type { CompileContext } from "./jsonSchema/context.ts";
 import {
   checkSchemaKeywords,
@@ -31,6 +31,7 @@ import {
   resolveLocalRef,
   type Schema,
   type SchemaObject,
+  TYPE_NAMES,
   type TypeName,
 } from "./jsonSchema/keywords.ts";
 import { literalFits } from "./jsonSchema/literals.ts";
@@ -67,6 +68,12 @@ class UnsatisfiableError extends Error {
     Error.stackTraceLimit = limit;
   }
 }
+
+/** Most multiples a bounded integer `multipleOf` is listed with (as an `enum`). */
+const MAX_LISTED_MULTIPLES = 256;
+
+/** Most `oneOf` branches compiled as mutually exclusive (each one conjoined with the others' negations). */
+const MAX_EXCLUSIVE_BRANCHES = 16;
 
 /** Most non-consuming steps (`$ref` → `allOf` → `$ref` ...) followed before giving up on a schema. */
 const MAX_RESOLVE_DEPTH = 32;
@@ -146,6 +153,82 @@ function splitDependency(s: SchemaObject): Schema {
 function closeUnevaluated(merged: Schema, unevaluatedProperties: unknown): Schema {
   if (unevaluatedProperties !== false || merged === false) return merged;
   return { ...(merged === true ? {} : merged), unevaluatedProperties: false };
+}
+
+/** Most characters of listed strings that {@link otherThan} writes a complement pattern for. */
+const MAX_COMPLEMENT_CHARS = 500;
+
+/** `c` as a regex atom of our dialect (`\u{…}` unless an ASCII letter or digit). */
+const regexChar = (cp: number): string =>
+  /^[A-Za-z0-9]$/.test(String.fromCodePoint(cp)) ? String.fromCodePoint(cp) : `\\u{${cp.toString(16)}}`;
+
+/**
+ * A full-match pattern for every string other than `strings` (a trie, as the extra-key rule of objects
+ * builds it: at each node, one of the next characters followed by the rest, or any other character and
+ * anything after it).
+ */
+function stringsComplement(strings: string[]): string {
+  type Trie = { children: Map<number, Trie>; end: boolean };
+  const root: Trie = { children: new Map(), end: false };
+  for (const text of strings) {
+    let node = root;
+    for (const ch of text) {
+      const cp = ch.codePointAt(0)!;
+      let next = node.children.get(cp);
+      if (next === undefined) {
+        next = { children: new Map(), end: false };
+        node.children.set(cp, next);
+      }
+      node = next;
+    }
+    node.end = true;
+  }
+  const any = "[\\u{0}-\\u{10ffff}]";
+  const visit = (node: Trie): string => {
+    const alts: string[] = [];
+    for (const [cp, next] of node.children) {
+      if (next.children.size === 0) alts.push(`${regexChar(cp)}${any}+`);
+      else alts.push(`${regexChar(cp)}(?:${visit(next)})${next.end ? "" : "?"}`);
+    }
+    const excluded = [...node.children.keys()].map(regexChar).join("");
+    alts.push(excluded === "" ? `${any}+` : `[^${excluded}]${any}*`);
+    return alts.join("|");
+  };
+  return `^(?:${visit(root)})${root.end ? "" : "?"}$`;
+}
+
+/**
+ * A schema for every JSON value other than `values`, or null when one is a number, array or object (the
+ * values around them cannot be written): other types, strings through {@link stringsComplement}, the other
+ * boolean, and `null` unless listed.
+ */
+function otherThan(values: unknown[]): Schema | null {
+  if (values.some((v) => v !== null && typeof v !== "string" && typeof v !== "boolean")) return null;
+  const strings = values.filter((v): v is string => typeof v === "string");
+  if (strings.reduce((n, text) => n + text.length, 0) > MAX_COMPLEMENT_CHARS) return null;
+  const branches: Schema[] = [{ type: ["object", "array", "number"] }];
+  branches.push(
+    strings.length === 0 ? { type: "string" } : { type: "string", pattern: stringsComplement(strings) },
+  );
+  const booleans = [true, false].filter((b) => !values.includes(b));
+  if (booleans.length > 0) branches.push({ enum: booleans });
+  if (!values.includes(null)) branches.push({ type: "null" });
+  return { anyOf: branches };
+}
+
+/**
+ * What `context` (and the `allOf` branches inside it) says about property `name`, as one schema: the
+ * context {@link SchemaCompiler.negate} reads the listed values of a negated property from.
+ */
+function propertyContext(context: SchemaObject, name: string): SchemaObject {
+  const found: Schema[] = [];
+  const visit = (s: unknown, depth: number): void => {
+    if (!isObject(s) || depth > MAX_RESOLVE_DEPTH) return;
+    if (isObject(s.properties) && Object.hasOwn(s.properties, name)) found.push(s.properties[name] as Schema);
+    if (Array.isArray(s.allOf)) for (const branch of s.allOf) visit(branch, depth + 1);
+  };
+  visit(context, 0);
+  return found.length === 1 && isObject(found[0]) ? found[0] : { allOf: found };
 }
 
 /** Types implied by type-specific keywords when `type` is absent (as llama.cpp treats `properties` as object). */
@@ -240,13 +323,21 @@ class SchemaCompiler implements CompileContext {
   }
 
   attempt<T>(fn: () => T): T | null {
+    return this.tryOr(fn, (error) => error instanceof UnsatisfiableError);
+  }
+
+  /**
+   * Runs `fn`; when it throws an error that `recoverable` accepts, undoes the rules, `$ref` names and
+   * symbols it added and returns null. Other errors pass through.
+   */
+  private tryOr<T>(fn: () => T, recoverable: (error: unknown) => boolean): T | null {
     const mark = this.b.checkpoint();
     const refCount = this.refs.size;
     const symbolCount = this.symbolOrder.length;
     try {
       return fn();
     } catch (error) {
-      if (!(error instanceof UnsatisfiableError)) throw error;
+      if (!recoverable(error)) throw error;
       this.b.rollback(mark);
       if (this.refs.size > refCount)
         for (const key of [...this.refs.keys()].slice(refCount)) this.refs.delete(key);
@@ -330,7 +421,17 @@ class SchemaCompiler implements CompileContext {
       if (!constrains(rest)) return this.refRule($ref as string);
       s = { ...rest, allOf: [{ $ref }, ...((rest.allOf as unknown[] | undefined) ?? [])] };
     }
-    refuseUnenforced(this, s, path, ["not", "if"]);
+    if ("not" in s) {
+      const { not, ...rest } = s;
+      const negated = this.negate(not as Schema, rest, 0);
+      if (negated === null) this.fail(`Unsupported JSON Schema keyword 'not' at ${path}`);
+      if (negated !== true) {
+        const allOf = [...((rest.allOf as Schema[] | undefined) ?? []), negated];
+        return this.body({ ...rest, allOf }, path, hint, depth + 1);
+      }
+      s = rest;
+    }
+    if ("if" in s) s = this.conditional(s, path) as SchemaObject;
     if ("allOf" in s) return this.body(this.flatten(s, path, depth), path, hint, depth + 1);
     if ("anyOf" in s || "oneOf" in s) return this.union(s, path, hint, depth);
     const types: TypeName[] =
@@ -346,21 +447,200 @@ class SchemaCompiler implements CompileContext {
         if (hasDependencies(s)) return this.body(splitDependency(s), path, hint, depth + 1);
         return objectBody(this, s, path, hint);
       case "array":
-        if (s.uniqueItems === true) refuseUnenforced(this, s, path, ["uniqueItems"]);
+        if (s.uniqueItems === true) {
+          const items = Array.isArray(s.items) || !("items" in s) ? null : (s.items as Schema);
+          const candidates = items === null ? null : this.finiteValues(items, 0);
+          return uniqueArrayBody(this, s, candidates, path, hint);
+        }
         return arrayBody(this, s, path, hint);
       case "string":
         return stringBody(this, s, path, hint);
       case "integer":
-        refuseUnenforced(this, s, path, ["multipleOf"]);
-        return integerBody(this, s, path);
       case "number":
-        refuseUnenforced(this, s, path, ["multipleOf"]);
-        return numberBody(this, s, path);
+        if ("multipleOf" in s) return this.body(this.multiples(s, path), path, hint, depth + 1);
+        return types[0] === "integer" ? integerBody(this, s, path) : numberBody(this, s, path);
       case "boolean":
         return jsonBooleanRule(this.b);
       case "null":
         return jsonNullRule(this.b);
     }
+  }
+
+  /**
+   * An integer or number schema `s` with an integer `multipleOf` rewritten without it: `multipleOf: 1` as
+   * `type: "integer"` (exact), and bounds holding at most {@link MAX_LISTED_MULTIPLES} multiples as an `enum`
+   * of them (exact for integers; a number is narrowed to its integer multiples). Anything else is a 400
+   * naming `multipleOf`.
+   */
+  private multiples(s: SchemaObject, path: string): Schema {
+    const { multipleOf, ...rest } = s;
+    const m = multipleOf as number;
+    const refuse = (): never => this.fail(`Unsupported JSON Schema keyword 'multipleOf' at ${path}`);
+    if (!Number.isSafeInteger(m)) refuse();
+    if (m === 1) return { ...rest, type: "integer" };
+    const lows = [typeof s.minimum === "number" ? Math.ceil(s.minimum) : -Infinity];
+    if (typeof s.exclusiveMinimum === "number") lows.push(Math.floor(s.exclusiveMinimum) + 1);
+    const highs = [typeof s.maximum === "number" ? Math.floor(s.maximum) : Infinity];
+    if (typeof s.exclusiveMaximum === "number") highs.push(Math.ceil(s.exclusiveMaximum) - 1);
+    const lo = Math.max(...lows);
+    const hi = Math.min(...highs);
+    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi)) refuse();
+    const first = Math.ceil(lo / m) * m;
+    if (first > hi) this.unsatisfiable(`no multiple of ${m} at ${path} lies within its bounds.`);
+    if ((hi - first) / m >= MAX_LISTED_MULTIPLES) refuse();
+    const values: number[] = [];
+    for (let v = first; v <= hi; v += m) values.push(v);
+    return { ...rest, type: "integer", enum: values };
+  }
+
+  /**
+   * `s` with `if`/`then`/`else` rewritten as `anyOf: [if ∧ then, not(if) ∧ else]` (exact), conjoined with
+   * its other keywords; a 400 naming `if` when the negation of `if` cannot be written (see {@link negate}).
+   * `outer` is the schema around an `allOf` branch, whose keywords the negation may rely on too.
+   * `then`/`else` without `if` are ignored, as the specification says.
+   */
+  private conditional(s: SchemaObject, path: string, outer: SchemaObject = {}): Schema {
+    const { if: condition, then: whenTrue = true, else: whenFalse = true, ...rest } = s;
+    const negated = this.negate(condition as Schema, { allOf: [outer, rest] }, 0);
+    if (negated === null) this.fail(`Unsupported JSON Schema keyword 'if' at ${path}`);
+    const cases = { anyOf: [{ allOf: [condition, whenTrue] }, { allOf: [negated, whenFalse] }] };
+    return { ...rest, allOf: [...((rest.allOf as Schema[] | undefined) ?? []), cases] };
+  }
+
+  /**
+   * A schema equivalent to `not: n` beside the keywords `context` (or narrower), or null when we cannot
+   * write one. `n` is read as the conjunction of its keywords, so its negation is the disjunction of their
+   * negations: `type` (the other types; `integer` and `number` exclude each other, since the grammar of
+   * `number` also writes integers), `required` (an object lacking one of the names), `properties` whose
+   * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
+   * and `enum`/`const` when `context` lists finitely many values (the others). `true` negates to `false`
+   * and `false` to `true`.
+   */
+  private negate(n: Schema, context: SchemaObject, depth: number): Schema | null {
+    if (n === true) return false;
+    if (n === false) return true;
+    if (depth > MAX_RESOLVE_DEPTH) return null;
+    const disjuncts: Schema[] = [];
+    const each = (list: unknown): Schema[] | null => {
+      const out: Schema[] = [];
+      for (const branch of list as Schema[]) {
+        const negated = this.negate(branch, context, depth + 1);
+        if (negated === null) return null;
+        out.push(negated);
+      }
+      return out;
+    };
+    for (const key of Object.keys(n)) {
+      if (!isConstraint(key)) continue;
+      const value = n[key];
+      switch (key) {
+        case "type": {
+          const types = (Array.isArray(value) ? value : [value]) as TypeName[];
+          const numeric = types.includes("number") || types.includes("integer");
+          const others = TYPE_NAMES.filter(
+            (t) => !types.includes(t) && !(numeric && (t === "number" || t === "integer")),
+          );
+          disjuncts.push(others.length === 0 ? false : { type: others });
+          break;
+        }
+        case "required": {
+          const names = value as string[];
+          disjuncts.push(
+            names.length === 0
+              ? false
+              : { type: "object", anyOf: names.map((name) => ({ properties: { [name]: false } })) },
+          );
+          break;
+        }
+        case "properties": {
+          // An object that has one of the names with a value failing its schema (one disjunct per name).
+          for (const [name, schema] of Object.entries(value as SchemaObject)) {
+            const negated = this.negate(schema as Schema, propertyContext(context, name), depth + 1);
+            if (negated === null) return null;
+            if (negated !== false)
+              disjuncts.push({ type: "object", required: [name], properties: { [name]: negated } });
+          }
+          break;
+        }
+        case "anyOf":
+        case "allOf": {
+          const negated = each(value);
+          if (negated === null) return null;
+          disjuncts.push(key === "anyOf" ? { allOf: negated } : { anyOf: negated });
+          break;
+        }
+        case "$ref": {
+          const target = resolveLocalRef(this.root, value as string);
+          if (typeof target !== "boolean" && !isObject(target)) return null;
+          const negated = this.negate(target, context, depth + 1);
+          if (negated === null) return null;
+          disjuncts.push(negated);
+          break;
+        }
+        case "enum":
+        case "const": {
+          const values = key === "const" ? [value] : (value as unknown[]);
+          const listed = new Set(values.map(canonical));
+          const candidates = this.finiteValues(context, 0);
+          if (candidates === null) {
+            const other = otherThan(values);
+            if (other === null) return null;
+            disjuncts.push(other);
+            break;
+          }
+          const others = candidates.filter((v) => !listed.has(canonical(v)));
+          disjuncts.push(others.length === 0 ? false : { enum: others });
+          break;
+        }
+        default:
+          return null;
+      }
+    }
+    const possible = disjuncts.filter((d) => d !== false);
+    if (possible.some((d) => d === true)) return true;
+    if (possible.length === 0) return false;
+    return possible.length === 1 ? possible[0]! : { anyOf: possible };
+  }
+
+  /**
+   * The values `schema` lists when its instances are among finitely many (its `enum` or `const`, those of a
+   * `$ref` target or an `allOf` branch that lists them, the union over `anyOf`/`oneOf` branches that all
+   * do, or `true`/`false`/`null` for a boolean or null type), distinct as JSON; null when it lists none.
+   * These are candidates: the caller still checks each against the whole schema.
+   */
+  private finiteValues(schema: Schema, depth: number): unknown[] | null {
+    if (typeof schema === "boolean" || depth > MAX_RESOLVE_DEPTH) return null;
+    let values: unknown[] | null = null;
+    if ("const" in schema) values = [schema.const];
+    else if (Array.isArray(schema.enum)) values = schema.enum;
+    else if (typeof schema.$ref === "string") {
+      const target = resolveLocalRef(this.root, schema.$ref);
+      if (typeof target === "boolean" || isObject(target)) values = this.finiteValues(target, depth + 1);
+    }
+    if (values === null && Array.isArray(schema.allOf)) {
+      for (const branch of schema.allOf as Schema[]) {
+        values = this.finiteValues(branch, depth + 1);
+        if (values !== null) break;
+      }
+    }
+    const union = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
+    if (values === null && Array.isArray(union)) {
+      const parts = union.map((branch) => this.finiteValues(branch, depth + 1));
+      if (parts.every((part) => part !== null)) values = parts.flat();
+    }
+    if (values === null && "type" in schema) {
+      const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+      if (types.every((t) => t === "boolean" || t === "null"))
+        values = types.flatMap((t) => (t === "boolean" ? [true, false] : [null]));
+    }
+    if (values === null) return null;
+    const seen = new Set<string>();
+    return values.filter((v) => {
+      const key = canonical(v);
+      if (seen.has(key)) return false;
+      seen.add(key);
+      return true;
+    });
   }
 
   /** The rule for a local `$ref` (JSON pointer into the root document), compiled once; recursion allowed. */
@@ -412,10 +692,14 @@ class SchemaCompiler implements CompileContext {
       );
       return closeUnevaluated(merged, unevaluatedProperties);
     }
+    if ("if" in s) return this.flatten(this.conditional(s, path), path, depth + 1);
     if (!("allOf" in s)) return s;
     const { allOf, unevaluatedProperties, ...rest } = s;
     let acc: Schema = this.flatten(rest, path, depth + 1);
-    for (const part of allOf as Schema[]) acc = this.conjoin(acc, this.flatten(part, path, depth + 1), path);
+    for (const part of allOf as Schema[]) {
+      const piece = isObject(part) && "if" in part ? this.conditional(part, path, rest) : part;
+      acc = this.conjoin(acc, this.flatten(piece, path, depth + 1), path);
+    }
     return closeUnevaluated(acc, unevaluatedProperties);
   }
 
@@ -441,19 +725,48 @@ class SchemaCompiler implements CompileContext {
     }
     const keyword = anyOf !== undefined ? "anyOf" : "oneOf";
     const branches = (anyOf ?? oneOf) as Schema[];
+    // oneOf: each branch also excludes the others where their negations (beside it) can be written, which is
+    // exact; else that branch is compiled as in anyOf, which also accepts a value matching two branches.
+    const exclusions = (i: number): Schema[] | null => {
+      if (keyword !== "oneOf" || branches.length > MAX_EXCLUSIVE_BRANCHES) return null;
+      const context: SchemaObject = { allOf: [rest, branches[i]!] };
+      const out: Schema[] = [];
+      for (const [j, other] of branches.entries()) {
+        if (j === i || other === false) continue;
+        const negated = this.negate(other, context, 0);
+        if (negated === null) return null;
+        out.push(negated);
+      }
+      return out;
+    };
     const alternatives: string[] = [];
     branches.forEach((branch, i) => {
       if (branch === false) return;
-      // A sibling `unevaluatedProperties: false` sees the branch's properties: it applies after the merge.
-      const merged =
-        unevaluatedProperties === false
-          ? { allOf: [rest, branch], unevaluatedProperties }
-          : constrains(rest)
-            ? { allOf: [rest, branch] }
-            : branch;
-      const alternative = this.attempt(() =>
-        this.value(merged, `${path}/${keyword}/${i}`, `${hint}-${i}`, depth + 1),
-      );
+      const at = `${path}/${keyword}/${i}`;
+      const compileWith = (others: Schema[]): string => {
+        const parts = [branch, ...others];
+        // A sibling `unevaluatedProperties: false` sees the branch's properties: it applies after the merge.
+        const merged =
+          unevaluatedProperties === false
+            ? { allOf: [rest, ...parts], unevaluatedProperties }
+            : constrains(rest)
+              ? { allOf: [rest, ...parts] }
+              : parts.length === 1
+                ? branch
+                : { allOf: parts };
+        return this.value(merged, at, `${hint}-${i}`, depth + 1);
+      };
+      let alternative: string | null;
+      const others = exclusions(i);
+      if (others !== null) {
+        // The exclusions can make the branch inexpressible (a 400); that branch then stays as in anyOf.
+        // (null: that 400 was undone; `{ symbol: null }`: the exclusive branch has no instance.)
+        const exact = this.tryOr(
+          () => ({ symbol: this.attempt(() => compileWith(others)) }),
+          (error) => error instanceof ApiError && error.status === 400,
+        );
+        alternative = exact === null ? this.attempt(() => compileWith([])) : exact.symbol;
+      } else alternative = this.attempt(() => compileWith([]));
       if (alternative !== null) alternatives.push(alternative);
     });
     if (alternatives.length === 0) this.unsatisfiable(`the ${keyword} at ${path} has no satisfiable branch.`);

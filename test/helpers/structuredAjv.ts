@@ -65,6 +65,9 @@ export const FORMATS: Record<string, (value: string) => boolean> = {
     /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(v),
 };
 
+/** Keywords whose values map names (not keywords) to schemas. */
+const NAME_MAPS = new Set(["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"]);
+
 /**
  * Converts draft-4 boolean `exclusiveMinimum`/`exclusiveMaximum` (which ajv rejects) to the numeric form,
  * draft-07 `dependencies` to `dependentRequired`/`dependentSchemas` (unless `draft7`, ajv's draft-07 class), and drops draft-4 `id` and `$schema`,
@@ -77,7 +80,10 @@ function modernize(schema: unknown, draft7: boolean): unknown {
   const s = schema as Record<string, unknown>;
   for (const [key, value] of Object.entries(s)) {
     if (key === "const" || key === "enum" || key === "default" || key === "examples") out[key] = value;
-    else if ((key === "id" || key === "$schema") && typeof value === "string")
+    else if (NAME_MAPS.has(key) && typeof value === "object" && value !== null && !Array.isArray(value)) {
+      // Keys of these maps are names (a property may be called "dependencies" or "id"), not keywords.
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, v]) => [name, modernize(v, draft7)]));
+    } else if ((key === "id" || key === "$schema") && typeof value === "string")
       continue; // draft-04 `id` and meta-schema URIs (ajv would try to load the draft-04/07 meta-schema)
     else if (key === "dependencies" && !draft7 && typeof value === "object" && value !== null) {
       // draft-07 `dependencies` (ignored by ajv's 2020-12 class): its two 2019-09 forms

@@ -240,6 +240,9 @@ function countedMembers(
   return body === '""' ? `"{" ${WS} "}"` : `"{" ${WS} ${body} ${WS} "}"`;
 }
 
+/** Most trie nodes {@link otherKeyRule} nests as groups inside one rule. */
+const MAX_INLINE_TRIE = 64;
+
 /** Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`, JSON-escape aware). */
 function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
   type Trie = { children: Map<number, Trie>; end: boolean };
@@ -258,12 +261,22 @@ function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
     node.end = true;
   }
   const ch = jsonCharRule(b);
+  const size = (node: Trie): number => {
+    let n = 1;
+    for (const next of node.children.values()) n += size(next);
+    return n;
+  };
   const visit = (node: Trie): string => {
     const alts: string[] = [];
     for (const [cp, next] of node.children) {
       const literal = gbnfLiteral(jsonEncoded(cp));
       if (next.children.size === 0) alts.push(`${literal} ${ch}+`);
-      else alts.push(`${literal} (${visit(next)})${next.end ? "" : "?"}`);
+      else {
+        // A large sub-trie becomes a rule: llama.cpp refuses `(...)?` around 2,000 nested groups.
+        const inner = visit(next);
+        const item = size(next) > MAX_INLINE_TRIE ? b.rule(`${hint}-rest`, inner) : `(${inner})`;
+        alts.push(`${literal} ${item}${next.end ? "" : "?"}`);
+      }
     }
     const excluded = CodePointSet.of([...node.children.keys()].map((cp) => [cp, cp] as const)).union(
       JSON_ESCAPED,
@@ -338,5 +351,73 @@ export function arrayBody(ctx: CompileContext, s: SchemaObject, path: string, hi
     }
     list = seq([items[0]!, after]);
   }
+  return min === 0 ? `"[" ${WS} (${list} ${WS})? "]"` : `"[" ${WS} ${list} ${WS} "]"`;
+}
+
+/** Most distinct values an enumerable `uniqueItems` item schema may have (rules grow with values × length). */
+export const MAX_UNIQUE_VALUES = 64;
+
+/**
+ * The GBNF body of an array schema `s` with `uniqueItems: true`. When the item schema's instances are a
+ * finite set (`candidates`: the values its `enum`/`const`, boolean or null type list; each is kept only if
+ * it satisfies the item schema, checked by compiling the item schema with that `const`), the array holds
+ * distinct values exactly, written in the order of `candidates` (a narrowing: the same sets, one order). Any
+ * other item schema is narrowed to arrays of at most one item, which are always unique; with
+ * `minItems` above 1, tuple items or more than {@link MAX_UNIQUE_VALUES} values it is a 400.
+ */
+export function uniqueArrayBody(
+  ctx: CompileContext,
+  s: SchemaObject,
+  candidates: unknown[] | null,
+  path: string,
+  hint: string,
+): string {
+  const min = (s.minItems as number | undefined) ?? 0;
+  const tuple = "prefixItems" in s || Array.isArray(s.items);
+  if (candidates === null || tuple) {
+    if (min > 1)
+      ctx.fail(
+        `Unsupported JSON Schema keyword 'uniqueItems' at ${path}: distinct items are enforced only for enumerable item schemas (enum, const, boolean), or by allowing at most one item when minItems is at most 1.`,
+      );
+    const { uniqueItems: _, ...rest } = s;
+    const max = (s.maxItems as number | undefined) ?? 1;
+    return arrayBody(ctx, { ...rest, maxItems: Math.min(max, 1) }, path, hint);
+  }
+  if (candidates.length > MAX_UNIQUE_VALUES)
+    ctx.fail(
+      `Unsupported JSON Schema keyword 'uniqueItems' at ${path}: more than ${MAX_UNIQUE_VALUES} distinct item values.`,
+    );
+  const item = "items" in s ? (s.items as Schema) : true;
+  const values: string[] = [];
+  for (const [i, value] of candidates.entries()) {
+    const symbol = ctx.attempt(() =>
+      ctx.value({ allOf: [item, { const: value }] }, `${path}/items`, `${hint}-item-${i}`, 0),
+    );
+    if (symbol !== null) values.push(symbol);
+  }
+  const k = values.length;
+  const max = Math.min((s.maxItems as number | undefined) ?? k, k);
+  if (min > max)
+    ctx.unsatisfiable(`the array at ${path} cannot hold ${min} distinct items (at most ${max} exist).`);
+  if (max === 0) return `"[" ${WS} "]"`;
+  // pick(i, lo, hi): between lo (>= 1) and hi of values[i..], in order, comma-separated.
+  const rules = new Map<string, string>();
+  const pick = (i: number, lo: number, hi: number): string => {
+    const top = Math.min(hi, k - i);
+    const key = `${i},${lo},${top}`;
+    const known = rules.get(key);
+    if (known !== undefined) return known;
+    const take =
+      lo > 1
+        ? `${values[i]} "," ${WS} ${pick(i + 1, lo - 1, top - 1)}`
+        : top > 1 && i + 1 < k
+          ? `${values[i]} ("," ${WS} ${pick(i + 1, 1, top - 1)})?`
+          : values[i]!;
+    const alternatives = k - i - 1 >= lo ? [take, pick(i + 1, lo, top)] : [take];
+    const name = ctx.b.rule(`${hint}-unique`, alternatives.join(" | "));
+    rules.set(key, name);
+    return name;
+  };
+  const list = pick(0, Math.max(min, 1), max);
   return min === 0 ? `"[" ${WS} (${list} ${WS})? "]"` : `"[" ${WS} ${list} ${WS} "]"`;
 }

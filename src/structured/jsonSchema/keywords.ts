@@ -138,39 +138,111 @@ export function resolveLocalRef(root: unknown, ref: string): unknown {
 }
 
 /**
+ * A JSON pointer built while walking a schema, spelled out only when an error names it: the root (`#`, or a
+ * `$ref` string for a walk from a reference target) or a parent and one unescaped key.
+ */
+type Pointer = string | { readonly up: Pointer; readonly key: string };
+
+/** The text of a {@link Pointer}, e.g. `#/properties/a~1b`. */
+function pointerText(at: Pointer): string {
+  const keys: string[] = [];
+  let node = at;
+  while (typeof node !== "string") {
+    keys.push(pointerSegment(node.key));
+    node = node.up;
+  }
+  return keys.length === 0 ? node : `${node}/${keys.reverse().join("/")}`;
+}
+
+const SCHEMA_MAPS = ["properties", "patternProperties", "dependentSchemas"];
+const SCHEMA_VALUED = [
+  "additionalProperties",
+  "additionalItems",
+  "propertyNames",
+  "not",
+  "if",
+  "then",
+  "else",
+];
+const SCHEMA_LISTS = ["anyOf", "oneOf", "allOf", "prefixItems"];
+const COUNTS = ["minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"];
+const isNames = (v: unknown): boolean => Array.isArray(v) && v.every((r) => typeof r === "string");
+
+/** Groups of the keywords {@link checkSchemaKeywords} checks, as bits, so a subschema skips absent groups. */
+const G_TYPE = 1;
+const G_MAPS = 2;
+const G_DEPENDENCIES = 4;
+const G_VALUED = 8;
+const G_ITEMS = 16;
+const G_LISTS = 32;
+const G_REF = 64;
+const G_SCALAR = 128;
+const KEY_GROUPS = new Map<string, number>([
+  ["type", G_TYPE],
+  ...SCHEMA_MAPS.map((k) => [k, G_MAPS] as [string, number]),
+  ...["required", "dependentRequired", "dependencies"].map((k) => [k, G_DEPENDENCIES] as [string, number]),
+  ...[...SCHEMA_VALUED, "unevaluatedProperties"].map((k) => [k, G_VALUED] as [string, number]),
+  ["items", G_ITEMS],
+  ...[...SCHEMA_LISTS, "enum"].map((k) => [k, G_LISTS] as [string, number]),
+  ["$ref", G_REF],
+  ...[
+    ...COUNTS,
+    "uniqueItems",
+    "minimum",
+    "maximum",
+    "multipleOf",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "nullable",
+    "format",
+    "pattern",
+  ].map((k) => [k, G_SCALAR] as [string, number]),
+]);
+
+/**
  * Walks every subschema of `root` that the compiler can reach (from the root through subschema keywords and
  * local `$ref`s; unreferenced `$defs`/`definitions` are skipped) and throws `ApiError` 400 (`param`) at the
  * first keyword that is malformed or refused ({@link REFUSED} assertions, a standard `format` we cannot
  * enforce, non-local `$ref`, invalid or unsupported `pattern`/`patternProperties` regex), naming it with its
  * JSON pointer. Annotations and unknown keywords are ignored. Inexpressible combinations of supported
- * keywords are found later, by the compiler.
+ * keywords are found later, by the compiler. Pointers are spelled out only for the error (a large schema
+ * has tens of thousands of subschemas).
  */
 export function checkSchemaKeywords(root: unknown, param: string): void {
   const fail = (message: string): never => {
     throw badRequest(message, param);
   };
   const seenRefs = new Set<string>();
-  const checkRegex = (pattern: unknown, where: string): void => {
-    if (typeof pattern !== "string") fail(`The regular expression at ${where} must be a string.`);
+  /** Patterns already parsed without error (large schemas repeat a few patterns hundreds of times). */
+  const validPatterns = new Set<string>();
+  const checkRegex = (pattern: unknown, where: Pointer): void => {
+    if (typeof pattern !== "string")
+      fail(`The regular expression at ${pointerText(where)} must be a string.`);
+    if (validPatterns.has(pattern as string)) return;
     try {
       parseRegex(pattern as string);
+      validPatterns.add(pattern as string);
     } catch (error) {
-      if (error instanceof RegexError) throw regexBadRequest(error, pattern as string, param, ` at ${where}`);
+      if (error instanceof RegexError)
+        throw regexBadRequest(error, pattern as string, param, ` at ${pointerText(where)}`);
       throw error;
     }
   };
-  const walk = (schema: unknown, path: string): void => {
+  const walk = (schema: unknown, at: Pointer): void => {
     if (typeof schema === "boolean") return;
-    if (!isObject(schema)) fail(`The JSON Schema at ${path} must be an object or a boolean.`);
+    if (!isObject(schema)) fail(`The JSON Schema at ${pointerText(at)} must be an object or a boolean.`);
     const s = schema as SchemaObject;
-    for (const key of Object.keys(s)) {
-      if (REFUSED.has(key)) fail(`Unsupported JSON Schema keyword '${key}' at ${path}`);
+    let groups = 0;
+    for (const key in s) {
+      if (REFUSED.has(key)) fail(`Unsupported JSON Schema keyword '${key}' at ${pointerText(at)}`);
+      groups |= KEY_GROUPS.get(key) ?? 0;
     }
+    if (groups === 0) return;
     const bad = (key: string, what: string): never =>
-      fail(`JSON Schema keyword '${key}' at ${path} must be ${what}.`);
-    const sub = (key: string): string => `${path}/${pointerSegment(key)}`;
+      fail(`JSON Schema keyword '${key}' at ${pointerText(at)} must be ${what}.`);
+    const sub = (key: string): Pointer => ({ up: at, key });
 
-    if ("type" in s) {
+    if (groups & G_TYPE && "type" in s) {
       const types = Array.isArray(s.type) ? s.type : [s.type];
       if (types.length === 0) bad("type", "a type name or a non-empty array of type names");
       for (const t of types) {
@@ -179,66 +251,65 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
         }
       }
     }
-    for (const key of ["properties", "patternProperties", "dependentSchemas"]) {
+    for (const key of groups & G_MAPS ? SCHEMA_MAPS : []) {
       if (!(key in s)) continue;
       const map = s[key];
       if (!isObject(map)) bad(key, "an object of schemas");
-      for (const [name, child] of Object.entries(map as SchemaObject)) {
-        if (key === "patternProperties") checkRegex(name, sub(key));
-        walk(child, `${sub(key)}/${pointerSegment(name)}`);
+      const here = sub(key);
+      for (const name in map as SchemaObject) {
+        if (key === "patternProperties") checkRegex(name, here);
+        walk((map as SchemaObject)[name], { up: here, key: name });
       }
     }
-    const isNames = (v: unknown): boolean => Array.isArray(v) && v.every((r) => typeof r === "string");
-    if ("required" in s && !isNames(s.required)) bad("required", "an array of strings");
-    if ("dependentRequired" in s) {
+    if (groups & G_DEPENDENCIES && "required" in s && !isNames(s.required))
+      bad("required", "an array of strings");
+    if (groups & G_DEPENDENCIES && "dependentRequired" in s) {
       if (!isObject(s.dependentRequired) || !Object.values(s.dependentRequired).every(isNames))
         bad("dependentRequired", "an object of string arrays");
     }
-    if ("dependencies" in s) {
+    if (groups & G_DEPENDENCIES && "dependencies" in s) {
       if (!isObject(s.dependencies)) bad("dependencies", "an object of schemas or string arrays");
       for (const [name, child] of Object.entries(s.dependencies as SchemaObject)) {
         if (isNames(child)) continue;
         if (!isSchema(child)) bad("dependencies", "an object of schemas or string arrays");
-        walk(child, `${sub("dependencies")}/${pointerSegment(name)}`);
+        walk(child, { up: sub("dependencies"), key: name });
       }
     }
-    for (const key of [
-      "additionalProperties",
-      "additionalItems",
-      "propertyNames",
-      "not",
-      "if",
-      "then",
-      "else",
-    ]) {
+    for (const key of groups & G_VALUED ? SCHEMA_VALUED : []) {
       if (key in s) {
         if (!isSchema(s[key])) bad(key, "a schema or a boolean");
         walk(s[key], sub(key));
       }
     }
-    if ("unevaluatedProperties" in s && s.unevaluatedProperties !== false) {
-      fail(`Unsupported JSON Schema keyword 'unevaluatedProperties' at ${path} (only false is supported)`);
+    if (groups & G_VALUED && "unevaluatedProperties" in s && s.unevaluatedProperties !== false) {
+      fail(
+        `Unsupported JSON Schema keyword 'unevaluatedProperties' at ${pointerText(at)} (only false is supported)`,
+      );
     }
-    if ("items" in s) {
+    if (groups & G_ITEMS && "items" in s) {
       if (Array.isArray(s.items)) {
-        for (const [i, child] of s.items.entries()) walk(child, `${sub("items")}/${i}`);
+        const here = sub("items");
+        for (let i = 0; i < s.items.length; i++) walk(s.items[i], { up: here, key: String(i) });
       } else if (isSchema(s.items)) walk(s.items, sub("items"));
       else bad("items", "a schema, a boolean or an array of schemas");
     }
-    for (const key of ["anyOf", "oneOf", "allOf", "prefixItems"]) {
+    for (const key of groups & G_LISTS ? SCHEMA_LISTS : []) {
       if (!(key in s)) continue;
       const list = s[key];
       if (!Array.isArray(list) || (key !== "prefixItems" && list.length === 0))
         bad(key, "a non-empty array of schemas");
-      for (const [i, child] of (list as unknown[]).entries()) walk(child, `${sub(key)}/${i}`);
+      const here = sub(key);
+      for (let i = 0; i < (list as unknown[]).length; i++)
+        walk((list as unknown[])[i], { up: here, key: String(i) });
     }
-    if ("enum" in s && (!Array.isArray(s.enum) || s.enum.length === 0)) bad("enum", "a non-empty array");
-    if ("$ref" in s) {
+    if (groups & G_LISTS && "enum" in s && (!Array.isArray(s.enum) || s.enum.length === 0))
+      bad("enum", "a non-empty array");
+    if (groups & G_REF && "$ref" in s) {
       if (typeof s.$ref !== "string") bad("$ref", "a string");
       const ref = s.$ref as string;
       if (!ref.startsWith("#")) {
         fail(
-          `Unsupported $ref '${ref.slice(0, 200)}' at ${path}: only local references ('#', '#/$defs/...') are supported`,
+          `Unsupported $ref '${ref.slice(0, 200)}' at ${pointerText(at)}: only local references ('#', '#/$defs/...') are supported`,
         );
       }
       if (!seenRefs.has(ref)) {
@@ -247,13 +318,15 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
         if (target !== undefined) walk(target, ref);
       }
     }
-    for (const key of ["minItems", "maxItems", "minLength", "maxLength", "minProperties", "maxProperties"]) {
+    if (!(groups & G_SCALAR)) return;
+    for (const key of COUNTS) {
       if (key in s && !isCount(s[key])) bad(key, "a non-negative integer");
     }
     if ("uniqueItems" in s && typeof s.uniqueItems !== "boolean") bad("uniqueItems", "a boolean");
-    for (const key of ["minimum", "maximum"]) {
-      if (key in s && (typeof s[key] !== "number" || !Number.isFinite(s[key]))) bad(key, "a number");
-    }
+    if ("minimum" in s && (typeof s.minimum !== "number" || !Number.isFinite(s.minimum)))
+      bad("minimum", "a number");
+    if ("maximum" in s && (typeof s.maximum !== "number" || !Number.isFinite(s.maximum)))
+      bad("maximum", "a number");
     if ("multipleOf" in s && (typeof s.multipleOf !== "number" || !(s.multipleOf > 0)))
       bad("multipleOf", "a number greater than 0");
     for (const key of ["exclusiveMinimum", "exclusiveMaximum"]) {
@@ -270,7 +343,7 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
       if (typeof s.format !== "string") bad("format", "a string");
       if (isUnsupportedStandardFormat(s.format as string)) {
         fail(
-          `Unsupported JSON Schema format '${s.format}' at ${path} (supported: ${SUPPORTED_FORMATS.join(", ")}; formats outside the standard are ignored)`,
+          `Unsupported JSON Schema format '${s.format}' at ${pointerText(at)} (supported: ${SUPPORTED_FORMATS.join(", ")}; formats outside the standard are ignored)`,
         );
       }
     }

@@ -15,12 +15,18 @@
  */
 import { isConstraint, type Schema, type SchemaObject, TYPE_NAMES, type TypeName } from "./keywords.ts";
 
-/** Thrown when the conjunction cannot be expressed or is unsatisfiable; the compiler turns it into a 400. */
+/**
+ * Thrown when the conjunction cannot be expressed or is unsatisfiable; the compiler turns it into a 400 or
+ * drops the subschema. A large schema throws it thousands of times, so it captures no stack trace.
+ */
 export class MergeError extends Error {
   /** True when the branches contradict each other (no instance), false when we cannot express the merge. */
   readonly unsatisfiable: boolean;
   constructor(message: string, unsatisfiable = false) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.unsatisfiable = unsatisfiable;
   }
 }

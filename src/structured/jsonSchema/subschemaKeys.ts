@@ -13,12 +13,25 @@ import { ANNOTATIONS } from "./keywords.ts";
  * never a wrong hit).
  */
 export class SubschemaKeys {
+  /** Keys of object/array shapes and of non-string scalars, by their text. */
   private readonly interned = new Map<string, number>();
+  /** Keys of strings, by the string itself (no JSON escaping of long descriptions). */
+  private readonly strings = new Map<string, number>();
   private readonly byObject = new WeakMap<object, number>();
   private readonly bySchema = new WeakMap<object, number>();
+  /** The next key handed out (one counter for both maps, so keys never collide). */
+  private next = 0;
 
   /** The key of a JSON value: equal for values equal as JSON (with the same object key order). */
   of(value: unknown): number {
+    if (typeof value === "string") {
+      let key = this.strings.get(value);
+      if (key === undefined) {
+        key = this.next++;
+        this.strings.set(value, key);
+      }
+      return key;
+    }
     if (typeof value !== "object" || value === null) return this.intern(JSON.stringify(value) ?? "null");
     const known = this.byObject.get(value);
     if (known !== undefined) return known;
@@ -43,10 +56,12 @@ export class SubschemaKeys {
 
   private shape(value: object, skipAnnotations: boolean): string {
     if (Array.isArray(value)) return `[${value.map((v) => this.of(v)).join(",")}]`;
+    // Member names are written as their string keys: shorter than the names, and as unambiguous.
     let out = "{";
-    for (const [k, v] of Object.entries(value)) {
+    const record = value as Record<string, unknown>;
+    for (const k in record) {
       if (skipAnnotations && ANNOTATIONS.has(k)) continue;
-      out += `${JSON.stringify(k)}:${this.of(v)},`;
+      out += `${this.of(k)}:${this.of(record[k])},`;
     }
     return `${out}}`;
   }
@@ -54,7 +69,7 @@ export class SubschemaKeys {
   private intern(text: string): number {
     let key = this.interned.get(text);
     if (key === undefined) {
-      key = this.interned.size;
+      key = this.next++;
       this.interned.set(text, key);
     }
     return key;

@@ -237,3 +237,24 @@ describe("choices", () => {
     }
   });
 });
+
+describe("large schemas", () => {
+  test("extra keys beside hundreds of declared names sharing prefixes stay within llama.cpp's group limit", async () => {
+    const names: string[] = [];
+    for (const a of ["require", "disallow", "validate"])
+      for (const b of ["Space", "Padding", "Newline", "Quote", "Comma", "Keyword", "Operator", "Brace"])
+        for (const c of ["Before", "After", "Inside", "Around", "InObjects", "InArrays", "InCalls"])
+          names.push(`${a}${b}${c}`);
+    const schema = {
+      type: "object",
+      properties: Object.fromEntries(names.map((name) => [name, { type: "boolean" }])),
+      additionalProperties: { type: "integer" },
+    };
+    const { gbnf } = compileConstraint("json_schema", schema);
+    const matches = await nativeMatcher(gbnf);
+    assert.ok(matches('{"requireSpaceBefore": true, "requireSpaceBeforeX": 1}'));
+    assert.ok(matches('{"require": 2, "other": 3}'));
+    assert.ok(!matches('{"requireSpaceBefore": 1}'), "a declared name is not an extra key");
+    assert.ok(!matches('{"requireSpaceBefore": true, "validateBraceInCalls": 1}'));
+  });
+});
