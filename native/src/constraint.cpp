@@ -127,6 +127,16 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
       (candidate.code_points[0] != 0 ? byFirst_ : noFirst_).push_back(candidate);
     }
   }
+  for (const llama_grammar_candidates& chunk : chunks_) {
+    for (const llama_grammar_candidate& candidate : chunk) {
+      if (candidate.partial_utf8.n_remain != 0) {
+        partialTails_.push_back(candidate);
+      } else {
+        sortedPieces_.emplace_back(pieces_[candidate.index], candidate.id);
+      }
+    }
+  }
+  std::sort(sortedPieces_.begin(), sortedPieces_.end());
   std::stable_sort(byFirst_.begin(), byFirst_.end(),
                    [](const llama_grammar_candidate& a, const llama_grammar_candidate& b) {
                      return a.code_points[0] < b.code_points[0];
@@ -280,7 +290,65 @@ std::string Constraint::stateKey() const {
   return key;
 }
 
-std::shared_ptr<const TokenMask> Constraint::computeMask() const {
+namespace {
+
+/**
+ * Sets in `mask` the candidates some stack of `stacks` accepts (llama.cpp's
+ * llama_grammar_reject_candidates: a token is rejected when every stack rejects it).
+ */
+void allowAccepted(const llama_grammar_rules& rules, const llama_grammar_stacks& stacks,
+                   const llama_grammar_candidates& candidates, TokenMask& mask) {
+  if (candidates.empty() || stacks.empty()) return;
+  llama_grammar_candidates rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[0], candidates);
+  for (size_t i = 1; i < stacks.size() && !rejects.empty(); i++) {
+    rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[i], rejects);
+  }
+  std::vector<int32_t> rejected;
+  rejected.reserve(rejects.size());
+  for (const llama_grammar_candidate& reject : rejects) rejected.push_back(reject.id);
+  std::sort(rejected.begin(), rejected.end());
+  for (const llama_grammar_candidate& candidate : candidates) {
+    if (!std::binary_search(rejected.begin(), rejected.end(), candidate.id)) {
+      mask[static_cast<size_t>(candidate.id) >> 6] |= uint64_t{1} << (candidate.id & 63);
+    }
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const TokenMask> Constraint::computeForcedMask(const std::string& forced, size_t codePoints,
+                                                               const llama_grammar_stacks& after) const {
+  auto mask = std::make_shared<TokenMask>((static_cast<size_t>(table_->size()) + 63) / 64, 0);
+  const auto& pieces = table_->sortedPieces();
+  const auto allow = [&](int32_t id) { (*mask)[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); };
+  // Tokens that spell a prefix of the forced text (whole code points, so the grammar is still inside it).
+  for (size_t length = 1; length <= forced.size(); length++) {
+    const std::string_view prefix(forced.data(), length);
+    auto it = std::lower_bound(pieces.begin(), pieces.end(), std::make_pair(prefix, std::numeric_limits<int32_t>::min()));
+    for (; it != pieces.end() && it->first == prefix; ++it) allow(it->second);
+  }
+  // Tokens that start with it: their rest, from the state past it.
+  llama_grammar_candidates longer;
+  const std::string_view whole(forced);
+  for (auto it = std::upper_bound(pieces.begin(), pieces.end(), std::make_pair(whole, std::numeric_limits<int32_t>::max()));
+       it != pieces.end() && it->first.substr(0, whole.size()) == whole; ++it) {
+    const llama_grammar_candidate* candidate = table_->candidate(it->second);
+    longer.push_back({candidate->index, candidate->code_points + codePoints, candidate->partial_utf8, candidate->id});
+  }
+  const llama_grammar_rules& rules = llama_grammar_get_rules(grammar_);
+  allowAccepted(rules, after, longer, *mask);
+  // Tokens ending in a partial UTF-8 sequence: llama.cpp's own matching from the current state.
+  allowAccepted(rules, grammar_->stacks, table_->partialTails(), *mask);
+  return mask;
+}
+
+std::shared_ptr<const TokenMask> Constraint::computeMask() {
+  if (grammar_->partial_utf8.n_remain == 0) {
+    llama_grammar_stacks after;
+    size_t codePoints = 0;
+    const std::string forced = forcedRun(256, &after, &codePoints);
+    if (!forced.empty()) return computeForcedMask(forced, codePoints, after);
+  }
   const int32_t n = table_->size();
   auto mask = std::make_shared<TokenMask>((static_cast<size_t>(n) + 63) / 64, 0);
   const llama_grammar_stacks& stacks = grammar_->stacks;
@@ -413,7 +481,9 @@ bool Constraint::canEnd() {
   return false;
 }
 
-std::string Constraint::forcedText(size_t maxBytes) {
+std::string Constraint::forcedText(size_t maxBytes) { return forcedRun(maxBytes, nullptr, nullptr); }
+
+std::string Constraint::forcedRun(size_t maxBytes, llama_grammar_stacks* after, size_t* codePoints) {
   std::string text;
   if (grammar_->partial_utf8.n_remain != 0) return text;
   const llama_grammar_stacks saved = grammar_->stacks;
@@ -438,7 +508,9 @@ std::string Constraint::forcedText(size_t maxBytes) {
     if (!forced) break;
     appendUtf8(text, next);
     llama_grammar_accept(grammar_, next);
+    if (codePoints != nullptr) ++*codePoints;
   }
+  if (after != nullptr) *after = grammar_->stacks;
   grammar_->stacks = saved;
   return text;
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -52,6 +53,13 @@ class TokenTable {
    * candidate for a token-level element. Replaces `out`.
    */
   void candidatesFor(const llama_grammar_element* top, llama_grammar_candidates& out) const;
+  /**
+   * Tokens whose text decodes to whole code points (no partial UTF-8 tail), as (text, id), sorted by
+   * text bytes: the tokens that are a prefix of a text, or start with it, are ranges of it.
+   */
+  const std::vector<std::pair<std::string_view, int32_t>>& sortedPieces() const { return sortedPieces_; }
+  /** Candidates whose text ends in a partial or invalid UTF-8 sequence (not in sortedPieces). */
+  const llama_grammar_candidates& partialTails() const { return partialTails_; }
   /** The token's candidate (as in candidateChunks), or null for an EOG token or one without text. */
   const llama_grammar_candidate* candidate(int32_t token) const { return byId_[static_cast<size_t>(token)]; }
   static constexpr size_t kChunks = 4;
@@ -76,6 +84,8 @@ class TokenTable {
   std::vector<uint32_t> firsts_;
   /** Candidates without a complete first code point. */
   llama_grammar_candidates noFirst_;
+  std::vector<std::pair<std::string_view, int32_t>> sortedPieces_;
+  llama_grammar_candidates partialTails_;
   /** Non-control tokens by their text, and the longest such text in bytes. */
   std::unordered_map<std::string, int32_t> byPiece_;
   size_t longestPiece_ = 0;
@@ -208,8 +218,21 @@ class Constraint {
  private:
   /** The cache key of the current state: grammar, partial UTF-8 and the stacks as (rule, offset) pairs. */
   std::string stateKey() const;
-  /** One pass of the grammar matcher over the whole vocabulary. */
-  std::shared_ptr<const TokenMask> computeMask() const;
+  /** The mask of the current state: computeForcedMask where the grammar forces text, else a pass over the vocabulary. */
+  std::shared_ptr<const TokenMask> computeMask();
+  /**
+   * The mask where the grammar forces `forced` (`codePoints` code points long; `after`: the stacks past
+   * it): the tokens that spell a prefix of it, the tokens that start with it and whose rest the grammar
+   * takes from `after`, and the tokens with a partial UTF-8 tail that llama.cpp's matcher takes now.
+   * Far cheaper than a pass when the forced text starts with a common character (a space).
+   */
+  std::shared_ptr<const TokenMask> computeForcedMask(const std::string& forced, size_t codePoints,
+                                                     const llama_grammar_stacks& after) const;
+  /**
+   * forcedText, also giving the stacks past it and its length in code points (either may be null).
+   * Leaves the state as it was.
+   */
+  std::string forcedRun(size_t maxBytes, llama_grammar_stacks* after, size_t* codePoints);
 
   std::shared_ptr<const TokenTable> table_;
   std::shared_ptr<MaskCache> cache_;
