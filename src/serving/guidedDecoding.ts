@@ -5,35 +5,25 @@
  */
 import { checkGrammar } from "../engine/grammar.ts";
 import type { Grammar } from "../engine/types.ts";
-import { badRequest } from "../errors.ts";
 import { compileConstraint, validateGbnf } from "../structured/index.ts";
 import { LruCache } from "../structured/lru.ts";
-import { type CommonRequest, type GuidedConstraint, requestFields } from "./requestFields.ts";
+import type { GuidedConstraint } from "./requestFields.ts";
 
 export type { GuidedConstraint };
 
 const grammars = new LruCache<string, Grammar>(128);
 
 /**
- * The request's guided-decoding constraint (folded from its spellings by `requestFields.ts`), or null
- * when it has none.
- * @throws ApiError 400 for a constraint spelled wrong or twice (`requestFields.ts`), or for a constraint
- *   with a field that could break it (see {@link refuseConflictingFields}).
- */
-export function resolveGuidedConstraint(body: CommonRequest): GuidedConstraint | null {
-  const constraint = requestFields(body).constraint;
-  if (constraint) refuseConflictingFields(body);
-  return constraint;
-}
-
-/**
- * Compiles the request's constraint into a native grammar (cached by GBNF text), or null without one.
+ * Compiles the request's constraint (`RequestFields.constraint`) into a native grammar (cached by GBNF
+ * text), or null without one.
  * @throws ApiError 400 naming the unsupported keyword, regex construct or grammar parse error.
  */
-export async function grammarForRequest(body: CommonRequest): Promise<Grammar | null> {
-  const constraint = resolveGuidedConstraint(body);
+export function grammarForConstraint(
+  constraint: GuidedConstraint | null,
+  whitespacePattern: string | undefined,
+): Grammar | null {
   if (!constraint) return null;
-  return grammarForGbnf(compileGuided(constraint, requestFields(body).whitespacePattern), constraint.param);
+  return grammarForGbnf(compileGuided(constraint, whitespacePattern), constraint.param);
 }
 
 /**
@@ -47,29 +37,6 @@ export function compileGuided(constraint: GuidedConstraint, whitespacePattern: s
     param: constraint.param,
     ...(whitespacePattern !== undefined ? { whitespacePattern } : {}),
   }).gbnf;
-}
-
-/**
- * Refuses fields that would break the promise that an output finishing with `stop` satisfies the
- * constraint: `stop` strings and `stop_token_ids` can end the output before the grammar is complete.
- * (`ignore_eos` and `min_tokens` are refused in `generationParams.ts`.) Prompt logprobs (also `echo` with
- * `logprobs`) are the raw distribution of the prompt's rows, which no constraint applies to, as vLLM.
- * @throws ApiError 400 naming the field.
- */
-function refuseConflictingFields(body: CommonRequest): void {
-  const stop = body.stop;
-  if (stop !== undefined && stop !== null && stop.length > 0) {
-    throw badRequest(
-      "stop cannot be combined with a guided decoding constraint: a stop string could end the output before it satisfies the constraint (the constraint ends the output itself).",
-      "stop",
-    );
-  }
-  if (body.stop_token_ids && body.stop_token_ids.length > 0) {
-    throw badRequest(
-      "stop_token_ids cannot be combined with a guided decoding constraint: a stop token could end the output before it satisfies the constraint.",
-      "stop_token_ids",
-    );
-  }
 }
 
 /**
