@@ -5,7 +5,10 @@
  * (`requestFields.ts`) and before anything touches the model. The first check that fails gives the 400;
  * the list keeps the order these checks ran in before they were gathered (completions' plan start, the
  * stream options, the chat plan, the constraint's conflicting fields, the forced tool call, the engine
- * request), so a request with one problem gets the same 400 as before.
+ * request), so a request with one problem gets the same 400 as before. A request with several problems
+ * may now get a different one first: these checks (and the constraint's spellings, folded just before)
+ * run before the template renders and the prompt is tokenized, and after `refusePeerFields` on both
+ * endpoints (completions used to refuse peer fields after its `echo` and `best_of` checks).
  *
  * Checks that need the model, the compiled template or a value resolved against the context stay where
  * that data is:
