@@ -6,7 +6,8 @@
  * - `hf:owner/repo/path/file.gguf[#branch]` and `hf:owner/repo[:QUANT]`: node-llama-cpp's model URIs;
  * - an `http://` or `https://` URL of a `.gguf` file.
  *
- * Remote sources go through node-llama-cpp 3.21's `resolveModelFile` into `downloadDir`:
+ * Remote sources go through node-llama-cpp 3.21's `resolveModelFile` into `downloadDir` (called through
+ * `engine/ggufFiles.ts`, so that node-llama-cpp is imported in `src/engine/` only):
  * - Hugging Face URLs: `${HF_ENDPOINT or https://huggingface.co/}owner/repo/resolve/<branch>/<file>?download=true`;
  *   the quant form first asks `${endpoint}v2/owner/repo/manifests/<QUANT>` (User-Agent `llama-cpp`, Ollama-style
  *   manifest) for `ggufFile.rfilename`. node-llama-cpp reads `HF_ENDPOINT`/`MODEL_ENDPOINT` and `HF_TOKEN`
@@ -27,7 +28,12 @@
  */
 import { access, constants, stat } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
-import { readGgufFileInfo, resolveModelFile } from "node-llama-cpp";
+import {
+  downloadModelFile,
+  findModelFile,
+  type ModelFileLocation,
+  readRemoteGgufHeader,
+} from "../engine/ggufFiles.ts";
 import { readCacheRecord, removeCachedModel, writeCacheRecord } from "./cacheRecord.ts";
 import { ModelSourceError } from "./ModelSourceError.ts";
 import {
@@ -190,19 +196,18 @@ async function resolveRemote(
     throw new ModelSourceError("invalid_source", `Invalid model URL: ${shown}.`, source);
 
   const fileName = kind === "url" ? cacheFileNameForUrl(source) : undefined;
-  const common = {
+  const location: ModelFileLocation = {
     directory: resolve(options.downloadDir),
-    cli: false,
-    ...(fileName !== undefined ? { fileName } : {}),
-    ...(options.hfEndpoint !== undefined ? { endpoints: { huggingFace: options.hfEndpoint } } : {}),
-    ...(options.hfToken !== undefined ? { tokens: { huggingFace: options.hfToken } } : {}),
+    fileName,
+    hfEndpoint: options.hfEndpoint,
+    hfToken: options.hfToken,
   };
   throwIfCancelled(source, options);
 
   // 1. Cache hit: found by name, no network.
   let cachedPath: string | undefined;
   try {
-    cachedPath = await resolveModelFile(source, { ...common, download: false });
+    cachedPath = await findModelFile(source, location);
   } catch {
     cachedPath = undefined;
   }
@@ -229,23 +234,17 @@ async function resolveRemote(
   const escaped = escapedWriteError();
   try {
     path = await Promise.race([
-      resolveModelFile(source, {
-        ...common,
-        download: "auto",
-        verify: false,
-        deleteTempFileOnCancel: false,
+      downloadModelFile(source, location, {
         signal: stop.signal,
-        ...(onProgress
-          ? {
-              onProgress: (status: { totalSize: number; downloadedSize: number }) => {
-                try {
-                  onProgress({ totalSize: status.totalSize, downloadedSize: status.downloadedSize });
-                } catch {
-                  // a failing progress display must not fail the download
-                }
-              },
+        onProgress:
+          onProgress &&
+          ((status) => {
+            try {
+              onProgress({ totalSize: status.totalSize, downloadedSize: status.downloadedSize });
+            } catch {
+              // a failing progress display must not fail the download
             }
-          : {}),
+          }),
       }),
       escaped.promise,
     ]);
@@ -255,7 +254,7 @@ async function resolveRemote(
     if (code !== undefined && writeErrorCodes.has(code)) {
       // The downloader writes under the final name: a write failure (a full disk) must not leave a file
       // that looks like a model. Nothing can resume it anyway until the disk has room.
-      const partial = await resolveModelFile(source, { ...common, download: false }).catch(() => undefined);
+      const partial = await findModelFile(source, location).catch(() => undefined);
       if (partial !== undefined) await removeCachedModel(partial).catch(() => undefined);
     }
     throw toModelSourceError(error, source, kind, options);
@@ -352,21 +351,17 @@ function probeSignal(options: ResolveModelOptions): { signal: AbortSignal; timeo
 }
 
 /**
- * Probe of an `hf:` URI: node-llama-cpp's `readGgufFileInfo` resolves the URI exactly as the downloader will
+ * Probe of an `hf:` URI: node-llama-cpp's `readGgufFileInfo` (`readRemoteGgufHeader`) resolves the URI exactly as the downloader will
  * (manifest for the quant form, `HF_ENDPOINT`, tokens) and parses the remote GGUF header with ranged GETs,
  * retrying twice instead of ipull's 150 times.
  */
 async function probeHuggingFace(source: string, options: ResolveModelOptions): Promise<ProbeResult> {
   const { signal, timeout } = probeSignal(options);
   try {
-    await readGgufFileInfo(source, {
-      readTensorInfo: false,
-      logWarnings: false,
-      spliceSplitFiles: false,
-      fetchRetryOptions: { retries: 2, factor: 2, minTimeout: 500, maxTimeout: 2000 },
+    await readRemoteGgufHeader(source, {
       signal,
-      ...(options.hfEndpoint !== undefined ? { endpoints: { huggingFace: options.hfEndpoint } } : {}),
-      ...(options.hfToken !== undefined ? { tokens: { huggingFace: options.hfToken } } : {}),
+      hfEndpoint: options.hfEndpoint,
+      hfToken: options.hfToken,
     });
   } catch (error) {
     throw toModelSourceError(error, source, "hf", options, { timedOut: timeout.aborted, probing: true });

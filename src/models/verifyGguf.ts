@@ -2,7 +2,8 @@
  * Structural verification of a local GGUF file, used on every download before it enters the cache and on
  * cached files that have no (or a stale) sidecar record. Three checks, cheapest first:
  * 1. the first four bytes are the GGUF magic `"GGUF"` (ggml's `GGUF_MAGIC`);
- * 2. node-llama-cpp's `readGgufFileInfo` parses the header, metadata and tensor infos;
+ * 2. node-llama-cpp's `readGgufFileInfo` parses the header, metadata and tensor infos (through
+ *    `engine/ggufFiles.ts`, the one place outside the engine proper that reads GGUF files);
  * 3. every tensor's data lies inside the file: `fileOffset + size <= fileSize`, with the size computed from
  *    the dimensions for the common ggml types (block sizes from ggml's `ggml_type_traits`), and at least
  *    `fileOffset < fileSize` for the others. This catches a truncated file, which parses fine.
@@ -10,7 +11,7 @@
  * Hugging Face's SHA-256 is not exposed through node-llama-cpp's downloader, so it is not compared.
  */
 import { open, stat } from "node:fs/promises";
-import { GgmlType, readGgufFileInfo } from "node-llama-cpp";
+import { type GgufLayout, readLocalGgufLayout } from "../engine/ggufFiles.ts";
 
 /** The outcome of {@link verifyGgufFile}. */
 export type GgufVerification =
@@ -26,28 +27,6 @@ export type GgufVerification =
       /** Why the file was refused, a lower-case phrase, e.g. `the first bytes are "<htm", not "GGUF"`. */
       reason: string;
     };
-
-/** `[elements per block, bytes per block]` of the ggml types whose layout is fixed and well known. */
-const blockLayout: Partial<Record<GgmlType, readonly [number, number]>> = {
-  [GgmlType.F32]: [1, 4],
-  [GgmlType.F16]: [1, 2],
-  [GgmlType.BF16]: [1, 2],
-  [GgmlType.F64]: [1, 8],
-  [GgmlType.I8]: [1, 1],
-  [GgmlType.I16]: [1, 2],
-  [GgmlType.I32]: [1, 4],
-  [GgmlType.I64]: [1, 8],
-  [GgmlType.Q4_0]: [32, 18],
-  [GgmlType.Q4_1]: [32, 20],
-  [GgmlType.Q5_0]: [32, 22],
-  [GgmlType.Q5_1]: [32, 24],
-  [GgmlType.Q8_0]: [32, 34],
-  [GgmlType.Q2_K]: [256, 84],
-  [GgmlType.Q3_K]: [256, 110],
-  [GgmlType.Q4_K]: [256, 144],
-  [GgmlType.Q5_K]: [256, 176],
-  [GgmlType.Q6_K]: [256, 210],
-};
 
 /** Reads up to `length` bytes from the start of a file. */
 async function readHead(path: string, length: number): Promise<Buffer> {
@@ -103,33 +82,28 @@ export async function verifyGgufFile(
     };
   }
 
-  let fileInfo: Awaited<ReturnType<typeof readGgufFileInfo>>;
+  let layout: GgufLayout;
   try {
-    fileInfo = await readGgufFileInfo(path, {
-      sourceType: "filesystem",
-      logWarnings: false,
-      spliceSplitFiles: false,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
+    layout = await readLocalGgufLayout(path, options.signal ? { signal: options.signal } : {});
   } catch (error) {
     if (options.signal?.aborted) throw options.signal.reason;
     const message = error instanceof Error ? error.message : String(error);
     return { ok: false, reason: `its GGUF header cannot be parsed (${message.split("\n")[0]})` };
   }
 
-  for (const tensor of fileInfo.tensorInfo ?? []) {
-    const start = Number(tensor.fileOffset);
-    const elements = tensor.dimensions.reduce<number>((product, dim) => product * Number(dim), 1);
-    if (elements === 0) continue;
-    const layout = blockLayout[tensor.ggmlType];
-    const bytes = layout === undefined ? 1 : Math.ceil(elements / layout[0]) * layout[1];
-    if (start + bytes > sizeBytes)
+  for (const tensor of layout.tensors) {
+    if (tensor.elements === 0) continue;
+    const bytes = tensor.dataBytes ?? 1;
+    if (tensor.fileOffset + bytes > sizeBytes)
       return {
         ok: false,
-        reason: `it is truncated (tensor "${tensor.name}" ends at byte ${start + bytes} but the file has ${sizeBytes})`,
+        reason: `it is truncated (tensor "${tensor.name}" ends at byte ${tensor.fileOffset + bytes} but the file has ${sizeBytes})`,
       };
   }
 
-  const architecture = fileInfo.metadata?.general?.architecture;
-  return { ok: true, sizeBytes, ...(typeof architecture === "string" ? { architecture } : {}) };
+  return {
+    ok: true,
+    sizeBytes,
+    ...(layout.architecture !== undefined ? { architecture: layout.architecture } : {}),
+  };
 }

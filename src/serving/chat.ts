@@ -23,8 +23,8 @@ import { generationRequest, resolveMaxTokens, type SeedSource } from "./generati
 import type { TokenNaming } from "./logprobs.ts";
 import type { ChatSettings, ModelRegistry } from "./ModelRegistry.ts";
 import { refusePeerFields } from "./peerFields.ts";
+import { checkRequest } from "./requestChecks.ts";
 import { requestFields } from "./requestFields.ts";
-import { refuseStreamOptionsWithoutStream } from "./streaming.ts";
 
 /**
  * A chat request resolved against its model: the rendered prompt, one engine request per choice and
@@ -54,7 +54,7 @@ export type ChatPlan = {
  * - guided decoding (`chatGrammar.ts`), whose grammar admits a thinking block first when reasoning is parsed.
  * A request without `max_tokens`/`max_completion_tokens` generates until the context ends, at most
  * `maxTokensCap` tokens (`--max-tokens-cap`).
- * @throws ApiError 404 for an unknown model; 400 for unsupported content (images), a template that
+ * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`requestChecks.ts`), unsupported content (images), a template that
  *   fails to render, a prompt plus `max_tokens` longer than the context, and invalid tool use.
  */
 export async function planChat(
@@ -66,7 +66,8 @@ export async function planChat(
 ): Promise<ChatPlan> {
   const { name: model, scheduler, chat } = registry.resolve(body.model);
   refusePeerFields(body);
-  refuseStreamOptionsWithoutStream(body);
+  const fields = requestFields(body);
+  checkRequest(body, fields);
   const host = scheduler.host;
   const template = chatTemplateOf(chat, body);
   const tools = resolveToolCalling(body, chat.toolCallParser, template);
@@ -75,7 +76,6 @@ export async function planChat(
   const media: MediaPrompt | undefined =
     host.imageMarker !== null ? { marker: host.imageMarker, images: [] } : undefined;
   let [prompt, addSpecialTokens] = await renderPrompt(host, chat, body, media);
-  const fields = requestFields(body);
   const budget = fields.maxThinkingTokens;
   const parserFor = (startsInThinking: boolean | undefined) =>
     createChatOutputParser({
@@ -113,14 +113,11 @@ export async function planChat(
     );
   }
   const maxTokens = resolveMaxTokens(fields.maxTokens, promptTokens.length, host.contextSize, maxTokensCap);
-  if (body.top_logprobs !== undefined && body.top_logprobs !== null && !body.logprobs) {
-    throw badRequest("top_logprobs requires logprobs to be true.", "top_logprobs");
-  }
   const counts = {
     logprobs: body.logprobs ? (body.top_logprobs ?? 0) : null,
     promptLogprobs: body.prompt_logprobs ?? null,
   };
-  const grammar = await chatGrammar(body, tools, thinking);
+  const grammar = chatGrammar(fields, tools, thinking);
   const closeTokens =
     closeText !== undefined && budget !== undefined && budget > 0 ? host.tokenize(closeText, false) : null;
   const outputs: ChoiceOutput[] = [];
@@ -130,7 +127,17 @@ export async function planChat(
       forcedToolCall: tools.mode === "forced",
     });
     outputs.push(output);
-    const request = generationRequest(body, host, promptTokens, maxTokens, choice, seeds, counts, grammar);
+    const request = generationRequest(
+      body,
+      fields,
+      host,
+      promptTokens,
+      maxTokens,
+      choice,
+      seeds,
+      counts,
+      grammar,
+    );
     if (promptMedia) request.media = promptMedia;
     if (closeTokens && budget !== undefined)
       request.injectTokens = output.thinkingBudget(budget, closeTokens);

@@ -8,10 +8,9 @@
  */
 import type { Grammar } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
-import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { ToolCalling } from "./chatTools.ts";
-import { compileGuided, grammarForGbnf, resolveGuidedConstraint } from "./guidedDecoding.ts";
-import { requestFields } from "./requestFields.ts";
+import { compileGuided, grammarForGbnf } from "./guidedDecoding.ts";
+import type { RequestFields } from "./requestFields.ts";
 
 /**
  * Where the output stands with respect to thinking when generation starts: `none` (no reasoning
@@ -22,24 +21,17 @@ export type ThinkingStart = "none" | "optional" | "open";
 
 /**
  * The native grammar of a chat request, or null when nothing constrains it.
- * @throws ApiError 400 when a forced `tool_choice` comes with another guided decoding constraint
- *   (`tool_choice`), for `nvext.max_thinking_tokens` with a GBNF grammar while reasoning is parsed (the
+ * A forced `tool_choice` with another constraint was refused before (`requestChecks.ts`).
+ * @throws ApiError 400 for `nvext.max_thinking_tokens` with a GBNF grammar while reasoning is parsed (the
  *   close text could break the grammar), and the compile errors of the constraint or of the tools' parameter schemas
  *   (param `tools`).
  */
-export async function chatGrammar(
-  body: ChatCompletionRequest,
+export function chatGrammar(
+  fields: RequestFields,
   tools: ToolCalling,
   thinking: ThinkingStart,
-): Promise<Grammar | null> {
-  const constraint = resolveGuidedConstraint(body);
-  if (tools.schema && constraint) {
-    throw badRequest(
-      `tool_choice ${JSON.stringify(body.tool_choice)} forces a tool call with a grammar and cannot be combined with ${constraint.param}.`,
-      "tool_choice",
-    );
-  }
-  const { whitespacePattern, maxThinkingTokens } = requestFields(body);
+): Grammar | null {
+  const { constraint, whitespacePattern, maxThinkingTokens } = fields;
   let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
   if (tools.schema) {
     const gbnf = compileGuided(

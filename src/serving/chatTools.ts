@@ -35,8 +35,8 @@ export type ToolCalling = {
  * Resolves the request's tool use.
  * @param configuredParser `--tool-call-parser`, which wins over detection from `template`.
  * @param template the chat template the prompt is rendered with (detection: `detectToolParser`).
- * @throws ApiError 400 when `tool_choice` (other than `"none"`) comes without tools (param `tools`),
- *   when two tools share a name (`tools[i].function.name`), or when a named `tool_choice` is not among
+ * A `tool_choice` (other than `"none"`) without tools was refused before (`requestChecks.ts`).
+ * @throws ApiError 400 when two tools share a name (`tools[i].function.name`), or when a named `tool_choice` is not among
  *   the tools (`tool_choice`).
  */
 export function resolveToolCalling(
@@ -47,9 +47,6 @@ export function resolveToolCalling(
   const tools = body.tools ?? [];
   const choice = body.tool_choice ?? undefined;
   const parallel = body.parallel_tool_calls !== false;
-  if (choice !== undefined && choice !== "none" && tools.length === 0) {
-    throw badRequest(`tool_choice ${JSON.stringify(choice)} needs at least one tool in \`tools\`.`, "tools");
-  }
   const seen = new Set<string>();
   tools.forEach((tool, index) => {
     if (seen.has(tool.function.name)) {

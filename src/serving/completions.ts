@@ -14,18 +14,14 @@ import {
   resolveMaxTokens,
   type SeedSource,
 } from "./generationParams.ts";
-import { grammarForRequest } from "./guidedDecoding.ts";
+import { grammarForConstraint } from "./guidedDecoding.ts";
 import { completionLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 import { refusePeerFields } from "./peerFields.ts";
+import { checkRequest } from "./requestChecks.ts";
+import { requestFields } from "./requestFields.ts";
 import { runChoices } from "./runChoices.ts";
-import {
-  type ChunkSink,
-  finishReasonOf,
-  refuseStreamOptionsWithoutStream,
-  StreamAssembler,
-  sumUsage,
-} from "./streaming.ts";
+import { type ChunkSink, finishReasonOf, StreamAssembler, sumUsage } from "./streaming.ts";
 import { systemFingerprint } from "./systemFingerprint.ts";
 
 /** One prompt of the request: its tokens and the text `echo` gives back. */
@@ -51,8 +47,8 @@ export type CompletionPlan = {
 /**
  * Validates a completions request against its model and tokenizes its prompts. `maxTokensCap`
  * (`--max-tokens-cap`) bounds a request whose `max_tokens` is null (larger values were refused before).
- * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`echo` with `stream`,
- *   `best_of` < `n`, `best_of` with `stream`), `suffix` on a model without fill-in-the-middle tokens,
+ * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`requestChecks.ts`: `echo` with
+ *   `stream`, `best_of` < `n`, `best_of` with `stream`, ...), `suffix` on a model without fill-in-the-middle tokens,
  *   token ids outside the vocabulary, a prompt plus `max_tokens` longer than the context, or a
  *   guided-decoding constraint that cannot be enforced (see `guidedDecoding.ts`).
  */
@@ -63,13 +59,11 @@ export async function planCompletion(
   maxTokensCap?: number,
 ): Promise<CompletionPlan> {
   const { name: model, scheduler } = registry.resolve(body.model);
-  if (body.echo && body.stream) throw badRequest("'echo' and 'stream' cannot both be true.", "echo");
-  refuseStreamOptionsWithoutStream(body);
+  refusePeerFields(body);
+  const fields = requestFields(body);
+  checkRequest(body, fields);
   const n = body.n ?? 1;
   const perPrompt = body.best_of ?? n;
-  if (perPrompt < n) throw badRequest(`best_of (${perPrompt}) must be at least n (${n}).`, "best_of");
-  if (perPrompt > n && body.stream) throw badRequest("best_of greater than n cannot be streamed.", "best_of");
-  refusePeerFields(body);
   const host = scheduler.host;
   const prompts = normalisePrompts(body.prompt).map((prompt, index) => planPrompt(host, body, prompt, index));
   // best_of ranks by cumulative logprob, so the logprobs of every token are needed.
@@ -81,7 +75,7 @@ export async function planCompletion(
         ? Math.max(logprobs, body.prompt_logprobs ?? 0)
         : (body.prompt_logprobs ?? null),
   };
-  const grammar = await grammarForRequest(body);
+  const grammar = grammarForConstraint(fields.constraint, fields.whitespacePattern);
   const requests: GenerationRequest[] = [];
   for (const prompt of prompts) {
     const maxTokens = resolveMaxTokens(
@@ -93,7 +87,17 @@ export async function planCompletion(
     );
     for (let choice = 0; choice < perPrompt; choice++) {
       requests.push(
-        generationRequest(body, host, prompt.tokens, maxTokens, requests.length, seeds, counts, grammar),
+        generationRequest(
+          body,
+          fields,
+          host,
+          prompt.tokens,
+          maxTokens,
+          requests.length,
+          seeds,
+          counts,
+          grammar,
+        ),
       );
     }
   }

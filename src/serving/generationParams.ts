@@ -1,12 +1,13 @@
 /**
- * Maps a validated API request to engine parameters in one place (as vLLM's `to_sampling_params()`),
- * with the semantic checks that the schema cannot express.
+ * Maps a validated API request and its folded fields (`requestFields.ts`) to engine parameters in one
+ * place (as vLLM's `to_sampling_params()`), with the checks that need the model's vocabulary or the
+ * resolved `max_tokens`; the checks between request fields alone ran before (`requestChecks.ts`).
  */
 import { randomInt } from "node:crypto";
 import type { GenerationRequest, Grammar, SamplingParams } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { EngineHost } from "./engine.ts";
-import { type CommonRequest, requestFields } from "./requestFields.ts";
+import type { CommonRequest, RequestFields } from "./requestFields.ts";
 
 /**
  * The server's seed policy: where requests without a `seed` get theirs (random, or reproducible from
@@ -43,19 +44,17 @@ export class SeedSource {
 /**
  * The sampling parameters of one choice. With an explicit `seed`, choice `i` samples with `seed + i`
  * so that `n > 1` gives different choices that are each reproducible. Aliases (`nvext`) are folded by
- * `requestFields.ts`.
- * @throws ApiError 400 for `top_k` other than -1, 0 or >= 1, and for `logit_bias` keys that are not
- *   token ids of the model's vocabulary.
+ * `requestFields.ts` (and `top_k` below -1 was refused by `requestChecks.ts`).
+ * @throws ApiError 400 for `logit_bias` keys that are not token ids of the model's vocabulary.
  */
 export function samplingParams(
   body: CommonRequest,
+  fields: RequestFields,
   host: EngineHost,
   choice: number,
   seeds: SeedSource,
 ): SamplingParams {
-  const fields = requestFields(body);
   const topK = fields.topK;
-  if (topK < -1) throw badRequest(`top_k must be -1 (disabled) or at least 1, got ${topK}.`, "top_k");
   const seed = body.seed === undefined || body.seed === null ? seeds.next() : (body.seed + choice) >>> 0;
   return {
     temperature: body.temperature ?? 1,
@@ -133,11 +132,13 @@ export type LogprobCounts = { logprobs: number | null; promptLogprobs: number | 
 
 /**
  * Builds the engine request of one choice, with the request's guided-decoding grammar (or null).
- * @throws ApiError 400 for a stop token id outside the vocabulary, for `ignore_eos` or `min_tokens`
- *   with a grammar (and see {@link samplingParams}).
+ * `ignore_eos` or `min_tokens` with a grammar were refused by `requestChecks.ts`.
+ * @throws ApiError 400 for a stop token id outside the vocabulary, for `min_tokens` above the resolved
+ *   `max_tokens` (and see {@link samplingParams}).
  */
 export function generationRequest(
   body: CommonRequest,
+  fields: RequestFields,
   host: EngineHost,
   promptTokens: number[],
   maxTokens: number,
@@ -151,7 +152,7 @@ export function generationRequest(
   if (outside !== undefined) {
     throw badRequest(`stop_token_ids: ${outside} is not a token id of this model.`, "stop_token_ids");
   }
-  const { minTokens, ignoreEos } = requestFields(body);
+  const { minTokens, ignoreEos } = fields;
   if (minTokens > maxTokens) {
     // As vLLM: "min_tokens must be less than or equal to max_tokens".
     throw badRequest(
@@ -159,14 +160,7 @@ export function generationRequest(
       "min_tokens",
     );
   }
-  if (grammar && (ignoreEos || minTokens > 0)) {
-    // The grammar ends the output with EOS once it is complete; banning EOS would leave no token.
-    throw badRequest(
-      `${ignoreEos ? "ignore_eos" : "min_tokens"} cannot be combined with a guided decoding constraint.`,
-      ignoreEos ? "ignore_eos" : "min_tokens",
-    );
-  }
-  const sampling = samplingParams(body, host, choice, seeds);
+  const sampling = samplingParams(body, fields, host, choice, seeds);
   return {
     promptTokens,
     maxTokens,

@@ -1,12 +1,17 @@
 /**
  * The one place that reads a request field's aliases: NIM's `nvext` spellings, `max_completion_tokens`
- * beside `max_tokens`, the whitespace pattern of JSON constraints in its three spellings. The rest of
- * serving reads the folded {@link RequestFields} (as vLLM's `to_sampling_params` and TGI's
- * `ValidGenerateRequest` take one resolved request); the guided-decoding constraint's spellings are
- * folded by `guidedDecoding.ts` `resolveGuidedConstraint`.
+ * beside `max_tokens`, the whitespace pattern of JSON constraints in its three spellings, and the
+ * guided-decoding constraint in every spelling clients send (vLLM's `guided_*` at top level and in NIM's
+ * `nvext`, vLLM >= 0.12's `structured_outputs`, OpenAI's `response_format`, llama-server's top-level
+ * `grammar` and `json_schema`, and `response_format.schema` of llama-server, Together and Fireworks).
+ * The rest of serving reads the folded {@link RequestFields} (as vLLM's `to_sampling_params` and TGI's
+ * `ValidGenerateRequest` take one resolved request); the checks between fields run once, in
+ * `requestChecks.ts`.
  */
+import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 import type { CompletionRequest } from "../protocol/completions.ts";
+import type { ConstraintKind } from "../structured/index.ts";
 
 /** A chat or completions request: the fields both endpoints share. */
 export type CommonRequest = CompletionRequest | ChatCompletionRequest;
@@ -36,9 +41,22 @@ export type RequestFields = {
    * compilers' default.
    */
   whitespacePattern: string | undefined;
+  /** The one guided-decoding constraint, from whichever spelling gave it; null when none. */
+  constraint: GuidedConstraint | null;
 };
 
-/** Folds every alias and `nvext` spelling of a chat or completions request (see {@link RequestFields}). */
+/** One constraint of a request: what to compile, and the field it came from (for 400s). */
+export type GuidedConstraint = {
+  kind: ConstraintKind;
+  spec: unknown;
+  /** The request field it came from, e.g. `nvext.guided_json` or `response_format`. */
+  param: string;
+};
+
+/**
+ * Folds every alias and `nvext` spelling of a chat or completions request (see {@link RequestFields}).
+ * @throws ApiError 400 for a constraint spelled wrong or twice (see {@link guidedConstraintOf}).
+ */
 export function requestFields(body: CommonRequest): RequestFields {
   const nvext = body.nvext;
   const maxTokens = isChat(body) ? (body.max_completion_tokens ?? body.max_tokens) : body.max_tokens;
@@ -55,7 +73,83 @@ export function requestFields(body: CommonRequest): RequestFields {
       nvext?.guided_whitespace_pattern ??
       body.structured_outputs?.whitespace_pattern ??
       undefined,
+    constraint: guidedConstraintOf(body),
   };
+}
+
+/** Backend names `guided_decoding_backend` accepts: ours is llama.cpp's GBNF sampler. */
+const BACKENDS = new Set(["auto", "gbnf", "llama.cpp", "llamacpp"]);
+
+/**
+ * The request's guided-decoding constraint among every spelling (see the module comment), or null when
+ * it has none.
+ * @throws ApiError 400 when more than one constraint is given in any spellings (never silently pick
+ *   one), for an unknown `guided_decoding_backend`, for `response_format: json_schema` without a
+ *   schema, or for `response_format: text` with a `schema`. What may not come with a constraint
+ *   (`stop`, `ignore_eos`, ...) is refused by `requestChecks.ts`.
+ */
+function guidedConstraintOf(body: CommonRequest): GuidedConstraint | null {
+  const found: GuidedConstraint[] = [];
+  const add = (kind: ConstraintKind, spec: unknown, param: string) => {
+    if (spec !== undefined && spec !== null && spec !== false) found.push({ kind, spec, param });
+  };
+  const nvext = body.nvext ?? {};
+  for (const [prefix, source] of [
+    ["", body],
+    ["nvext.", nvext],
+  ] as const) {
+    add("json_schema", source.guided_json, `${prefix}guided_json`);
+    add("regex", source.guided_regex, `${prefix}guided_regex`);
+    add("choice", source.guided_choice, `${prefix}guided_choice`);
+    add("grammar", source.guided_grammar, `${prefix}guided_grammar`);
+    const backend = source.guided_decoding_backend;
+    if (backend !== undefined && backend !== null && !BACKENDS.has(backend)) {
+      throw badRequest(
+        `Unknown guided_decoding_backend '${backend}': this server's backend is llama.cpp's GBNF sampler (accepted names: ${[...BACKENDS].join(", ")}).`,
+        `${prefix}guided_decoding_backend`,
+      );
+    }
+  }
+  const structured = body.structured_outputs;
+  if (structured) {
+    add("json_schema", structured.json, "structured_outputs.json");
+    add("regex", structured.regex, "structured_outputs.regex");
+    add("choice", structured.choice, "structured_outputs.choice");
+    add("grammar", structured.grammar, "structured_outputs.grammar");
+    add("json_object", structured.json_object ? {} : null, "structured_outputs.json_object");
+  }
+  // llama-server's top-level spellings.
+  add("grammar", body.grammar, "grammar");
+  add("json_schema", body.json_schema, "json_schema");
+  const format = body.response_format;
+  if (format?.type === "text" && format.schema) {
+    throw badRequest(
+      'response_format.schema needs type "json_object" or "json_schema"; type "text" does not constrain the output.',
+      "response_format.schema",
+    );
+  }
+  // `{type: "json_object", schema}` (llama-server, Together, Fireworks; instructor's JSON_SCHEMA mode).
+  if (format?.type === "json_object") {
+    if (format.schema) add("json_schema", format.schema, "response_format.schema");
+    else add("json_object", {}, "response_format");
+  }
+  if (format?.type === "json_schema") {
+    const schema = format.json_schema?.schema;
+    if (!schema && !format.schema)
+      throw badRequest(
+        "response_format json_schema needs json_schema.schema.",
+        "response_format.json_schema",
+      );
+    add("json_schema", schema, "response_format.json_schema.schema");
+    add("json_schema", format.schema, "response_format.schema");
+  }
+  if (found.length > 1) {
+    throw badRequest(
+      `Only one guided decoding constraint may be given, got ${found.length}: ${found.map((c) => c.param).join(", ")}.`,
+      found[1]?.param ?? null,
+    );
+  }
+  return found[0] ?? null;
 }
 
 /** True for a chat request (it has `messages`; a completions request has a `prompt`). */

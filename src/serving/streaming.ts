@@ -1,5 +1,5 @@
 import type { FinishReason, GenerationDelta, GenerationResult } from "../engine/types.ts";
-import { type ApiError, badRequest, serverAbortError, toApiError } from "../errors.ts";
+import { type ApiError, serverAbortError, toApiError } from "../errors.ts";
 import type { Usage } from "../protocol/common.ts";
 
 /** Where stream chunks go (the HTTP layer's SSE stream implements it). */
@@ -154,19 +154,6 @@ export class StreamAssembler<Object extends string, Choice> {
 /** The API's `finish_reason` of a finished (not aborted) generation. */
 export function finishReasonOf(result: GenerationResult): Exclude<FinishReason, "abort"> {
   return result.finishReason === "length" ? "length" : "stop";
-}
-
-/**
- * Refuses `stream_options` on a request that does not stream, as the OpenAI API and vLLM do.
- * @throws ApiError 400 naming `stream_options`.
- */
-export function refuseStreamOptionsWithoutStream(body: {
-  stream?: boolean | null | undefined;
-  stream_options?: object | null | undefined;
-}): void {
-  if (body.stream_options !== undefined && body.stream_options !== null && !body.stream) {
-    throw badRequest("stream_options is only allowed when stream is true.", "stream_options");
-  }
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   SeedSource,
   stopStrings,
 } from "../../../src/serving/generationParams.ts";
+import { requestFields } from "../../../src/serving/requestFields.ts";
 import { FakeHost } from "../../helpers/fakeEngine.ts";
 
 const host = new FakeHost(["fake-model"], 64);
@@ -22,6 +23,7 @@ function resolve(
   const body = CompletionRequestSchema.parse({ prompt: "p", ...fields });
   return generationRequest(
     body,
+    requestFields(body),
     host,
     [1, 2],
     8,
@@ -96,19 +98,26 @@ describe("generationRequest (the request-to-engine mapping)", () => {
     assert.equal(resolve({ top_k: 4, nvext: { top_k: 3 } }).sampling.topK, 4);
   });
 
-  it("runs the cross-field checks: stop token ids, min_tokens against max_tokens, a grammar with EOS banned", () => {
+  it("runs the checks that need the model: stop token ids, logit_bias keys, min_tokens against max_tokens", () => {
     assert.equal(thrown(() => resolve({ stop_token_ids: [300] })).param, "stop_token_ids");
     assert.equal(thrown(() => resolve({ min_tokens: 9 })).param, "min_tokens");
-    assert.equal(thrown(() => resolve({ ignore_eos: true }, { grammar })).param, "ignore_eos");
-    assert.equal(thrown(() => resolve({ min_tokens: 1 }, { grammar })).param, "min_tokens");
-    assert.equal(thrown(() => resolve({ top_k: -2 })).param, "top_k");
     assert.equal(thrown(() => resolve({ logit_bias: { "256": 1 } })).param, "logit_bias.256");
     assert.deepEqual(resolve({}, { grammar }).grammar, grammar);
   });
 
   it("runs a seeded request batch-invariant only under --batch-invariant-seeds", () => {
     const body = CompletionRequestSchema.parse({ prompt: "p", seed: 1 });
-    const strict = generationRequest(body, host, [1], 4, 0, new SeedSource(0, true), counts, null);
+    const strict = generationRequest(
+      body,
+      requestFields(body),
+      host,
+      [1],
+      4,
+      0,
+      new SeedSource(0, true),
+      counts,
+      null,
+    );
     assert.equal(strict.batchInvariant, true);
     assert.equal(resolve({ seed: 1 }).batchInvariant, false);
   });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { ApiError } from "../../../src/errors.ts";
 import { ChatCompletionRequestSchema } from "../../../src/protocol/chat.ts";
 import { CompletionRequestSchema } from "../../../src/protocol/completions.ts";
 import { requestFields } from "../../../src/serving/requestFields.ts";
@@ -22,6 +23,7 @@ describe("requestFields (every alias folded once)", () => {
       ignoreEos: false,
       maxThinkingTokens: undefined,
       whitespacePattern: undefined,
+      constraint: null,
     });
   });
 
@@ -44,6 +46,7 @@ describe("requestFields (every alias folded once)", () => {
       ignoreEos: true,
       maxThinkingTokens: 5,
       whitespacePattern: "[ ]?",
+      constraint: null,
     });
     const both = completion({ nvext, top_k: 4, min_p: 0.2, min_tokens: 1, ignore_eos: false });
     assert.deepEqual([both.topK, both.minP, both.minTokens, both.ignoreEos], [4, 0.2, 1, false]);
@@ -68,5 +71,51 @@ describe("requestFields (every alias folded once)", () => {
       chat({ guided_whitespace_pattern: "a", nvext: { guided_whitespace_pattern: "b" } }).whitespacePattern,
       "a",
     );
+  });
+
+  it("finds the one guided-decoding constraint in every spelling, with the field it came from", () => {
+    const schema = { type: "object" };
+    const cases: [Record<string, unknown>, string, string][] = [
+      [{ guided_json: schema }, "json_schema", "guided_json"],
+      [{ nvext: { guided_regex: "a+" } }, "regex", "nvext.guided_regex"],
+      [{ structured_outputs: { choice: ["a", "b"] } }, "choice", "structured_outputs.choice"],
+      [{ structured_outputs: { json_object: true } }, "json_object", "structured_outputs.json_object"],
+      [{ grammar: 'root ::= "a"' }, "grammar", "grammar"],
+      [{ json_schema: schema }, "json_schema", "json_schema"],
+      [{ response_format: { type: "json_object" } }, "json_object", "response_format"],
+      [{ response_format: { type: "json_object", schema } }, "json_schema", "response_format.schema"],
+      [
+        { response_format: { type: "json_schema", json_schema: { name: "x", schema } } },
+        "json_schema",
+        "response_format.json_schema.schema",
+      ],
+    ];
+    for (const [fields, kind, param] of cases) {
+      const constraint = chat(fields).constraint;
+      assert.deepEqual([constraint?.kind, constraint?.param], [kind, param], JSON.stringify(fields));
+    }
+    assert.equal(completion({ guided_choice: ["x"] }).constraint?.param, "guided_choice");
+    assert.equal(chat({ response_format: { type: "text" } }).constraint, null);
+  });
+
+  it("refuses a constraint given twice, an unknown backend and a response_format without its schema", () => {
+    const param = (fields: Record<string, unknown>) => {
+      try {
+        chat(fields);
+      } catch (error) {
+        assert.ok(error instanceof ApiError, String(error));
+        assert.equal(error.status, 400);
+        return error.param;
+      }
+      assert.fail(`no error for ${JSON.stringify(fields)}`);
+    };
+    assert.equal(param({ guided_regex: "a", nvext: { guided_json: {} } }), "nvext.guided_json");
+    assert.equal(param({ guided_decoding_backend: "xgrammar" }), "guided_decoding_backend");
+    assert.equal(param({ nvext: { guided_decoding_backend: "outlines" } }), "nvext.guided_decoding_backend");
+    assert.equal(
+      param({ response_format: { type: "json_schema", json_schema: { name: "x" } } }),
+      "response_format.json_schema",
+    );
+    assert.equal(param({ response_format: { type: "text", schema: {} } }), "response_format.schema");
   });
 });
