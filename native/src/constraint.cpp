@@ -474,6 +474,22 @@ bool Constraint::accept(int32_t token) {
   return true;
 }
 
+bool Constraint::forcesNext() const {
+  if (grammar_->partial_utf8.n_remain != 0 || grammar_->stacks.empty()) return false;
+  uint32_t next = 0;
+  for (const llama_grammar_stack& stack : grammar_->stacks) {
+    if (stack.empty()) return false;
+    const llama_grammar_element* element = stack.back();
+    if (element->type != LLAMA_GRETYPE_CHAR || element[1].type == LLAMA_GRETYPE_CHAR_ALT ||
+        element[1].type == LLAMA_GRETYPE_CHAR_RNG_UPPER || element->value == 0 ||
+        (next != 0 && element->value != next)) {
+      return false;
+    }
+    next = element->value;
+  }
+  return true;
+}
+
 bool Constraint::canEnd() {
   for (const llama_grammar_stack& stack : grammar_->stacks) {
     if (stack.empty()) return true;

@@ -215,6 +215,12 @@ class Constraint {
   /** Whether the grammar may end here (some stack is empty). */
   bool canEnd();
 
+  /**
+   * Whether the grammar forces the next character (every stack expects the same single one), where
+   * mask() is cheap (computeForcedMask) even when the state is new.
+   */
+  bool forcesNext() const;
+
  private:
   /** The cache key of the current state: grammar, partial UTF-8 and the stacks as (rule, offset) pairs. */
   std::string stateKey() const;

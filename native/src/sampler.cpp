@@ -230,6 +230,22 @@ int32_t SequenceSampler::draw() {
 
 void SequenceSampler::applyMask(float* row) {
   const TokenMask& mask = constraint_->mask();
+  size_t allowed = 0;
+  for (uint64_t bits : mask) allowed += static_cast<size_t>(__builtin_popcountll(bits));
+  if (allowed * 16 < static_cast<size_t>(nVocab_)) {
+    // Few allowed tokens (a structural position): keep their values, fill the rest at memory speed.
+    std::vector<std::pair<int32_t, float>>& keep = kept_;
+    keep.clear();
+    for (size_t word = 0; word < mask.size(); word++) {
+      for (uint64_t bits = mask[word]; bits != 0; bits &= bits - 1) {
+        const int32_t id = static_cast<int32_t>(word * 64) + __builtin_ctzll(bits);
+        if (id < nVocab_) keep.emplace_back(id, row[id]);
+      }
+    }
+    std::fill(row, row + nVocab_, kNegInf);
+    for (const auto& [id, value] : keep) row[id] = value;
+    return;
+  }
   for (size_t word = 0; word < mask.size(); word++) {
     const uint64_t bits = mask[word];
     if (bits == ~uint64_t{0}) continue;
@@ -270,7 +286,9 @@ int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked)
     // transforms): truncation then only ever chooses among tokens the grammar allows. A state whose
     // mask is not cached and a draw that needs only the best k allowed tokens (no logprobs) check
     // those tokens one by one instead of computing the mask.
-    if (masked != nullptr || constraint_->cachedMask() != nullptr || !maskLazily()) applyMask(work_.data());
+    if (masked != nullptr || constraint_->cachedMask() != nullptr || constraint_->forcesNext() || !maskLazily()) {
+      applyMask(work_.data());
+    }
     if (masked != nullptr) {
       masked->assign(logits, logits + nVocab_);
       applyMask(masked->data());

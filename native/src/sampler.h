@@ -137,6 +137,8 @@ class SequenceSampler {
   std::vector<float> work_;
   std::vector<int32_t> order_;
   std::vector<double> weights_;
+  /** applyMask's scratch: the allowed tokens' values. */
+  std::vector<std::pair<int32_t, float>> kept_;
 };
 
 }  // namespace lmserve
