@@ -25,7 +25,7 @@ import {
 } from "./jsonPrimitives.ts";
 import { arrayBody, objectBody, uniqueArrayBody } from "./jsonSchema/containers.ts";
 import type { CompileContext } from "./jsonSchema/context.ts";
-import { provablyDisjoint } from "./jsonSchema/disjoint.ts";
+import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
 import {
   checkSchemaKeywords,
   isConstraint,
@@ -299,6 +299,8 @@ function finish(b: GbnfBuilder, param: string): string {
 
 class SchemaCompiler implements CompileContext {
   readonly b = new GbnfBuilder();
+  /** The `oneOf` disjointness test of this document (made on first use). */
+  private disjoint: DisjointTest | undefined;
   private readonly refs = new Map<string, string>();
   /** Results of {@link flatten} by subschema object. */
   private readonly flattened = new WeakMap<SchemaObject, Schema>();
@@ -812,12 +814,13 @@ class SchemaCompiler implements CompileContext {
    * have no instance in common (see {@link provablyDisjoint}), so neither needs to exclude the other.
    */
   private disjointPairs(rest: SchemaObject, branches: Schema[]): boolean[][] {
-    const resolve = (ref: string): unknown => resolveLocalRef(this.root, ref);
+    this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
+    const disjoint = this.disjoint;
     const within = (branch: Schema): Schema => (constrains(rest) ? { allOf: [rest, branch] } : branch);
     const out = branches.map(() => branches.map(() => false));
     for (let i = 0; i < branches.length; i++) {
       for (let j = i + 1; j < branches.length; j++) {
-        const d = provablyDisjoint(within(branches[i]!), within(branches[j]!), resolve);
+        const d = disjoint(within(branches[i]!), within(branches[j]!));
         out[i]![j] = d;
         out[j]![i] = d;
       }

@@ -54,29 +54,99 @@ function classOfValue(v: unknown): TypeClass {
 /** Resolves a local `$ref` to its schema, or undefined when it cannot. */
 export type RefResolver = (ref: string) => unknown;
 
+/** A disjointness test for one document (see {@link provablyDisjoint}); it remembers its answers. */
+export type DisjointTest = (a: Schema, b: Schema) => boolean;
+
+/**
+ * A test answering true only when no JSON value satisfies both of its schemas (proven from their types,
+ * listed values, the branches of an `anyOf`/`oneOf`, non-empty arrays with disjoint `items`, or a property
+ * that one of them requires and that the two give disjoint schemas, or that the other forbids); false
+ * means "not proven". `resolve` reads the document's local `$ref`s. Answers are remembered per schema
+ * object, so use one test per compilation.
+ */
+export function provablyDisjoint(resolve: RefResolver): DisjointTest {
+  const refs = new Map<string, unknown>();
+  const cached: RefResolver = (ref) => {
+    if (!refs.has(ref)) refs.set(ref, resolve(ref));
+    return refs.get(ref);
+  };
+  const m: Memo = { resolve: cached, conjuncts: new WeakMap(), classes: new WeakMap(), pairs: new WeakMap() };
+  return (a, b) => disjoint(a, b, m, 0);
+}
+
 /**
  * The schemas whose conjunction `s` is (itself, its `allOf` branches and `$ref` targets, recursively), or
  * null when one of them is `false` (no instance). `true` and unresolvable references add nothing.
  */
-function conjuncts(s: Schema, resolve: RefResolver, depth: number, out: SchemaObject[]): boolean {
+function conjuncts(s: Schema, m: Memo, depth: number, out: SchemaObject[]): boolean {
   if (s === false) return false;
   if (s === true || !isObject(s)) return true;
   out.push(s);
   if (depth >= MAX_DEPTH) return true;
   if (typeof s.$ref === "string") {
-    const target = resolve(s.$ref);
-    if ((target === false || isObject(target)) && !conjuncts(target, resolve, depth + 1, out)) return false;
+    const target = m.resolve(s.$ref);
+    if ((target === false || isObject(target)) && !conjuncts(target, m, depth + 1, out)) return false;
   }
   if (Array.isArray(s.allOf)) {
-    for (const branch of s.allOf as Schema[]) if (!conjuncts(branch, resolve, depth + 1, out)) return false;
+    for (const branch of s.allOf as Schema[]) if (!conjuncts(branch, m, depth + 1, out)) return false;
   }
   return true;
 }
 
+/** True when every class in `classes` is `string` (and there is one). */
+const onlyStrings = (classes: Set<TypeClass>): boolean => classes.size === 1 && classes.has("string");
+
+const LITERAL_CHAR = String.raw`(?:[^\\^$.|?*+()[\]{}]|\\[\\^$.|?*+()[\]{}/-])`;
+const LITERALS_PATTERN = new RegExp(
+  String.raw`^\^(?:\((?:\?:)?(LIT(?:\|LIT)*)\)|(LIT))\$$`.replaceAll("LIT", `${LITERAL_CHAR}*`),
+);
+
+/**
+ * The exact strings an anchored pattern of literals matches (`^abc$`, `^(a|b)$`, `^(?:a|b)$`), or null for
+ * any other pattern.
+ */
+function patternStrings(pattern: string): string[] | null {
+  const match = LITERALS_PATTERN.exec(pattern);
+  if (match === null) return null;
+  const body = match[1] ?? match[2] ?? "";
+  const out: string[] = [];
+  let current = "";
+  for (let i = 0; i < body.length; i++) {
+    const c = body[i]!;
+    if (c === "\\") current += body[++i]!;
+    else if (c === "|") {
+      out.push(current);
+      current = "";
+    } else current += c;
+  }
+  out.push(current);
+  return out;
+}
+
+/** {@link conjuncts} of `s` appended to `out`, remembered per schema object. */
+function conjunctsOf(s: SchemaObject, m: Memo, depth: number, out: SchemaObject[]): boolean {
+  let known = m.conjuncts.get(s);
+  if (known === undefined) {
+    const parts: SchemaObject[] = [];
+    known = conjuncts(s, m, depth, parts) ? parts : null;
+    m.conjuncts.set(s, known);
+  }
+  if (known === null) return false;
+  out.push(...known);
+  return true;
+}
+
 /** The listed values of `s` (`const`, `enum`, both: their intersection) as canonical JSON, or null. */
-function listedValues(s: SchemaObject): Set<string> | null {
+function listedValues(s: SchemaObject, strings = false): Set<string> | null {
   let values: Set<string> | null = null;
-  if ("const" in s) values = new Set([canonical(s.const)]);
+  if (strings && typeof s.pattern === "string") {
+    const listed = patternStrings(s.pattern);
+    if (listed !== null) values = new Set(listed.map(canonical));
+  }
+  if ("const" in s) {
+    const value = canonical(s.const);
+    values = values === null || values.has(value) ? new Set([value]) : new Set();
+  }
   if (Array.isArray(s.enum)) {
     const listed = new Set(s.enum.map(canonical));
     values = values === null ? listed : new Set([...values].filter((v) => listed.has(v)));
@@ -85,7 +155,7 @@ function listedValues(s: SchemaObject): Set<string> | null {
 }
 
 /** The type classes a single schema object's own `type`/`nullable`/`const`/`enum`/`anyOf`/`oneOf` admit. */
-function ownClasses(s: SchemaObject, resolve: RefResolver, depth: number): Set<TypeClass> {
+function ownClasses(s: SchemaObject, m: Memo, depth: number): Set<TypeClass> {
   let set = new Set<TypeClass>(ALL_CLASSES);
   const keep = (allowed: Iterable<TypeClass>): void => {
     const a = new Set(allowed);
@@ -105,20 +175,40 @@ function ownClasses(s: SchemaObject, resolve: RefResolver, depth: number): Set<T
       if (!Array.isArray(branches)) continue;
       const union = new Set<TypeClass>();
       for (const branch of branches as Schema[])
-        for (const c of classesOf(branch, resolve, depth + 1)) union.add(c);
+        for (const c of classesOf(branch, m, depth + 1)) union.add(c);
       keep(union);
     }
   }
   return set;
 }
 
+/**
+ * Answers already computed, per schema object. Any depth's answer is sound (a shallower search only knows
+ * less), so they are shared across depths; schemas are not mutated after parsing.
+ */
+type Memo = {
+  resolve: RefResolver;
+  conjuncts: WeakMap<SchemaObject, SchemaObject[] | null>;
+  classes: WeakMap<SchemaObject, Set<TypeClass>>;
+  pairs: WeakMap<SchemaObject, WeakMap<SchemaObject, boolean>>;
+};
+
 /** The type classes `s` admits (over all its conjuncts); empty when it has no instance. */
-function classesOf(s: Schema, resolve: RefResolver, depth: number): Set<TypeClass> {
+function classesOf(s: Schema, m: Memo, depth: number): Set<TypeClass> {
+  if (typeof s === "boolean") return new Set(s ? ALL_CLASSES : []);
+  const known = m.classes.get(s);
+  if (known !== undefined) return known;
+  const set = classesOfObject(s, m, depth);
+  m.classes.set(s, set);
+  return set;
+}
+
+function classesOfObject(s: SchemaObject, m: Memo, depth: number): Set<TypeClass> {
   const parts: SchemaObject[] = [];
-  if (!conjuncts(s, resolve, depth, parts)) return new Set();
+  if (!conjunctsOf(s, m, depth, parts)) return new Set();
   let set = new Set<TypeClass>(ALL_CLASSES);
   for (const part of parts) {
-    const own = ownClasses(part, resolve, depth);
+    const own = ownClasses(part, m, depth);
     set = new Set([...set].filter((c) => own.has(c)));
   }
   return set;
@@ -141,25 +231,33 @@ function propertySchemas(parts: SchemaObject[], name: string): { schemas: Schema
   return { schemas, forbidden };
 }
 
-/**
- * True only when no JSON value satisfies both `a` and `b` (proven from their types, listed values, the
- * branches of an `anyOf`/`oneOf`, non-empty arrays with disjoint `items`, or a property that one of them
- * requires and that the two give disjoint schemas, or that the other forbids);
- * false means "not proven". `resolve` reads local `$ref`s.
- */
-export function provablyDisjoint(a: Schema, b: Schema, resolve: RefResolver, depth = 0): boolean {
+/** {@link provablyDisjoint}'s test, remembered in `m`. */
+function disjoint(a: Schema, b: Schema, m: Memo, depth: number): boolean {
   if (a === false || b === false) return true;
   if (a === true || b === true || depth > MAX_DEPTH) return false;
+  let row = m.pairs.get(a);
+  const known = row?.get(b);
+  if (known !== undefined) return known;
+  const answer = disjointObjects(a, b, m, depth);
+  if (row === undefined) {
+    row = new WeakMap();
+    m.pairs.set(a, row);
+  }
+  row.set(b, answer);
+  return answer;
+}
+
+function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: number): boolean {
   const as: SchemaObject[] = [];
   const bs: SchemaObject[] = [];
-  if (!conjuncts(a, resolve, depth, as) || !conjuncts(b, resolve, depth, bs)) return true;
+  if (!conjunctsOf(a, m, depth, as) || !conjunctsOf(b, m, depth, bs)) return true;
   // Types.
-  const ca = classesOf(a, resolve, depth);
-  const cb = classesOf(b, resolve, depth);
+  const ca = classesOf(a, m, depth);
+  const cb = classesOf(b, m, depth);
   if (![...ca].some((c) => cb.has(c))) return true;
-  // Listed values.
-  const va = intersectAll(as.map(listedValues));
-  const vb = intersectAll(bs.map(listedValues));
+  // Listed values (for strings only, also those of a pattern that lists exact strings, like `^(a|b)$`).
+  const va = intersectAll(as.map((p) => listedValues(p, onlyStrings(ca))));
+  const vb = intersectAll(bs.map((p) => listedValues(p, onlyStrings(cb))));
   if (va !== null && vb !== null && ![...va].some((v) => vb.has(v))) return true;
   if (va !== null && [...va].every((v) => failsSome(JSON.parse(v), bs))) return true;
   if (vb !== null && [...vb].every((v) => failsSome(JSON.parse(v), as))) return true;
@@ -173,7 +271,7 @@ export function provablyDisjoint(a: Schema, b: Schema, resolve: RefResolver, dep
         const branches = part[key];
         if (
           Array.isArray(branches) &&
-          (branches as Schema[]).every((branch) => provablyDisjoint(branch, other, resolve, depth + 1))
+          (branches as Schema[]).every((branch) => disjoint(branch, other, m, depth + 1))
         )
           return true;
       }
@@ -191,7 +289,7 @@ export function provablyDisjoint(a: Schema, b: Schema, resolve: RefResolver, dep
         .map((p) => p.items as Schema);
     if (minItems >= 1)
       for (const x of itemSchemas(as))
-        for (const y of itemSchemas(bs)) if (provablyDisjoint(x, y, resolve, depth + 1)) return true;
+        for (const y of itemSchemas(bs)) if (disjoint(x, y, m, depth + 1)) return true;
   }
   // Objects: a property one side requires that the other forbids or gives a disjoint schema. Only when
   // every common instance is an object: `required` and `properties` say nothing about other values.
@@ -205,8 +303,7 @@ export function provablyDisjoint(a: Schema, b: Schema, resolve: RefResolver, dep
     const requiredBy = (parts: SchemaObject[]): boolean =>
       parts.some((p) => Array.isArray(p.required) && p.required.includes(name));
     if ((pa.forbidden && requiredBy(bs)) || (pb.forbidden && requiredBy(as))) return true;
-    for (const x of pa.schemas)
-      for (const y of pb.schemas) if (provablyDisjoint(x, y, resolve, depth + 1)) return true;
+    for (const x of pa.schemas) for (const y of pb.schemas) if (disjoint(x, y, m, depth + 1)) return true;
   }
   return false;
 }

@@ -10,7 +10,7 @@ const root = {
   $defs: { kindA: { type: "object", required: ["kind"], properties: { kind: { const: "a" } } } },
 };
 const resolve = (ref: string): unknown => (ref === "#/$defs/kindA" ? root.$defs.kindA : undefined);
-const disjoint = (a: unknown, b: unknown): boolean => provablyDisjoint(a as never, b as never, resolve);
+const disjoint = (a: unknown, b: unknown): boolean => provablyDisjoint(resolve)(a as never, b as never);
 
 test("types: integer overlaps number, string does not", () => {
   assert.equal(disjoint({ type: "integer" }, { type: "number" }), false);
@@ -64,4 +64,15 @@ test("arrays: disjoint items only count with minItems ≥ 1", () => {
 test("union branches: every branch disjoint from the other side", () => {
   assert.equal(disjoint({ anyOf: [{ type: "string" }, { type: "null" }] }, { type: "object" }), true);
   assert.equal(disjoint({ anyOf: [{ type: "string" }, { type: "object" }] }, { type: "object" }), false);
+});
+
+test("patterns that list exact strings act as listed values for strings", () => {
+  const t = (p: string) => ({ type: "string", pattern: p });
+  assert.equal(disjoint(t("^Abs$"), t("^Add$")), true);
+  assert.equal(disjoint(t("^(a|b)$"), t("^(?:c|d\\.)$")), true);
+  assert.equal(disjoint(t("^(a|b)$"), t("^(?:b|c)$")), false);
+  assert.equal(disjoint(t("^a\\.b$"), { type: "string", enum: ["a.b"] }), false);
+  assert.equal(disjoint(t("^a.b$"), t("^axb$")), false); // `.` is not a literal
+  // Without `type: string` a number satisfies both patterns.
+  assert.equal(disjoint({ pattern: "^Abs$" }, { pattern: "^Add$" }), false);
 });
