@@ -74,6 +74,9 @@ class UnsatisfiableError extends Error {
 /** Most multiples a bounded integer `multipleOf` is listed with (as an `enum`). */
 const MAX_LISTED_MULTIPLES = 256;
 
+/** Thrown to undo a compilation that only probed whether a subschema compiles on its own. */
+const PROBED = new Error("probed");
+
 /** Most `oneOf` branches one branch excludes (by conjoining their negations); a branch needing more is left out. */
 const MAX_EXCLUSIVE_BRANCHES = 16;
 
@@ -518,8 +521,9 @@ class SchemaCompiler implements CompileContext {
    * `number` also writes integers), `required` (an object lacking one of the names), `properties` whose
    * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
    * and `enum`/`const` when `context` lists finitely many values (the others). `true` negates to `false`
-   * and `false` to `true`. With `narrow`, a keyword whose negation cannot be written adds no disjunct
-   * instead of returning null: the result is then a subset of `not: n` (possibly `false`), never null.
+   * and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
+   * value's negation cannot be written exactly) adds no disjunct instead of returning null: the result is
+   * then a subset of `not: n` (possibly `false`), never null.
    */
   private negate(n: Schema, context: SchemaObject, depth: number, narrow = false): Schema | null {
     if (n === true) return false;
@@ -560,8 +564,13 @@ class SchemaCompiler implements CompileContext {
         case "properties": {
           // An object that has one of the names with a value failing its schema (one disjunct per name).
           for (const [name, schema] of Object.entries(value as SchemaObject)) {
-            const negated = this.negate(schema as Schema, propertyContext(context, name), depth + 1, narrow);
-            if (negated === null) return null;
+            // (Narrowed or not, a property's value is negated exactly or not at all: narrowing inside
+            // nested properties costs more than it keeps.)
+            const negated = this.negate(schema as Schema, propertyContext(context, name), depth + 1);
+            if (negated === null) {
+              if (narrow) continue;
+              return null;
+            }
             if (negated !== false)
               disjuncts.push({ type: "object", required: [name], properties: { [name]: negated } });
           }
@@ -749,8 +758,12 @@ class SchemaCompiler implements CompileContext {
       const context: SchemaObject = { allOf: [rest, branches[i]!] };
       const out: Schema[] = [];
       for (const [j, other] of branches.entries()) {
-        if (j === i || other === false || disjoint![i]![j]) continue;
+        if (j === i || other === false || disjoint![i]![j] === true) continue;
         if (out.length >= MAX_EXCLUSIVE_BRANCHES - 1) return null;
+        if (disjoint![i]![j] === "empty array") {
+          out.push({ minItems: 1 }); // `[]` matches both: excluded from both (exact)
+          continue;
+        }
         let negated = this.negate(other, context, 0);
         if (negated === null) {
           narrowed = true;
@@ -784,14 +797,23 @@ class SchemaCompiler implements CompileContext {
         dropped++;
         return;
       }
+      if (others.includes(false)) return; // excluding a branch that may hold anything leaves nothing
       if (others.length > 0) {
-        // The exclusions can make the branch inexpressible (a 400): the branch is then left out.
+        // The exclusions can make the branch inexpressible (a 400): the branch is then left out, unless it
+        // is inexpressible on its own too (that 400 stands, as in anyOf).
         // (null: that 400 was undone; `{ symbol: null }`: the exclusive branch has no instance.)
         const exact = this.tryOr(
           () => ({ symbol: this.attempt(() => compileWith(others)) }),
           (error) => error instanceof ApiError && error.status === 400,
         );
         if (exact === null) {
+          this.tryOr(
+            () => {
+              this.attempt(() => compileWith([]));
+              throw PROBED;
+            },
+            (error) => error === PROBED,
+          );
           dropped++;
           return;
         }
@@ -811,16 +833,19 @@ class SchemaCompiler implements CompileContext {
 
   /**
    * For the `oneOf` `branches` beside the keywords `rest`: `[i][j]` is true when branches i and j provably
-   * have no instance in common (see {@link provablyDisjoint}), so neither needs to exclude the other.
+   * have no instance in common (see {@link provablyDisjoint}), so neither needs to exclude the other,
+   * `"empty array"` when `[]` is the only one they may share, else false.
    */
-  private disjointPairs(rest: SchemaObject, branches: Schema[]): boolean[][] {
+  private disjointPairs(rest: SchemaObject, branches: Schema[]): (boolean | "empty array")[][] {
     this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
-    const disjoint = this.disjoint;
+    const test = this.disjoint;
     const within = (branch: Schema): Schema => (constrains(rest) ? { allOf: [rest, branch] } : branch);
-    const out = branches.map(() => branches.map(() => false));
+    const out: (boolean | "empty array")[][] = branches.map(() => branches.map(() => false));
     for (let i = 0; i < branches.length; i++) {
       for (let j = i + 1; j < branches.length; j++) {
-        const d = disjoint(within(branches[i]!), within(branches[j]!));
+        const a = within(branches[i]!);
+        const b = within(branches[j]!);
+        const d = test.disjoint(a, b) ? true : test.onlyEmptyArrayInCommon(a, b) ? "empty array" : false;
         out[i]![j] = d;
         out[j]![i] = d;
       }

@@ -54,15 +54,20 @@ function classOfValue(v: unknown): TypeClass {
 /** Resolves a local `$ref` to its schema, or undefined when it cannot. */
 export type RefResolver = (ref: string) => unknown;
 
-/** A disjointness test for one document (see {@link provablyDisjoint}); it remembers its answers. */
-export type DisjointTest = (a: Schema, b: Schema) => boolean;
+/** Disjointness tests for one document (see {@link provablyDisjoint}); they remember their answers. */
+export type DisjointTest = {
+  /** True only when no JSON value satisfies both schemas. */
+  disjoint(a: Schema, b: Schema): boolean;
+  /** True only when `[]` is the only value that can satisfy both (arrays of disjoint items). */
+  onlyEmptyArrayInCommon(a: Schema, b: Schema): boolean;
+};
 
 /**
- * A test answering true only when no JSON value satisfies both of its schemas (proven from their types,
+ * Tests answering true only when no JSON value satisfies both of their schemas (proven from their types,
  * listed values, the branches of an `anyOf`/`oneOf`, non-empty arrays with disjoint `items`, or a property
- * that one of them requires and that the two give disjoint schemas, or that the other forbids); false
- * means "not proven". `resolve` reads the document's local `$ref`s. Answers are remembered per schema
- * object, so use one test per compilation.
+ * that one of them requires and that the two give disjoint schemas, or that the other forbids), or only
+ * `[]`; false means "not proven". `resolve` reads the document's local `$ref`s. Answers are remembered per
+ * schema object, so make one per compilation.
  */
 export function provablyDisjoint(resolve: RefResolver): DisjointTest {
   const refs = new Map<string, unknown>();
@@ -71,7 +76,16 @@ export function provablyDisjoint(resolve: RefResolver): DisjointTest {
     return refs.get(ref);
   };
   const m: Memo = { resolve: cached, conjuncts: new WeakMap(), classes: new WeakMap(), pairs: new WeakMap() };
-  return (a, b) => disjoint(a, b, m, 0);
+  return {
+    disjoint: (a, b) => disjoint(a, b, m, 0),
+    onlyEmptyArrayInCommon: (a, b) => {
+      if (typeof a === "boolean" || typeof b === "boolean") return false;
+      const as: SchemaObject[] = [];
+      const bs: SchemaObject[] = [];
+      if (!conjunctsOf(a, m, 0, as) || !conjunctsOf(b, m, 0, bs)) return true;
+      return sharesOnlyEmptyArray(as, bs, classesOf(a, m, 0), classesOf(b, m, 0), m, 0);
+    },
+  };
 }
 
 /**
@@ -278,18 +292,12 @@ function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: numbe
     }
   }
   // Arrays with at least one item whose item schemas (`items` as one schema) are disjoint.
-  if (![...ca].some((c) => c !== "array" && cb.has(c))) {
+  if (sharesOnlyEmptyArray(as, bs, ca, cb, m, depth)) {
     const minItems = Math.max(
       0,
       ...[...as, ...bs].map((p) => (typeof p.minItems === "number" ? p.minItems : 0)),
     );
-    const itemSchemas = (parts: SchemaObject[]): Schema[] =>
-      parts
-        .filter((p) => !("prefixItems" in p) && (isObject(p.items) || typeof p.items === "boolean"))
-        .map((p) => p.items as Schema);
-    if (minItems >= 1)
-      for (const x of itemSchemas(as))
-        for (const y of itemSchemas(bs)) if (disjoint(x, y, m, depth + 1)) return true;
+    if (minItems >= 1) return true;
   }
   // Objects: a property one side requires that the other forbids or gives a disjoint schema. Only when
   // every common instance is an object: `required` and `properties` say nothing about other values.
@@ -305,6 +313,25 @@ function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: numbe
     if ((pa.forbidden && requiredBy(bs)) || (pb.forbidden && requiredBy(as))) return true;
     for (const x of pa.schemas) for (const y of pb.schemas) if (disjoint(x, y, m, depth + 1)) return true;
   }
+  return false;
+}
+
+/** True when every value both conjunctions admit is an array whose items both admit: none but `[]`. */
+function sharesOnlyEmptyArray(
+  as: SchemaObject[],
+  bs: SchemaObject[],
+  ca: Set<TypeClass>,
+  cb: Set<TypeClass>,
+  m: Memo,
+  depth: number,
+): boolean {
+  if ([...ca].some((c) => c !== "array" && cb.has(c))) return false;
+  const itemSchemas = (parts: SchemaObject[]): Schema[] =>
+    parts
+      .filter((p) => !("prefixItems" in p) && (isObject(p.items) || typeof p.items === "boolean"))
+      .map((p) => p.items as Schema);
+  for (const x of itemSchemas(as))
+    for (const y of itemSchemas(bs)) if (disjoint(x, y, m, depth + 1)) return true;
   return false;
 }
 

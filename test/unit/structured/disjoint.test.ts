@@ -10,7 +10,10 @@ const root = {
   $defs: { kindA: { type: "object", required: ["kind"], properties: { kind: { const: "a" } } } },
 };
 const resolve = (ref: string): unknown => (ref === "#/$defs/kindA" ? root.$defs.kindA : undefined);
-const disjoint = (a: unknown, b: unknown): boolean => provablyDisjoint(resolve)(a as never, b as never);
+const disjoint = (a: unknown, b: unknown): boolean =>
+  provablyDisjoint(resolve).disjoint(a as never, b as never);
+const onlyEmpty = (a: unknown, b: unknown): boolean =>
+  provablyDisjoint(resolve).onlyEmptyArrayInCommon(a as never, b as never);
 
 test("types: integer overlaps number, string does not", () => {
   assert.equal(disjoint({ type: "integer" }, { type: "number" }), false);
@@ -59,6 +62,10 @@ test("arrays: disjoint items only count with minItems ≥ 1", () => {
   const numbers = { type: "array", items: { type: "number" } };
   assert.equal(disjoint(strings, numbers), false);
   assert.equal(disjoint({ ...strings, minItems: 1 }, numbers), true);
+  assert.equal(onlyEmpty(strings, numbers), true);
+  assert.equal(onlyEmpty(strings, { type: "array" }), false);
+  // Without a type on either side, "x" satisfies both.
+  assert.equal(onlyEmpty({ items: { type: "string" } }, { items: { type: "number" } }), false);
 });
 
 test("union branches: every branch disjoint from the other side", () => {
