@@ -55,7 +55,7 @@ export type JsonGrammarOptions = {
 const MAX_NESTING = 1000;
 
 /** Most subschema compilations for one schema (a guard against exponential rewrites). */
-const MAX_COMPILE_STEPS = 50_000;
+const MAX_COMPILE_STEPS = 10_000;
 
 /**
  * Thrown inside the compiler when a subschema has no instance; optional places drop it, others fail. It is
@@ -302,6 +302,8 @@ function finish(b: GbnfBuilder, param: string): string {
 
 class SchemaCompiler implements CompileContext {
   readonly b = new GbnfBuilder();
+  /** `oneOf` branches that compiled on their own where their exclusions failed (see {@link union}). */
+  private readonly probed = new WeakSet<object>();
   /** The `oneOf` disjointness test of this document (made on first use). */
   private disjoint: DisjointTest | undefined;
   private readonly refs = new Map<string, string>();
@@ -750,7 +752,7 @@ class SchemaCompiler implements CompileContext {
     const keyword = oneOf !== undefined ? "oneOf" : "anyOf";
     const branches = (oneOf ?? anyOf) as Schema[];
     const exclusive = keyword === "oneOf" && branches.length > 1;
-    const disjoint = exclusive ? this.disjointPairs(rest, branches) : null;
+    const disjoint = exclusive ? this.disjointPairs(rest, branches, path) : null;
     // The negations of the other branches that branch i may overlap, or null when one cannot be written.
     // (Where a negation cannot be written exactly, a narrower one is used: branch i then loses more.)
     let narrowed = false;
@@ -807,6 +809,11 @@ class SchemaCompiler implements CompileContext {
           (error) => error instanceof ApiError && error.status === 400,
         );
         if (exact === null) {
+          // (A branch object found to compile alone once is not probed again: either answer is safe.)
+          if (typeof branch === "object" && this.probed.has(branch)) {
+            dropped++;
+            return;
+          }
           this.tryOr(
             () => {
               this.attempt(() => compileWith([]));
@@ -814,6 +821,7 @@ class SchemaCompiler implements CompileContext {
             },
             (error) => error === PROBED,
           );
+          if (typeof branch === "object") this.probed.add(branch);
           dropped++;
           return;
         }
@@ -834,9 +842,10 @@ class SchemaCompiler implements CompileContext {
   /**
    * For the `oneOf` `branches` beside the keywords `rest`: `[i][j]` is true when branches i and j provably
    * have no instance in common (see {@link provablyDisjoint}), so neither needs to exclude the other,
-   * `"empty array"` when `[]` is the only one they may share, else false.
+   * `"empty array"` when `[]` is the only one they may share, else false. A 400 naming the `oneOf` at
+   * `path` when the document's disjointness tests are used up.
    */
-  private disjointPairs(rest: SchemaObject, branches: Schema[]): (boolean | "empty array")[][] {
+  private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): (boolean | "empty array")[][] {
     this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
     const test = this.disjoint;
     const within = (branch: Schema): Schema => (constrains(rest) ? { allOf: [rest, branch] } : branch);
@@ -850,6 +859,11 @@ class SchemaCompiler implements CompileContext {
         out[j]![i] = d;
       }
     }
+    // Without the disjointness answers, such a document expands into far more negations: refuse early.
+    if (test.exhausted())
+      this.fail(
+        `Unsupported JSON Schema keyword 'oneOf' at ${path}: the schema's oneOf branches are too many or too deep to tell apart`,
+      );
     return out;
   }
 

@@ -22,6 +22,12 @@ const ALL_CLASSES: readonly TypeClass[] = [
   "object",
 ];
 
+/**
+ * Most pair tests for one document (the benchmark's schemas need at most about 2,000; one pathological
+ * schema needed 265,000 and 200+ ms before its refusal).
+ */
+const MAX_PAIR_TESTS = 10_000;
+
 /** How deep `$ref`/`allOf`/`anyOf` are followed before answering "unknown". */
 const MAX_DEPTH = 8;
 
@@ -60,6 +66,8 @@ export type DisjointTest = {
   disjoint(a: Schema, b: Schema): boolean;
   /** True only when `[]` is the only value that can satisfy both (arrays of disjoint items). */
   onlyEmptyArrayInCommon(a: Schema, b: Schema): boolean;
+  /** True once the document has used up its pair tests (answers are then "not proven"). */
+  exhausted(): boolean;
 };
 
 /**
@@ -75,9 +83,16 @@ export function provablyDisjoint(resolve: RefResolver): DisjointTest {
     if (!refs.has(ref)) refs.set(ref, resolve(ref));
     return refs.get(ref);
   };
-  const m: Memo = { resolve: cached, conjuncts: new WeakMap(), classes: new WeakMap(), pairs: new WeakMap() };
+  const m: Memo = {
+    budget: MAX_PAIR_TESTS,
+    resolve: cached,
+    conjuncts: new WeakMap(),
+    classes: new WeakMap(),
+    pairs: new WeakMap(),
+  };
   return {
     disjoint: (a, b) => disjoint(a, b, m, 0),
+    exhausted: () => m.budget < 0,
     onlyEmptyArrayInCommon: (a, b) => {
       if (typeof a === "boolean" || typeof b === "boolean") return false;
       const as: SchemaObject[] = [];
@@ -201,6 +216,8 @@ function ownClasses(s: SchemaObject, m: Memo, depth: number): Set<TypeClass> {
  * less), so they are shared across depths; schemas are not mutated after parsing.
  */
 type Memo = {
+  /** Pair tests left for this document: past it every answer is "not proven" (a guard on the cost). */
+  budget: number;
   resolve: RefResolver;
   conjuncts: WeakMap<SchemaObject, SchemaObject[] | null>;
   classes: WeakMap<SchemaObject, Set<TypeClass>>;
@@ -252,6 +269,7 @@ function disjoint(a: Schema, b: Schema, m: Memo, depth: number): boolean {
   let row = m.pairs.get(a);
   const known = row?.get(b);
   if (known !== undefined) return known;
+  if (--m.budget < 0) return false;
   const answer = disjointObjects(a, b, m, depth);
   if (row === undefined) {
     row = new WeakMap();
