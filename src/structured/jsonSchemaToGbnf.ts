@@ -5,7 +5,8 @@
  * JSON Schema is looser than a grammar are listed in `docs/structured-output.md`; in short:
  * - objects: properties are written in declared order; any subset of optional properties may be omitted;
  *   `additionalProperties` defaults to false when `properties` is present (llama.cpp, xgrammar strict mode);
- * - `oneOf` is compiled as `anyOf` (a grammar cannot exclude the overlap); `allOf` is merged;
+ * - `oneOf`: each branch excludes the others it may overlap (through their negations), else it is left out;
+ *   `allOf` is merged;
  * - integers get exact range grammars; numbers get exact grammars for integer-valued bounds (no exponent);
  * - everything unknown or inexpressible is a 400 naming the keyword and its JSON pointer.
  */
@@ -24,6 +25,7 @@ import {
 } from "./jsonPrimitives.ts";
 import { arrayBody, objectBody, uniqueArrayBody } from "./jsonSchema/containers.ts";
 import type { CompileContext } from "./jsonSchema/context.ts";
+import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
 import {
   checkSchemaKeywords,
   isConstraint,
@@ -53,7 +55,7 @@ export type JsonGrammarOptions = {
 const MAX_NESTING = 1000;
 
 /** Most subschema compilations for one schema (a guard against exponential rewrites). */
-const MAX_COMPILE_STEPS = 50_000;
+const MAX_COMPILE_STEPS = 10_000;
 
 /**
  * Thrown inside the compiler when a subschema has no instance; optional places drop it, others fail. It is
@@ -72,7 +74,10 @@ class UnsatisfiableError extends Error {
 /** Most multiples a bounded integer `multipleOf` is listed with (as an `enum`). */
 const MAX_LISTED_MULTIPLES = 256;
 
-/** Most `oneOf` branches compiled as mutually exclusive (each one conjoined with the others' negations). */
+/** Thrown to undo a compilation that only probed whether a subschema compiles on its own. */
+const PROBED = new Error("probed");
+
+/** Most `oneOf` branches one branch excludes (by conjoining their negations); a branch needing more is left out. */
 const MAX_EXCLUSIVE_BRANCHES = 16;
 
 /** Most non-consuming steps (`$ref` → `allOf` → `$ref` ...) followed before giving up on a schema. */
@@ -297,6 +302,10 @@ function finish(b: GbnfBuilder, param: string): string {
 
 class SchemaCompiler implements CompileContext {
   readonly b = new GbnfBuilder();
+  /** `oneOf` branches that compiled on their own where their exclusions failed (see {@link union}). */
+  private readonly probed = new WeakSet<object>();
+  /** The `oneOf` disjointness test of this document (made on first use). */
+  private disjoint: DisjointTest | undefined;
   private readonly refs = new Map<string, string>();
   /** Results of {@link flatten} by subschema object. */
   private readonly flattened = new WeakMap<SchemaObject, Schema>();
@@ -514,17 +523,19 @@ class SchemaCompiler implements CompileContext {
    * `number` also writes integers), `required` (an object lacking one of the names), `properties` whose
    * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
    * and `enum`/`const` when `context` lists finitely many values (the others). `true` negates to `false`
-   * and `false` to `true`.
+   * and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
+   * value's negation cannot be written exactly) adds no disjunct instead of returning null: the result is
+   * then a subset of `not: n` (possibly `false`), never null.
    */
-  private negate(n: Schema, context: SchemaObject, depth: number): Schema | null {
+  private negate(n: Schema, context: SchemaObject, depth: number, narrow = false): Schema | null {
     if (n === true) return false;
     if (n === false) return true;
-    if (depth > MAX_RESOLVE_DEPTH) return null;
+    if (depth > MAX_RESOLVE_DEPTH) return narrow ? false : null;
     const disjuncts: Schema[] = [];
     const each = (list: unknown): Schema[] | null => {
       const out: Schema[] = [];
       for (const branch of list as Schema[]) {
-        const negated = this.negate(branch, context, depth + 1);
+        const negated = this.negate(branch, context, depth + 1, narrow);
         if (negated === null) return null;
         out.push(negated);
       }
@@ -555,8 +566,13 @@ class SchemaCompiler implements CompileContext {
         case "properties": {
           // An object that has one of the names with a value failing its schema (one disjunct per name).
           for (const [name, schema] of Object.entries(value as SchemaObject)) {
+            // (Narrowed or not, a property's value is negated exactly or not at all: narrowing inside
+            // nested properties costs more than it keeps.)
             const negated = this.negate(schema as Schema, propertyContext(context, name), depth + 1);
-            if (negated === null) return null;
+            if (negated === null) {
+              if (narrow) continue;
+              return null;
+            }
             if (negated !== false)
               disjuncts.push({ type: "object", required: [name], properties: { [name]: negated } });
           }
@@ -571,8 +587,11 @@ class SchemaCompiler implements CompileContext {
         }
         case "$ref": {
           const target = resolveLocalRef(this.root, value as string);
-          if (typeof target !== "boolean" && !isObject(target)) return null;
-          const negated = this.negate(target, context, depth + 1);
+          if (typeof target !== "boolean" && !isObject(target)) {
+            if (narrow) break;
+            return null;
+          }
+          const negated = this.negate(target, context, depth + 1, narrow);
           if (negated === null) return null;
           disjuncts.push(negated);
           break;
@@ -584,7 +603,10 @@ class SchemaCompiler implements CompileContext {
           const candidates = this.finiteValues(context, 0);
           if (candidates === null) {
             const other = otherThan(values);
-            if (other === null) return null;
+            if (other === null) {
+              if (narrow) break;
+              return null;
+            }
             disjuncts.push(other);
             break;
           }
@@ -593,6 +615,7 @@ class SchemaCompiler implements CompileContext {
           break;
         }
         default:
+          if (narrow) break; // this keyword's negation is left out: the result is narrower
           return null;
       }
     }
@@ -715,31 +738,45 @@ class SchemaCompiler implements CompileContext {
     }
   }
 
-  /** `anyOf`/`oneOf` (oneOf compiled as anyOf); sibling keywords are distributed into each branch. */
+  /**
+   * `anyOf`/`oneOf`; sibling keywords are distributed into each branch. A `oneOf` branch is compiled
+   * together with the negations of the other branches it is not provably disjoint from (exact). Where such
+   * a negation cannot be written, a narrower one is used (see {@link negate}'s `narrow`); a branch that
+   * needs too many, or whose conjunction with them cannot be compiled, is left out. Both only narrow: the
+   * other branches still exclude it. A `oneOf` with nothing left that way is a 400 naming it.
+   */
   private union(s: SchemaObject, path: string, hint: string, depth: number): string {
     const { anyOf, oneOf, unevaluatedProperties, ...rest } = s;
-    if (anyOf !== undefined && oneOf !== undefined) {
-      const both = { ...rest, allOf: [{ anyOf }, { oneOf }] };
-      if (unevaluatedProperties !== undefined) Object.assign(both, { unevaluatedProperties });
-      return this.body(both, path, hint, depth + 1);
-    }
-    const keyword = anyOf !== undefined ? "anyOf" : "oneOf";
-    const branches = (anyOf ?? oneOf) as Schema[];
-    // oneOf: each branch also excludes the others where their negations (beside it) can be written, which is
-    // exact; else that branch is compiled as in anyOf, which also accepts a value matching two branches.
+    // Beside a oneOf, an anyOf is a sibling keyword like any other (oneOf[Bi] ∧ A ≡ oneOf[Bi ∧ A]).
+    if (anyOf !== undefined && oneOf !== undefined) rest.anyOf = anyOf;
+    const keyword = oneOf !== undefined ? "oneOf" : "anyOf";
+    const branches = (oneOf ?? anyOf) as Schema[];
+    const exclusive = keyword === "oneOf" && branches.length > 1;
+    const disjoint = exclusive ? this.disjointPairs(rest, branches, path) : null;
+    // The negations of the other branches that branch i may overlap, or null when one cannot be written.
+    // (Where a negation cannot be written exactly, a narrower one is used: branch i then loses more.)
+    let narrowed = false;
     const exclusions = (i: number): Schema[] | null => {
-      if (keyword !== "oneOf" || branches.length > MAX_EXCLUSIVE_BRANCHES) return null;
       const context: SchemaObject = { allOf: [rest, branches[i]!] };
       const out: Schema[] = [];
       for (const [j, other] of branches.entries()) {
-        if (j === i || other === false) continue;
-        const negated = this.negate(other, context, 0);
-        if (negated === null) return null;
+        if (j === i || other === false || disjoint![i]![j] === true) continue;
+        if (out.length >= MAX_EXCLUSIVE_BRANCHES - 1) return null;
+        if (disjoint![i]![j] === "empty array") {
+          out.push({ minItems: 1 }); // `[]` matches both: excluded from both (exact)
+          continue;
+        }
+        let negated = this.negate(other, context, 0);
+        if (negated === null) {
+          narrowed = true;
+          negated = this.negate(other, context, 0, true)!;
+        }
         out.push(negated);
       }
       return out;
     };
     const alternatives: string[] = [];
+    let dropped = 0;
     branches.forEach((branch, i) => {
       if (branch === false) return;
       const at = `${path}/${keyword}/${i}`;
@@ -757,20 +794,77 @@ class SchemaCompiler implements CompileContext {
         return this.value(merged, at, `${hint}-${i}`, depth + 1);
       };
       let alternative: string | null;
-      const others = exclusions(i);
-      if (others !== null) {
-        // The exclusions can make the branch inexpressible (a 400); that branch then stays as in anyOf.
+      const others = exclusive ? exclusions(i) : [];
+      if (others === null) {
+        dropped++;
+        return;
+      }
+      if (others.includes(false)) return; // excluding a branch that may hold anything leaves nothing
+      if (others.length > 0) {
+        // The exclusions can make the branch inexpressible (a 400): the branch is then left out, unless it
+        // is inexpressible on its own too (that 400 stands, as in anyOf).
         // (null: that 400 was undone; `{ symbol: null }`: the exclusive branch has no instance.)
         const exact = this.tryOr(
           () => ({ symbol: this.attempt(() => compileWith(others)) }),
           (error) => error instanceof ApiError && error.status === 400,
         );
-        alternative = exact === null ? this.attempt(() => compileWith([])) : exact.symbol;
+        if (exact === null) {
+          // (A branch object found to compile alone once is not probed again: either answer is safe.)
+          if (typeof branch === "object" && this.probed.has(branch)) {
+            dropped++;
+            return;
+          }
+          this.tryOr(
+            () => {
+              this.attempt(() => compileWith([]));
+              throw PROBED;
+            },
+            (error) => error === PROBED,
+          );
+          if (typeof branch === "object") this.probed.add(branch);
+          dropped++;
+          return;
+        }
+        alternative = exact.symbol;
       } else alternative = this.attempt(() => compileWith([]));
       if (alternative !== null) alternatives.push(alternative);
     });
-    if (alternatives.length === 0) this.unsatisfiable(`the ${keyword} at ${path} has no satisfiable branch.`);
+    if (alternatives.length === 0) {
+      if (dropped > 0 || narrowed)
+        this.fail(
+          `Unsupported JSON Schema keyword 'oneOf' at ${path}: its branches may overlap, and excluding the overlap needs a negation that cannot be written`,
+        );
+      this.unsatisfiable(`the ${keyword} at ${path} has no satisfiable branch.`);
+    }
     return [...new Set(alternatives)].join(" | ");
+  }
+
+  /**
+   * For the `oneOf` `branches` beside the keywords `rest`: `[i][j]` is true when branches i and j provably
+   * have no instance in common (see {@link provablyDisjoint}), so neither needs to exclude the other,
+   * `"empty array"` when `[]` is the only one they may share, else false. A 400 naming the `oneOf` at
+   * `path` when the document's disjointness tests are used up.
+   */
+  private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): (boolean | "empty array")[][] {
+    this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
+    const test = this.disjoint;
+    const within = (branch: Schema): Schema => (constrains(rest) ? { allOf: [rest, branch] } : branch);
+    const out: (boolean | "empty array")[][] = branches.map(() => branches.map(() => false));
+    for (let i = 0; i < branches.length; i++) {
+      for (let j = i + 1; j < branches.length; j++) {
+        const a = within(branches[i]!);
+        const b = within(branches[j]!);
+        const d = test.disjoint(a, b) ? true : test.onlyEmptyArrayInCommon(a, b) ? "empty array" : false;
+        out[i]![j] = d;
+        out[j]![i] = d;
+      }
+    }
+    // Without the disjointness answers, such a document expands into far more negations: refuse early.
+    if (test.exhausted())
+      this.fail(
+        `Unsupported JSON Schema keyword 'oneOf' at ${path}: the schema's oneOf branches are too many or too deep to tell apart`,
+      );
+    return out;
   }
 
   /**

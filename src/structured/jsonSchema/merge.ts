@@ -87,14 +87,15 @@ export function normalizeExclusive(s: SchemaObject): SchemaObject {
 
 /**
  * The conjunction of two schemas without `$ref`/`allOf` at their top level (the caller resolves those).
- * `oneOf` is treated as `anyOf`. Throws {@link MergeError} for unsatisfiable or inexpressible combinations.
+ * A `oneOf` stays a `oneOf` (two of them nest: `oneOf[Xi] ∧ oneOf[Y]` is `oneOf[Xi ∧ oneOf[Y]]`), beside
+ * which an `anyOf` is an ordinary sibling keyword. Throws {@link MergeError} for unsatisfiable or inexpressible combinations.
  */
 export function mergeSchemas(left: Schema, right: Schema): Schema {
   if (left === true) return right;
   if (right === true) return left;
   if (left === false || right === false) return false;
-  const a = nullableAsType(normalizeExclusive(toAnyOf(left)));
-  const b = nullableAsType(normalizeExclusive(toAnyOf(right)));
+  const a = nullableAsType(normalizeExclusive(left));
+  const b = nullableAsType(normalizeExclusive(right));
   const out: SchemaObject = {};
   for (const key in a) if (!SHAPE_KEYWORDS.has(key)) out[key] = a[key];
   const required = [...new Set([...((a.required as string[]) ?? []), ...((b.required as string[]) ?? [])])];
@@ -186,6 +187,10 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
         if (mine !== value)
           throw new MergeError(`allOf branches with two different '${key}' values are not supported`);
         break;
+      case "oneOf":
+        // Exactly one Xi, and exactly one Yj: exactly one of the Xi ∧ oneOf[Y] (the oneOf[Y] is common).
+        out.oneOf = (mine as unknown[]).map((x) => both(x, { oneOf: value }));
+        break;
       case "anyOf": {
         const pairs: SchemaObject[] = [];
         for (const x of mine as unknown[]) for (const y of value as unknown[]) pairs.push(both(x, y));
@@ -202,16 +207,6 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
     }
   }
   return out;
-}
-
-/** Renames `oneOf` to `anyOf` (combining with an existing `anyOf` as a conjunction). */
-function toAnyOf(s: SchemaObject): SchemaObject {
-  if (!("oneOf" in s)) return s;
-  const { oneOf, ...rest } = s;
-  if (!("anyOf" in rest)) return { ...rest, anyOf: oneOf };
-  const pairs: SchemaObject[] = [];
-  for (const x of rest.anyOf as unknown[]) for (const y of oneOf as unknown[]) pairs.push(both(x, y));
-  return { ...rest, anyOf: pairs };
 }
 
 /** The keywords that say which members an object may have ({@link mergeObjectShape} merges them together). */

@@ -1,0 +1,85 @@
+/**
+ * provablyDisjoint: the `oneOf` disjointness test answers "disjoint" only when no value satisfies both
+ * schemas (integer ⊂ number, `properties` alone does not make an object), and finds discriminators.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { provablyDisjoint } from "../../../src/structured/jsonSchema/disjoint.ts";
+
+const root = {
+  $defs: { kindA: { type: "object", required: ["kind"], properties: { kind: { const: "a" } } } },
+};
+const resolve = (ref: string): unknown => (ref === "#/$defs/kindA" ? root.$defs.kindA : undefined);
+const disjoint = (a: unknown, b: unknown): boolean =>
+  provablyDisjoint(resolve).disjoint(a as never, b as never);
+const onlyEmpty = (a: unknown, b: unknown): boolean =>
+  provablyDisjoint(resolve).onlyEmptyArrayInCommon(a as never, b as never);
+
+test("types: integer overlaps number, string does not", () => {
+  assert.equal(disjoint({ type: "integer" }, { type: "number" }), false);
+  assert.equal(disjoint({ type: "integer" }, { type: "string" }), true);
+  assert.equal(disjoint({ type: ["integer", "null"] }, { type: "number", nullable: true }), false);
+  assert.equal(disjoint({ type: "object" }, { type: "array" }), true);
+  assert.equal(disjoint({ enum: [1.5] }, { type: "integer" }), true);
+  assert.equal(disjoint({ enum: [2] }, { type: "number" }), false);
+});
+
+test("listed values against each other and against a pattern or bounds", () => {
+  assert.equal(disjoint({ enum: ["a", "b"] }, { const: "c" }), true);
+  assert.equal(disjoint({ enum: ["a", "b"] }, { enum: ["b"] }), false);
+  assert.equal(disjoint({ enum: ["red"] }, { pattern: "^#[0-9a-f]{6}$" }), true);
+  assert.equal(disjoint({ enum: ["#ffffff"] }, { pattern: "^#[0-9a-f]{6}$" }), false);
+  assert.equal(disjoint({ enum: [5] }, { maximum: 3 }), true);
+});
+
+test("objects: a required discriminator, only when both are objects", () => {
+  const b = { type: "object", required: ["kind"], properties: { kind: { const: "b" } } };
+  assert.equal(disjoint({ $ref: "#/$defs/kindA" }, b), true);
+  // Without `type: object`, a string satisfies both.
+  const untyped = (k: string) => ({ required: ["kind"], properties: { kind: { const: k } } });
+  assert.equal(disjoint(untyped("a"), untyped("b")), false);
+  assert.equal(disjoint({ type: "object", ...untyped("a") }, { type: "object", ...untyped("b") }), true);
+  // Optional on both sides: {} satisfies both.
+  assert.equal(
+    disjoint(
+      { type: "object", properties: { kind: { const: "a" } } },
+      { type: "object", properties: { kind: { const: "b" } } },
+    ),
+    false,
+  );
+  // One side forbids what the other requires.
+  assert.equal(
+    disjoint(
+      { type: "object", required: ["x"] },
+      { type: "object", properties: { y: {} }, additionalProperties: false },
+    ),
+    true,
+  );
+});
+
+test("arrays: disjoint items only count with minItems ≥ 1", () => {
+  const strings = { type: "array", items: { type: "string" } };
+  const numbers = { type: "array", items: { type: "number" } };
+  assert.equal(disjoint(strings, numbers), false);
+  assert.equal(disjoint({ ...strings, minItems: 1 }, numbers), true);
+  assert.equal(onlyEmpty(strings, numbers), true);
+  assert.equal(onlyEmpty(strings, { type: "array" }), false);
+  // Without a type on either side, "x" satisfies both.
+  assert.equal(onlyEmpty({ items: { type: "string" } }, { items: { type: "number" } }), false);
+});
+
+test("union branches: every branch disjoint from the other side", () => {
+  assert.equal(disjoint({ anyOf: [{ type: "string" }, { type: "null" }] }, { type: "object" }), true);
+  assert.equal(disjoint({ anyOf: [{ type: "string" }, { type: "object" }] }, { type: "object" }), false);
+});
+
+test("patterns that list exact strings act as listed values for strings", () => {
+  const t = (p: string) => ({ type: "string", pattern: p });
+  assert.equal(disjoint(t("^Abs$"), t("^Add$")), true);
+  assert.equal(disjoint(t("^(a|b)$"), t("^(?:c|d\\.)$")), true);
+  assert.equal(disjoint(t("^(a|b)$"), t("^(?:b|c)$")), false);
+  assert.equal(disjoint(t("^a\\.b$"), { type: "string", enum: ["a.b"] }), false);
+  assert.equal(disjoint(t("^a.b$"), t("^axb$")), false); // `.` is not a literal
+  // Without `type: string` a number satisfies both patterns.
+  assert.equal(disjoint({ pattern: "^Abs$" }, { pattern: "^Add$" }), false);
+});
