@@ -260,22 +260,27 @@ void SequenceSampler::applyMask(float* row) {
 bool SequenceSampler::maskLazily() {
   const int32_t k = params_.temperature <= 0.0 ? 1 : params_.topK;
   if (k <= 0 || k > 128) return false;
-  // One look at the best 64 (or 2k): where most tokens are allowed (inside a string) that settles it;
-  // where few are, the mask's pass is cheap and a longer look would only add to it.
-  const int32_t budget = std::max(64, 2 * k);
+  // A look at the best 64 (or 2k) tokens; a second, 8 times longer look only when the first found enough
+  // allowed ones to expect k in it (a narrow state's mask is cheaper than a long look).
   std::vector<int32_t>& best = order_;
-  selectTop(work_.data(), nVocab_, budget, best);
   std::vector<std::pair<int32_t, float>>& allowed = kept_;
-  allowed.clear();
-  for (int32_t id : best) {
-    if (constraint_->allows(id)) allowed.emplace_back(id, work_[id]);
-    if (static_cast<int32_t>(allowed.size()) >= k) break;
+  int32_t budget = std::max(64, 2 * k);
+  for (int look = 0; look < 2; look++, budget *= 8) {
+    selectTop(work_.data(), nVocab_, budget, best);
+    allowed.clear();
+    for (int32_t id : best) {
+      if (constraint_->allows(id)) allowed.emplace_back(id, work_[id]);
+      if (static_cast<int32_t>(allowed.size()) >= k) break;
+    }
+    // Enough allowed tokens, or every finite token was checked: the top-k of the masked row is known.
+    if (static_cast<int32_t>(allowed.size()) >= k || static_cast<int32_t>(best.size()) < budget) {
+      std::fill(work_.begin(), work_.end(), kNegInf);
+      for (const auto& [id, logit] : allowed) work_[id] = logit;
+      return true;
+    }
+    if (static_cast<int32_t>(allowed.size()) * 8 < k) break;
   }
-  // Enough allowed tokens, or every finite token was checked: the top-k of the masked row is known.
-  if (static_cast<int32_t>(allowed.size()) < k && static_cast<int32_t>(best.size()) >= budget) return false;
-  std::fill(work_.begin(), work_.end(), kNegInf);
-  for (const auto& [id, logit] : allowed) work_[id] = logit;
-  return true;
+  return false;
 }
 
 int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked) {

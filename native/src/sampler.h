@@ -118,7 +118,8 @@ class SequenceSampler {
    * Without a cached mask, when the draw needs only the `k` best allowed tokens (greedy: 1; top-k: k),
    * checks the best tokens of `work_` one at a time and leaves only the allowed ones finite. Exact: the
    * draw then sees the same top-k set as under the full mask. @returns false when the best max(64, 2k)
-   * tokens hold fewer than `k` allowed ones (the caller then applies the full mask).
+   * tokens hold fewer than `k` allowed ones and too few to expect `k` among 8 times as many, or those
+   * do not either (the caller then applies the full mask).
    */
   bool maskLazily();
 
