@@ -21,22 +21,11 @@ import { parseArgs } from "node:util";
 import { nativeAddon } from "../src/engine/native.ts";
 import { projectRoot } from "../src/paths.ts";
 import { type ConstraintKind, compileConstraint } from "../src/structured/index.ts";
+import { seededRandom } from "../test/stress/fuzzCases.ts";
 import { DEFAULT_MODEL, ensureModel } from "./lib/runInfo.ts";
 import { corpusSchemas, percentile } from "./lib/structuredCompile.ts";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
-
-/** A seeded PRNG for the walks (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Every constraint of the corpus as (label, kind, spec). */
 function constraints(): { label: string; kind: ConstraintKind; spec: unknown }[] {
@@ -111,7 +100,7 @@ async function main(): Promise<number> {
     started = performance.now();
     context.grammarMask(gbnf, "root", new Int32Array(), false);
     setups.push(performance.now() - started);
-    const next = random(label.length * 7919 + 1);
+    const next = seededRandom(label.length * 7919 + 1);
     const walk: number[] = [];
     for (let step = 0; step < steps; step++) {
       const before = context.maskStats();

@@ -228,17 +228,24 @@ export class Generation {
   }
 
   /**
-   * Jump-forward: appends the tokens the grammar forces next (as many as fit) as completion tokens. They
-   * were not sampled: with logprobs each is reported with logprob 0 and rank 1 (probability 1 under the
-   * constraint: the grammar allowed no other text), its own entry as the only top logprob.
+   * Jump-forward: appends the tokens the grammar forces next (as many as fit) as completion tokens.
    */
   private jumpForward(): number[] {
     if (!this.forcedTokens) return [];
-    const { request } = this;
     const room = this.room();
     if (room <= 0) return [];
-    const forced = [...this.forcedTokens(room)];
-    for (const [index, token] of forced.entries()) {
+    return this.appendUnsampled([...this.forcedTokens(room)]);
+  }
+
+  /**
+   * Appends tokens that were not sampled (forced by the grammar, or injected) as completion tokens, up to
+   * a stop string they complete (which ends the generation). With logprobs each is reported with logprob
+   * 0 and rank 1 (probability 1: nothing else could come there), its own entry as the only top logprob.
+   * @returns the tokens appended.
+   */
+  private appendUnsampled(tokens: number[]): number[] {
+    const { request } = this;
+    for (const [index, token] of tokens.entries()) {
       this.generated.push(token);
       this.pendingTokenIds.push(token);
       if (request.logprobs !== null) {
@@ -252,10 +259,10 @@ export class Generation {
       if (match.stop !== null) {
         this.finishReason = "stop";
         this.stopReason = match.stop;
-        return forced.slice(0, index + 1);
+        return tokens.slice(0, index + 1);
       }
     }
-    return forced;
+    return tokens;
   }
 
   /** Completion tokens that still fit (`max_tokens` and the context). */
@@ -273,19 +280,6 @@ export class Generation {
     if (!wanted || wanted.length === 0) return [];
     const injected = wanted.slice(0, Math.max(this.room(), 0));
     this.acceptInjected(injected);
-    for (const token of injected) {
-      this.generated.push(token);
-      this.pendingTokenIds.push(token);
-      const text = this.decode(token);
-      const match =
-        this.generated.length >= request.minTokens ? this.stopMatcher.push(text) : { text, stop: null };
-      this.emit(match.text);
-      if (match.stop !== null) {
-        this.finishReason = "stop";
-        this.stopReason = match.stop;
-        break;
-      }
-    }
-    return injected;
+    return this.appendUnsampled(injected);
   }
 }
