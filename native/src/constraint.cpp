@@ -134,6 +134,10 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
       } else {
         sortedPieces_.emplace_back(pieces_[candidate.index], candidate.id);
       }
+      size_t length = 0;
+      while (candidate.code_points[length] != 0) length++;
+      if (byLength_.size() <= length) byLength_.resize(length + 1);
+      byLength_[length].push_back(candidate);
     }
   }
   std::sort(sortedPieces_.begin(), sortedPieces_.end());
@@ -367,7 +371,26 @@ std::shared_ptr<const TokenMask> Constraint::computeMask() {
   }
   bool mayEnd = false;
   for (const llama_grammar_stack& stack : stacks) mayEnd = mayEnd || stack.empty();
-  if (!stacks.empty()) {
+  if (stacks.size() >= kAmbiguousStacks) {
+    // Several stacks: an ambiguous grammar (e.g. `[a-z ]*[a-z ]*[a-z ]*`), where llama.cpp's matcher
+    // follows every way of splitting a token among them (exponential in the token's length). Tokens go
+    // shortest first, and once the pass has taken kAmbiguousBudgetMs the longer ones stay disallowed: a
+    // narrower mask, never a wider one (the output stays valid, spelled with shorter tokens), instead of
+    // a step that never ends.
+    const llama_grammar_rules& rules = llama_grammar_get_rules(grammar_);
+    const auto started = std::chrono::steady_clock::now();
+    bool withinBudget = true;
+    for (const llama_grammar_candidates& group : table_->byLength()) {
+      for (size_t from = 0; from < group.size() && withinBudget; from += 1024) {
+        const llama_grammar_candidates part(group.begin() + static_cast<std::ptrdiff_t>(from),
+                                            group.begin() + static_cast<std::ptrdiff_t>(std::min(group.size(), from + 1024)));
+        allowAccepted(rules, stacks, part, *mask);
+        withinBudget = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count() <=
+                       kAmbiguousBudgetMs;
+      }
+      if (!withinBudget) break;
+    }
+  } else if (!stacks.empty()) {
     // As llama.cpp's llama_grammar_reject_candidates (a token is allowed when some stack accepts it),
     // stack by stack, each over only the candidates whose first character its top accepts (the rest it
     // rejects on that character). A large set is matched in parts on the context's threads (the step's
@@ -436,9 +459,24 @@ bool Constraint::allows(int32_t token) {
   const llama_grammar_candidate* candidate = table_->candidate(token);
   if (candidate == nullptr) return false;
   if (grammar_->partial_utf8.n_remain != 0) return maskAllows(mask(), token);
-  // As llama.cpp's llama_grammar_reject_candidates, for one candidate: rejected when every stack rejects it.
   const llama_grammar_stacks& stacks = grammar_->stacks;
   if (stacks.empty()) return false;
+  if (stacks.size() >= kAmbiguousStacks && candidate->partial_utf8.n_remain == 0) {
+    // An ambiguous state: llama.cpp's acceptance, which merges equal stacks after every character
+    // (polynomial), instead of its rejection pass, which follows every split of the token (exponential).
+    const llama_grammar_stacks saved = stacks;
+    const llama_partial_utf8 savedPartial = grammar_->partial_utf8;
+    bool accepted = true;
+    try {
+      llama_grammar_accept_impl(*grammar_, token);
+    } catch (const std::exception&) {
+      accepted = false;
+    }
+    grammar_->stacks = saved;
+    grammar_->partial_utf8 = savedPartial;
+    return accepted;
+  }
+  // As llama.cpp's llama_grammar_reject_candidates, for one candidate: rejected when every stack rejects it.
   const llama_grammar_rules& rules = llama_grammar_get_rules(grammar_);
   llama_grammar_candidates rejects = llama_grammar_reject_candidates_for_stack(rules, stacks[0], {*candidate});
   for (size_t i = 1; i < stacks.size() && !rejects.empty(); i++) {

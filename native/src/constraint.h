@@ -58,6 +58,11 @@ class TokenTable {
    * text bytes: the tokens that are a prefix of a text, or start with it, are ranges of it.
    */
   const std::vector<std::pair<std::string_view, int32_t>>& sortedPieces() const { return sortedPieces_; }
+  /**
+   * Every candidate grouped by its number of code points, shortest first (a pass that may have to stop
+   * early does the cheap, short tokens first).
+   */
+  const std::vector<llama_grammar_candidates>& byLength() const { return byLength_; }
   /** Candidates whose text ends in a partial or invalid UTF-8 sequence (not in sortedPieces). */
   const llama_grammar_candidates& partialTails() const { return partialTails_; }
   /** The token's candidate (as in candidateChunks), or null for an EOG token or one without text. */
@@ -85,6 +90,7 @@ class TokenTable {
   /** Candidates without a complete first code point. */
   llama_grammar_candidates noFirst_;
   std::vector<std::pair<std::string_view, int32_t>> sortedPieces_;
+  std::vector<llama_grammar_candidates> byLength_;
   llama_grammar_candidates partialTails_;
   /** Non-control tokens by their text, and the longest such text in bytes. */
   std::unordered_map<std::string, int32_t> byPiece_;
@@ -170,6 +176,11 @@ class MaskCache {
  */
 class Constraint {
  public:
+  /** Stacks from which a state counts as ambiguous (see computeMask). */
+  static constexpr size_t kAmbiguousStacks = 3;
+  /** Milliseconds an ambiguous state's pass may take before the longer tokens stay disallowed. */
+  static constexpr double kAmbiguousBudgetMs = 100;
+
   /**
    * Parses `gbnf` from rule `root` against the table's vocabulary.
    * @throws std::runtime_error with llama.cpp's message when the grammar does not parse.

@@ -85,6 +85,8 @@ function constraints(): { label: string; kind: ConstraintKind; spec: unknown }[]
     { label: "choice", kind: "choice", spec: ["Once upon a time", "The end.", "café", "日本"] },
     { label: "gbnf json", kind: "grammar", spec: fixture("grammars/json.gbnf") },
     { label: "gbnf arithmetic", kind: "grammar", spec: fixture("grammars/arithmetic.gbnf") },
+    // Ambiguous: several stacks at once (the pass that goes shortest tokens first, acceptance checks).
+    { label: "gbnf ambiguous", kind: "grammar", spec: 'root ::= a a a a "."\na ::= [a-z ]*' },
     {
       label: "forced tool call",
       kind: "json_schema",
