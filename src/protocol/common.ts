@@ -110,6 +110,11 @@ export const SamplingFieldsSchema = {
       grammar: z.string().nullish(),
       json_object: z.boolean().nullish(),
       whitespace_pattern: z.string().nullish(),
+      /** vLLM's other options: refused unless they change nothing (`serving/requestFields.ts`). */
+      structural_tag: z.unknown().optional(),
+      disable_any_whitespace: z.boolean().nullish(),
+      disable_additional_properties: z.boolean().nullish(),
+      disable_fallback: z.boolean().nullish(),
     })
     .nullish(),
   // --- llama-server guided decoding ---

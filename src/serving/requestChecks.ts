@@ -69,6 +69,13 @@ function constrained({ fields, chat }: CheckedRequest): boolean {
   return fields.constraint !== null || forcesToolCall(chat);
 }
 
+/** How a refusal names the request's grammar: its constraint, or the forced tool call. */
+function constraintName(request: CheckedRequest): string {
+  return request.fields.constraint !== null
+    ? "a guided decoding constraint"
+    : `tool_choice ${JSON.stringify(request.chat?.tool_choice)} (a forced tool call)`;
+}
+
 /** The request-level checks, in the order they run (see the module comment). */
 export const REQUEST_CHECKS: readonly RequestCheck[] = [
   {
@@ -83,6 +90,17 @@ export const REQUEST_CHECKS: readonly RequestCheck[] = [
     check: ({ body }) =>
       body.stream_options !== undefined && body.stream_options !== null && !body.stream
         ? badRequest("stream_options is only allowed when stream is true.", "stream_options")
+        : undefined,
+  },
+  {
+    // As vLLM ("Prompt_logprobs are not available when stream is enabled"): no chunk carries them.
+    refuses: "prompt_logprobs with stream",
+    check: ({ body }) =>
+      body.prompt_logprobs !== undefined && body.prompt_logprobs !== null && body.stream
+        ? badRequest(
+            "prompt_logprobs are not available when stream is true; send the request without streaming.",
+            "prompt_logprobs",
+          )
         : undefined,
   },
   {
@@ -123,21 +141,24 @@ export const REQUEST_CHECKS: readonly RequestCheck[] = [
   },
   {
     // A stop string could end the output before the grammar is complete (the constraint ends it itself).
-    refuses: "stop with a guided decoding constraint",
-    check: ({ body, fields }) =>
-      fields.constraint !== null && body.stop !== undefined && body.stop !== null && body.stop.length > 0
+    refuses: "stop with a guided decoding constraint or a forced tool call",
+    check: (request) =>
+      constrained(request) &&
+      request.body.stop !== undefined &&
+      request.body.stop !== null &&
+      request.body.stop.length > 0
         ? badRequest(
-            "stop cannot be combined with a guided decoding constraint: a stop string could end the output before it satisfies the constraint (the constraint ends the output itself).",
+            `stop cannot be combined with ${constraintName(request)}: a stop string could end the output before it satisfies the constraint (the constraint ends the output itself).`,
             "stop",
           )
         : undefined,
   },
   {
-    refuses: "stop_token_ids with a guided decoding constraint",
-    check: ({ body, fields }) =>
-      fields.constraint !== null && body.stop_token_ids && body.stop_token_ids.length > 0
+    refuses: "stop_token_ids with a guided decoding constraint or a forced tool call",
+    check: (request) =>
+      constrained(request) && request.body.stop_token_ids && request.body.stop_token_ids.length > 0
         ? badRequest(
-            "stop_token_ids cannot be combined with a guided decoding constraint: a stop token could end the output before it satisfies the constraint.",
+            `stop_token_ids cannot be combined with ${constraintName(request)}: a stop token could end the output before it satisfies the constraint.`,
             "stop_token_ids",
           )
         : undefined,

@@ -112,6 +112,22 @@ function guidedConstraintOf(body: CommonRequest): GuidedConstraint | null {
   }
   const structured = body.structured_outputs;
   if (structured) {
+    // vLLM's options this server does not implement are refused, never ignored (`disable_fallback`
+    // changes nothing here: there is one backend).
+    const unsupported: [string, boolean][] = [
+      ["structural_tag", structured.structural_tag !== undefined && structured.structural_tag !== null],
+      ["disable_any_whitespace", structured.disable_any_whitespace === true],
+      ["disable_additional_properties", structured.disable_additional_properties === true],
+    ];
+    for (const [name, present] of unsupported) {
+      if (present) {
+        throw badRequest(
+          `The field 'structured_outputs.${name}' (vLLM) is not supported by this server: use \`guided_whitespace_pattern\` for JSON whitespace and \`additionalProperties\` in the schema; structural tags are not implemented.`,
+          `structured_outputs.${name}`,
+          "unsupported_field",
+        );
+      }
+    }
     add("json_schema", structured.json, "structured_outputs.json");
     add("regex", structured.regex, "structured_outputs.regex");
     add("choice", structured.choice, "structured_outputs.choice");

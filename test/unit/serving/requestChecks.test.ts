@@ -34,7 +34,7 @@ describe("request checks (one list, run once per request)", () => {
   it("passes requests without conflicting fields", () => {
     assert.equal(refusal(chat({})), undefined);
     assert.equal(refusal(completion({ best_of: 3, n: 2, echo: true })), undefined);
-    assert.equal(refusal(chat({ ...forced, stop: ["x"], stop_token_ids: [1] })), undefined);
+    assert.equal(refusal(chat({ ...forced, stop: [] })), undefined);
     assert.equal(refusal(chat({ guided_regex: "a+", logprobs: true, top_logprobs: 2 })), undefined);
     assert.equal(refusal(chat({ tool_choice: "none" })), undefined);
   });
@@ -47,6 +47,11 @@ describe("request checks (one list, run once per request)", () => {
         "stream_options",
         "stream_options is only allowed when stream is true.",
       ],
+      [
+        completion({ prompt_logprobs: 1, stream: true }),
+        "prompt_logprobs",
+        "prompt_logprobs are not available when stream is true; send the request without streaming.",
+      ],
       [completion({ best_of: 1, n: 2 }), "best_of", "best_of (1) must be at least n (2)."],
       [completion({ best_of: 3, stream: true }), "best_of", "best_of greater than n cannot be streamed."],
       [
@@ -55,6 +60,16 @@ describe("request checks (one list, run once per request)", () => {
         'tool_choice "required" needs at least one tool in `tools`.',
       ],
       [chat({ top_logprobs: 2 }), "top_logprobs", "top_logprobs requires logprobs to be true."],
+      [
+        chat({ ...forced, stop: ["x"] }),
+        "stop",
+        'stop cannot be combined with tool_choice "required" (a forced tool call): a stop string could end the output before it satisfies the constraint (the constraint ends the output itself).',
+      ],
+      [
+        chat({ ...forced, stop_token_ids: [1] }),
+        "stop_token_ids",
+        'stop_token_ids cannot be combined with tool_choice "required" (a forced tool call): a stop token could end the output before it satisfies the constraint.',
+      ],
       [
         completion({ guided_regex: "a", stop: "x" }),
         "stop",

@@ -117,5 +117,19 @@ describe("requestFields (every alias folded once)", () => {
       "response_format.json_schema",
     );
     assert.equal(param({ response_format: { type: "text", schema: {} } }), "response_format.schema");
+    // vLLM's structured_outputs options this server does not implement: refused, not ignored.
+    assert.equal(
+      param({ structured_outputs: { structural_tag: '{"type":"structural_tag"}' } }),
+      "structured_outputs.structural_tag",
+    );
+    assert.equal(
+      param({ structured_outputs: { json: {}, disable_any_whitespace: true } }),
+      "structured_outputs.disable_any_whitespace",
+    );
+    assert.equal(
+      chat({ structured_outputs: { json: {}, disable_any_whitespace: false, disable_fallback: true } })
+        .constraint?.kind,
+      "json_schema",
+    );
   });
 });
