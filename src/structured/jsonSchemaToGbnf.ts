@@ -366,7 +366,11 @@ class SchemaCompiler implements CompileContext {
       if (error instanceof UnsatisfiableError)
         this.fail(`The JSON schema has no satisfiable instance: ${error.message}`);
       if (error instanceof RangeError)
-        this.fail(`The JSON schema cannot be compiled to a grammar: ${error.message}.`);
+        this.fail(
+          error.message.includes("call stack")
+            ? "The JSON schema is nested too deeply to compile; flatten it (for example with $defs and $ref)."
+            : `The JSON schema cannot be compiled to a grammar: ${error.message}.`,
+        );
       throw error;
     }
     return finish(this.b, this.param);

@@ -183,7 +183,12 @@ export function regexToGbnf(pattern: string, param = "guided_regex"): string {
   } catch (error) {
     if (error instanceof RegexError) throw regexBadRequest(error, pattern, param);
     if (error instanceof RangeError)
-      throw badRequest(`Unsupported regular expression: ${error.message}.`, param);
+      throw badRequest(
+        error.message.includes("call stack")
+          ? "The regular expression is nested too deeply to compile."
+          : `Unsupported regular expression: ${error.message}.`,
+        param,
+      );
     throw error;
   }
   return b.render();
