@@ -187,6 +187,8 @@ export class ServerMetrics {
   /** The scheduler callbacks that record the metrics of model `modelName`. */
   eventsFor(modelName: string): SchedulerEvents {
     const labels = { model_name: modelName };
+    // The series exists from the start (0 without --jump-forward), as the other per-model counters'.
+    this.jumpForwardTokens.inc(labels, 0);
     return {
       onInterTokenLatency: (seconds) => this.itl.observe(labels, seconds),
       onJumpForward: (tokens) => {
