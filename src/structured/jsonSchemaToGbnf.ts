@@ -23,7 +23,13 @@ import {
   jsonValueRule,
   WS,
 } from "./jsonPrimitives.ts";
-import { arrayBody, objectBody, uniqueArrayBody } from "./jsonSchema/containers.ts";
+import {
+  arrayBody,
+  type CodePointTrie,
+  codePointTrie,
+  objectBody,
+  uniqueArrayBody,
+} from "./jsonSchema/containers.ts";
 import type { CompileContext } from "./jsonSchema/context.ts";
 import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
 import {
@@ -173,23 +179,9 @@ const regexChar = (cp: number): string =>
  * anything after it).
  */
 function stringsComplement(strings: string[]): string {
-  type Trie = { children: Map<number, Trie>; end: boolean };
-  const root: Trie = { children: new Map(), end: false };
-  for (const text of strings) {
-    let node = root;
-    for (const ch of text) {
-      const cp = ch.codePointAt(0)!;
-      let next = node.children.get(cp);
-      if (next === undefined) {
-        next = { children: new Map(), end: false };
-        node.children.set(cp, next);
-      }
-      node = next;
-    }
-    node.end = true;
-  }
+  const root = codePointTrie(strings);
   const any = "[\\u{0}-\\u{10ffff}]";
-  const visit = (node: Trie): string => {
+  const visit = (node: CodePointTrie): string => {
     const alts: string[] = [];
     for (const [cp, next] of node.children) {
       if (next.children.size === 0) alts.push(`${regexChar(cp)}${any}+`);

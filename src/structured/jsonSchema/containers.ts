@@ -243,14 +243,16 @@ function countedMembers(
 /** Most trie nodes {@link otherKeyRule} nests as groups inside one rule. */
 const MAX_INLINE_TRIE = 64;
 
-/** Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`, JSON-escape aware). */
-function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
-  type Trie = { children: Map<number, Trie>; end: boolean };
-  const root: Trie = { children: new Map(), end: false };
-  for (const name of names) {
+/** A trie of code points: a node's children by the next code point; `end` where a string ends. */
+export type CodePointTrie = { children: Map<number, CodePointTrie>; end: boolean };
+
+/** The trie of `strings`, by code point. */
+export function codePointTrie(strings: readonly string[]): CodePointTrie {
+  const root: CodePointTrie = { children: new Map(), end: false };
+  for (const text of strings) {
     let node = root;
-    for (const ch of name) {
-      const cp = ch.codePointAt(0)!;
+    for (const ch of text) {
+      const cp = ch.codePointAt(0) as number;
       let next = node.children.get(cp);
       if (next === undefined) {
         next = { children: new Map(), end: false };
@@ -260,13 +262,19 @@ function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
     }
     node.end = true;
   }
+  return root;
+}
+
+/** Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`, JSON-escape aware). */
+function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
+  const root = codePointTrie(names);
   const ch = jsonCharRule(b);
-  const size = (node: Trie): number => {
+  const size = (node: CodePointTrie): number => {
     let n = 1;
     for (const next of node.children.values()) n += size(next);
     return n;
   };
-  const visit = (node: Trie): string => {
+  const visit = (node: CodePointTrie): string => {
     const alts: string[] = [];
     for (const [cp, next] of node.children) {
       const literal = gbnfLiteral(jsonEncoded(cp));
