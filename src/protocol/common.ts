@@ -44,7 +44,10 @@ export const ResponseFormatSchema = z
   .nullish();
 
 /** A guided-JSON schema: an object, or the same as a JSON string (NIM `guided_json`). */
-export const GuidedJsonSchema = z.union([z.string(), z.record(z.string(), z.unknown())]).nullish();
+/** A JSON Schema given as an object, its JSON text, or a boolean schema (`true`: any JSON, `false`: nothing). */
+export const GuidedJsonSchema = z
+  .union([z.string(), z.record(z.string(), z.unknown()), z.boolean()])
+  .nullish();
 
 /** NIM's `nvext` extension object. */
 export const NvextSchema = z

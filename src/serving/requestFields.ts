@@ -91,7 +91,7 @@ const BACKENDS = new Set(["auto", "gbnf", "llama.cpp", "llamacpp"]);
 function guidedConstraintOf(body: CommonRequest): GuidedConstraint | null {
   const found: GuidedConstraint[] = [];
   const add = (kind: ConstraintKind, spec: unknown, param: string) => {
-    if (spec !== undefined && spec !== null && spec !== false) found.push({ kind, spec, param });
+    if (spec !== undefined && spec !== null) found.push({ kind, spec, param });
   };
   const nvext = body.nvext ?? {};
   for (const [prefix, source] of [
