@@ -1,20 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { z } from "zod";
-import { ApiError } from "../../../src/errors.ts";
 import { ChatCompletionRequestSchema } from "../../../src/protocol/chat.ts";
 import { parseBody } from "../../../src/server/validation.ts";
-
-/** The ApiError `run` throws. */
-function thrown(run: () => unknown): ApiError {
-  try {
-    run();
-  } catch (error) {
-    assert.ok(error instanceof ApiError, String(error));
-    return error;
-  }
-  assert.fail("did not throw");
-}
+import { thrownApiError } from "../../helpers/apiErrors.ts";
 
 const schema = z.object({
   n: z.number().int().min(1).max(4),
@@ -31,14 +20,14 @@ describe("parseBody", () => {
 
   it("422 for a body that is not a JSON object", () => {
     for (const body of [null, [], "text", 3]) {
-      const error = thrown(() => parseBody(schema, body));
+      const error = thrownApiError(() => parseBody(schema, body));
       assert.equal(error.status, 422);
       assert.deepEqual(error.detail?.[0]?.loc, ["body"]);
     }
   });
 
   it("422 with one FastAPI detail entry per problem for missing fields and wrong types", () => {
-    const error = thrown(() => parseBody(schema, { n: "2", list: [1, "x"] }));
+    const error = thrownApiError(() => parseBody(schema, { n: "2", list: [1, "x"] }));
     assert.equal(error.status, 422);
     assert.deepEqual(
       error.detail?.map((issue) => issue.loc),
@@ -52,7 +41,7 @@ describe("parseBody", () => {
   });
 
   it("400 naming the field when every problem is a value out of range", () => {
-    const error = thrown(() => parseBody(schema, { n: 9, name: "a" }));
+    const error = thrownApiError(() => parseBody(schema, { n: 9, name: "a" }));
     assert.equal(error.status, 400);
     assert.equal(error.param, "n");
     assert.equal(error.code, "invalid_value");
@@ -60,7 +49,7 @@ describe("parseBody", () => {
   });
 
   it("422, not 400, when a range problem comes with a type problem", () => {
-    const error = thrown(() => parseBody(schema, { n: 9 }));
+    const error = thrownApiError(() => parseBody(schema, { n: 9 }));
     assert.equal(error.status, 422);
   });
 });

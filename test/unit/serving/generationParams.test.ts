@@ -1,6 +1,5 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ApiError } from "../../../src/errors.ts";
 import { CompletionRequestSchema } from "../../../src/protocol/completions.ts";
 import {
   generationRequest,
@@ -9,6 +8,7 @@ import {
   stopStrings,
 } from "../../../src/serving/generationParams.ts";
 import { requestFields } from "../../../src/serving/requestFields.ts";
+import { thrownApiError } from "../../helpers/apiErrors.ts";
 import { FakeHost } from "../../helpers/fakeEngine.ts";
 
 const host = new FakeHost(["fake-model"], 64);
@@ -32,17 +32,6 @@ function resolve(
     counts,
     options.grammar ?? null,
   );
-}
-
-/** The ApiError `run` throws. */
-function thrown(run: () => unknown): ApiError {
-  try {
-    run();
-  } catch (error) {
-    assert.ok(error instanceof ApiError, String(error));
-    return error;
-  }
-  assert.fail("did not throw");
 }
 
 describe("generationRequest (the request-to-engine mapping)", () => {
@@ -99,9 +88,9 @@ describe("generationRequest (the request-to-engine mapping)", () => {
   });
 
   it("runs the checks that need the model: stop token ids, logit_bias keys, min_tokens against max_tokens", () => {
-    assert.equal(thrown(() => resolve({ stop_token_ids: [300] })).param, "stop_token_ids");
-    assert.equal(thrown(() => resolve({ min_tokens: 9 })).param, "min_tokens");
-    assert.equal(thrown(() => resolve({ logit_bias: { "256": 1 } })).param, "logit_bias.256");
+    assert.equal(thrownApiError(() => resolve({ stop_token_ids: [300] })).param, "stop_token_ids");
+    assert.equal(thrownApiError(() => resolve({ min_tokens: 9 })).param, "min_tokens");
+    assert.equal(thrownApiError(() => resolve({ logit_bias: { "256": 1 } })).param, "logit_bias.256");
     assert.deepEqual(resolve({}, { grammar }).grammar, grammar);
   });
 
@@ -128,10 +117,10 @@ describe("resolveMaxTokens and stopStrings", () => {
     assert.equal(resolveMaxTokens(undefined, 10, 64), 54);
     assert.equal(resolveMaxTokens(null, 10, 64, 16), 16);
     assert.equal(resolveMaxTokens(5, 10, 64), 5);
-    const tooLong = thrown(() => resolveMaxTokens(60, 10, 64));
+    const tooLong = thrownApiError(() => resolveMaxTokens(60, 10, 64));
     assert.equal(tooLong.code, "context_length_exceeded");
     assert.equal(tooLong.param, "max_tokens");
-    assert.equal(thrown(() => resolveMaxTokens(undefined, 64, 64)).param, "prompt");
+    assert.equal(thrownApiError(() => resolveMaxTokens(undefined, 64, 64)).param, "prompt");
   });
 
   it("lists the stop strings", () => {

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ApiError } from "../../../src/errors.ts";
 import { ChatCompletionRequestSchema } from "../../../src/protocol/chat.ts";
 import { CompletionRequestSchema } from "../../../src/protocol/completions.ts";
 import { requestFields } from "../../../src/serving/requestFields.ts";
+import { thrownApiError } from "../../helpers/apiErrors.ts";
 
 const chat = (fields: Record<string, unknown>) =>
   requestFields(
@@ -100,14 +100,9 @@ describe("requestFields (every alias folded once)", () => {
 
   it("refuses a constraint given twice, an unknown backend and a response_format without its schema", () => {
     const param = (fields: Record<string, unknown>) => {
-      try {
-        chat(fields);
-      } catch (error) {
-        assert.ok(error instanceof ApiError, String(error));
-        assert.equal(error.status, 400);
-        return error.param;
-      }
-      assert.fail(`no error for ${JSON.stringify(fields)}`);
+      const error = thrownApiError(() => chat(fields));
+      assert.equal(error.status, 400, JSON.stringify(fields));
+      return error.param;
     };
     assert.equal(param({ guided_regex: "a", nvext: { guided_json: {} } }), "nvext.guided_json");
     assert.equal(param({ guided_decoding_backend: "xgrammar" }), "guided_decoding_backend");
