@@ -111,34 +111,25 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
       longestPiece_ = std::max(longestPiece_, piece.size());
     }
   }
-  // Pointers into codePoints_ only once it no longer grows.
-  chunks_.resize(kChunks);
-  // Parts of whole 64-token words, so that threads filling a mask never share a word.
-  const size_t perChunk = ((n + kChunks - 1) / kChunks + 63) / 64 * 64;
+  // Pointers into codePoints_ only once it no longer grows; into candidates_ once it is complete.
   for (int32_t id = 0; id < nVocab_; id++) {
     const auto& [start, partial] = spans[static_cast<size_t>(id)];
     if (start == std::numeric_limits<size_t>::max()) continue;
-    chunks_[static_cast<size_t>(id) / perChunk].push_back({static_cast<size_t>(id), codePoints_.data() + start, partial, id});
+    candidates_.push_back({static_cast<size_t>(id), codePoints_.data() + start, partial, id});
   }
   byId_.assign(n, nullptr);
-  for (const llama_grammar_candidates& chunk : chunks_) {
-    for (const llama_grammar_candidate& candidate : chunk) {
-      byId_[candidate.index] = &candidate;
-      (candidate.code_points[0] != 0 ? byFirst_ : noFirst_).push_back(candidate);
+  for (const llama_grammar_candidate& candidate : candidates_) {
+    byId_[candidate.index] = &candidate;
+    (candidate.code_points[0] != 0 ? byFirst_ : noFirst_).push_back(candidate);
+    if (candidate.partial_utf8.n_remain != 0) {
+      partialTails_.push_back(candidate);
+    } else {
+      sortedPieces_.emplace_back(pieces_[candidate.index], candidate.id);
     }
-  }
-  for (const llama_grammar_candidates& chunk : chunks_) {
-    for (const llama_grammar_candidate& candidate : chunk) {
-      if (candidate.partial_utf8.n_remain != 0) {
-        partialTails_.push_back(candidate);
-      } else {
-        sortedPieces_.emplace_back(pieces_[candidate.index], candidate.id);
-      }
-      size_t length = 0;
-      while (candidate.code_points[length] != 0) length++;
-      if (byLength_.size() <= length) byLength_.resize(length + 1);
-      byLength_[length].push_back(candidate);
-    }
+    size_t length = 0;
+    while (candidate.code_points[length] != 0) length++;
+    if (byLength_.size() <= length) byLength_.resize(length + 1);
+    byLength_[length].push_back(candidate);
   }
   std::sort(sortedPieces_.begin(), sortedPieces_.end());
   std::stable_sort(byFirst_.begin(), byFirst_.end(),
@@ -151,7 +142,7 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
 void TokenTable::candidatesFor(const llama_grammar_element* top, llama_grammar_candidates& out) const {
   out.clear();
   if (top->type != LLAMA_GRETYPE_CHAR && top->type != LLAMA_GRETYPE_CHAR_NOT && top->type != LLAMA_GRETYPE_CHAR_ANY) {
-    for (const llama_grammar_candidates& chunk : chunks_) out.insert(out.end(), chunk.begin(), chunk.end());
+    out = candidates_;
     return;
   }
   // The character class as llama.cpp's llama_grammar_match_char reads it: chars and ranges joined by
@@ -512,21 +503,23 @@ bool Constraint::accept(int32_t token) {
   return true;
 }
 
-bool Constraint::forcesNext() const {
-  if (grammar_->partial_utf8.n_remain != 0 || grammar_->stacks.empty()) return false;
+uint32_t Constraint::forcedChar() const {
+  if (grammar_->partial_utf8.n_remain != 0 || grammar_->stacks.empty()) return 0;
   uint32_t next = 0;
   for (const llama_grammar_stack& stack : grammar_->stacks) {
-    if (stack.empty()) return false;
+    if (stack.empty()) return 0;
     const llama_grammar_element* element = stack.back();
     if (element->type != LLAMA_GRETYPE_CHAR || element[1].type == LLAMA_GRETYPE_CHAR_ALT ||
         element[1].type == LLAMA_GRETYPE_CHAR_RNG_UPPER || element->value == 0 ||
         (next != 0 && element->value != next)) {
-      return false;
+      return 0;
     }
     next = element->value;
   }
-  return true;
+  return next;
 }
+
+bool Constraint::forcesNext() const { return forcedChar() != 0; }
 
 bool Constraint::canEnd() {
   for (const llama_grammar_stack& stack : grammar_->stacks) {
@@ -541,25 +534,9 @@ std::string Constraint::forcedRun(size_t maxBytes, llama_grammar_stacks* after, 
   std::string text;
   if (grammar_->partial_utf8.n_remain != 0) return text;
   const llama_grammar_stacks saved = grammar_->stacks;
-  while (text.size() < maxBytes && !grammar_->stacks.empty()) {
-    // Forced: every stack expects the same single character next (no alternatives, no end).
-    uint32_t next = 0;
-    bool forced = true;
-    for (const llama_grammar_stack& stack : grammar_->stacks) {
-      if (stack.empty()) {
-        forced = false;
-        break;
-      }
-      const llama_grammar_element* element = stack.back();
-      if (element->type != LLAMA_GRETYPE_CHAR || element[1].type == LLAMA_GRETYPE_CHAR_ALT ||
-          element[1].type == LLAMA_GRETYPE_CHAR_RNG_UPPER || element->value == 0 ||
-          (next != 0 && element->value != next)) {
-        forced = false;
-        break;
-      }
-      next = element->value;
-    }
-    if (!forced) break;
+  while (text.size() < maxBytes) {
+    const uint32_t next = forcedChar();
+    if (next == 0) break;
     appendUtf8(text, next);
     llama_grammar_accept(grammar_, next);
     if (codePoints != nullptr) ++*codePoints;

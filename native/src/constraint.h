@@ -42,11 +42,6 @@ class TokenTable {
   /** Whether the token ends generation (EOS, EOT, ...): allowed only where the grammar may end. */
   bool isEog(int32_t token) const { return eog_[static_cast<size_t>(token)] != 0; }
   /**
-   * Candidates for the grammar matcher, one per token that has text (not EOG, not empty), by id, in
-   * {@link kChunks} parts of about equal size (a pass over the vocabulary runs the parts on several threads).
-   */
-  const std::vector<llama_grammar_candidates>& candidateChunks() const { return chunks_; }
-  /**
    * The candidates a grammar stack whose top is `top` can accept as far as their first code point goes
    * (the others it rejects on the first character): those whose first code point is in the top's
    * character class, and those with no complete first code point (a partial UTF-8 sequence). Every
@@ -65,9 +60,8 @@ class TokenTable {
   const std::vector<llama_grammar_candidates>& byLength() const { return byLength_; }
   /** Candidates whose text ends in a partial or invalid UTF-8 sequence (not in sortedPieces). */
   const llama_grammar_candidates& partialTails() const { return partialTails_; }
-  /** The token's candidate (as in candidateChunks), or null for an EOG token or one without text. */
+  /** The token's candidate for the grammar matcher, or null for an EOG token or one without text. */
   const llama_grammar_candidate* candidate(int32_t token) const { return byId_[static_cast<size_t>(token)]; }
-  static constexpr size_t kChunks = 4;
   /** The token's text as llama.cpp's grammar sees it (special tokens rendered). */
   const std::string& piece(int32_t token) const { return pieces_[static_cast<size_t>(token)]; }
   /**
@@ -82,7 +76,8 @@ class TokenTable {
   std::vector<uint8_t> eog_;
   std::vector<std::string> pieces_;
   std::vector<uint32_t> codePoints_;
-  std::vector<llama_grammar_candidates> chunks_;
+  /** One candidate per token that has text (not EOG, not empty), by id. */
+  llama_grammar_candidates candidates_;
   std::vector<const llama_grammar_candidate*> byId_;
   /** Candidates with a complete first code point, by that code point; the code points, in the same order. */
   llama_grammar_candidates byFirst_;
@@ -123,28 +118,20 @@ class MaskCache {
   /** Stores `mask` under `key`, evicting the least recently used masks beyond the budget. */
   void store(const std::string& key, std::shared_ptr<const TokenMask> mask);
 
-  /** Lookups that found a mask / found none, since creation. */
-  uint64_t hits() const {
+  /** The cache's counters since creation, read together. */
+  struct Stats {
+    /** Lookups that found a mask / found none. */
+    uint64_t hits = 0;
+    uint64_t misses = 0;
+    /** Memory the masks and their keys hold. */
+    size_t bytes = 0;
+    /** Masks computed (each a pass over the vocabulary), and the milliseconds that took. */
+    uint64_t computed = 0;
+    double computeMs = 0;
+  };
+  Stats stats() const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return hits_;
-  }
-  uint64_t misses() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return misses_;
-  }
-  size_t bytes() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return bytes_;
-  }
-  /** Milliseconds spent computing masks (the misses), since creation. */
-  double computeMs() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return computeMs_;
-  }
-  /** Masks computed (each a pass over the vocabulary), since creation. */
-  uint64_t computed() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return computed_;
+    return {hits_, misses_, bytes_, computed_, computeMs_};
   }
   /** Adds the time of one mask computation. */
   void recordCompute(double ms) {
@@ -245,6 +232,11 @@ class Constraint {
    */
   std::shared_ptr<const TokenMask> computeForcedMask(const std::string& forced, size_t codePoints,
                                                      const llama_grammar_stacks& after) const;
+  /**
+   * The character every stack expects next (a single character, no alternatives, no end), or 0 where
+   * the next character is not forced.
+   */
+  uint32_t forcedChar() const;
   /**
    * forcedText, also giving the stacks past it and its length in code points (either may be null).
    * Leaves the state as it was.

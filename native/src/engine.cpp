@@ -977,11 +977,12 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value MaskStats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Napi::Object out = Napi::Object::New(env);
-    out.Set("hits", static_cast<double>(grammarHome_.cache->hits()));
-    out.Set("misses", static_cast<double>(grammarHome_.cache->misses()));
-    out.Set("bytes", static_cast<double>(grammarHome_.cache->bytes()));
-    out.Set("computed", static_cast<double>(grammarHome_.cache->computed()));
-    out.Set("computeMs", grammarHome_.cache->computeMs());
+    const MaskCache::Stats stats = grammarHome_.cache->stats();
+    out.Set("hits", static_cast<double>(stats.hits));
+    out.Set("misses", static_cast<double>(stats.misses));
+    out.Set("bytes", static_cast<double>(stats.bytes));
+    out.Set("computed", static_cast<double>(stats.computed));
+    out.Set("computeMs", stats.computeMs);
     return out;
   }
 

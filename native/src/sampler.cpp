@@ -42,6 +42,12 @@ void selectTop(const float* logits, int32_t n, int32_t k, std::vector<int32_t>& 
   std::sort_heap(out.begin(), out.end(), better);
 }
 
+/** Sets every entry of `row` (n long) to -inf except the `kept` (id, value) pairs. */
+void keepOnly(float* row, int32_t n, const std::vector<std::pair<int32_t, float>>& kept) {
+  std::fill(row, row + n, kNegInf);
+  for (const auto& [id, value] : kept) row[id] = value;
+}
+
 }  // namespace
 
 double Mulberry32::next() {
@@ -242,8 +248,7 @@ void SequenceSampler::applyMask(float* row) {
         if (id < nVocab_) keep.emplace_back(id, row[id]);
       }
     }
-    std::fill(row, row + nVocab_, kNegInf);
-    for (const auto& [id, value] : keep) row[id] = value;
+    keepOnly(row, nVocab_, keep);
     return;
   }
   for (size_t word = 0; word < mask.size(); word++) {
@@ -274,8 +279,7 @@ bool SequenceSampler::maskLazily() {
     }
     // Enough allowed tokens, or every finite token was checked: the top-k of the masked row is known.
     if (static_cast<int32_t>(allowed.size()) >= k || static_cast<int32_t>(best.size()) < budget) {
-      std::fill(work_.begin(), work_.end(), kNegInf);
-      for (const auto& [id, logit] : allowed) work_[id] = logit;
+      keepOnly(work_.data(), nVocab_, allowed);
       return true;
     }
     if (static_cast<int32_t>(allowed.size()) * 8 < k) break;
@@ -309,26 +313,26 @@ int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked)
     }
   }
   if (constraint_ != nullptr) constraint_->accept(token);
+  count(token);
+  return token;
+}
+
+void SequenceSampler::count(int32_t token) {
   outputCounts_[token]++;
   generated_++;
-  return token;
 }
 
 bool SequenceSampler::accept(int32_t token) {
   if (token < 0 || token >= nVocab_) return false;
   if (constraint_ != nullptr && !constraint_->accept(token)) return false;
-  outputCounts_[token]++;
-  generated_++;
+  count(token);
   return true;
 }
 
 std::vector<int32_t> SequenceSampler::forced(size_t maxTokens) {
   if (constraint_ == nullptr) return {};
   std::vector<int32_t> tokens = constraint_->forcedTokens(maxTokens);
-  for (int32_t token : tokens) {
-    outputCounts_[token]++;
-    generated_++;
-  }
+  for (int32_t token : tokens) count(token);
   return tokens;
 }
 

@@ -112,6 +112,8 @@ class SequenceSampler {
  private:
   void transform(const float* logits);
   int32_t draw();
+  /** Counts a token of the completion (for the penalties and `min_tokens`). */
+  void count(int32_t token);
   /** Sets to -inf, in `row`, every token the grammar does not allow now. */
   void applyMask(float* row);
   /**
