@@ -368,8 +368,19 @@ function assertNoAnchor(node: RegexNode): void {
   if (node.type === "repeat") assertNoAnchor(node.item);
 }
 
+const lengthBoundsCache = new WeakMap<RegexNode, { min: number; max: number | null }>();
+
 /** Shortest and longest match length of `node` in code points (`max` null: unbounded). Anchors count 0. */
 export function regexLengthBounds(node: RegexNode): { min: number; max: number | null } {
+  let bounds = lengthBoundsCache.get(node);
+  if (bounds === undefined) {
+    bounds = computeLengthBounds(node);
+    lengthBoundsCache.set(node, bounds);
+  }
+  return bounds;
+}
+
+function computeLengthBounds(node: RegexNode): { min: number; max: number | null } {
   switch (node.type) {
     case "set":
       return { min: 1, max: 1 };
@@ -454,4 +465,201 @@ export function restrictLength(
     default:
       return undefined;
   }
+}
+
+/**
+ * A narrowing of `node` whose matches all have lengths in `[min, max]` (code points; `max` null: unbounded):
+ * a tree matching a subset of `node`'s strings. For `max`, each unbounded repetition is first bounded by
+ * `max`; then, one step at a time, the repetition that has kept the largest share of its free count
+ * (`max - min`) loses a quarter of it (ties: the one adding most to the longest match), so counts shrink
+ * evenly; a repetition of repetitions keeps at least one free count while others can shrink. For `min`, the
+ * minimum of the repetition with the most room is raised until the shortest match reaches `min`. Null when
+ * it cannot (e.g. a fixed part longer than `max`). Used where {@link restrictLength} cannot intersect
+ * exactly; the result is checked with {@link regexLengthBounds}, so it never admits a string outside the
+ * bounds.
+ */
+export function narrowLength(node: RegexNode, min: number, max: number | null): RegexNode | null {
+  let tree = max === null ? node : boundRepeats(node, max);
+  if (max !== null) {
+    // The free count each repetition started with, to shrink them evenly in relative terms.
+    const original = new Map<RegexNode, number>();
+    for (const r of repeatsOf(tree)) original.set(r, (r.max ?? r.min) - r.min);
+    for (let step = 0; ; step++) {
+      const own = regexLengthBounds(tree);
+      if (own.min > max || step > 2_000) return null;
+      if (own.max !== null && own.max <= max) break;
+      const picked = mostRetained(tree, original);
+      if (picked.length === 0) return null;
+      // A quarter of each free count, or half while the longest match is still over twice the maximum.
+      const part = own.max === null || own.max > 2 * max ? 2 : 4;
+      const replacements = new Map<RegexNode, RepeatNode>();
+      for (const r of picked) {
+        const cut = Math.max(1, Math.ceil(((r.max as number) - r.min) / part));
+        replacements.set(r, { ...r, max: (r.max as number) - cut });
+      }
+      tree = replaceRepeats(tree, replacements, original);
+    }
+  }
+  if (regexLengthBounds(tree).min < min) {
+    const raised = raiseMin(tree, min);
+    if (raised === null) return null;
+    tree = raised;
+  }
+  const own = regexLengthBounds(tree);
+  if (own.min < min || (max !== null && (own.max === null || own.max > max))) return null;
+  return tree;
+}
+
+type RepeatNode = Extract<RegexNode, { type: "repeat" }>;
+
+/** `node` with each unbounded repetition bounded by `limit` (a narrowing that keeps matches up to `limit`). */
+function boundRepeats(node: RegexNode, limit: number): RegexNode {
+  switch (node.type) {
+    case "seq":
+      return { type: "seq", items: node.items.map((item) => boundRepeats(item, limit)) };
+    case "alt": {
+      // An alternative longer than the limit at its shortest never fits: dropping it is exact.
+      const items = node.items.filter((item) => regexLengthBounds(item).min <= limit);
+      return {
+        type: "alt",
+        items: (items.length > 0 ? items : node.items).map((i) => boundRepeats(i, limit)),
+      };
+    }
+    case "repeat":
+      return {
+        ...node,
+        item: boundRepeats(node.item, limit),
+        max: node.max === null ? Math.max(node.min, limit) : node.max,
+      };
+    default:
+      return node;
+  }
+}
+
+/**
+ * The repetitions to shrink next (see {@link narrowLength}): among those with a free count, the ones with the
+ * largest share of their `original` free count left (with a single one, ties go to the largest share of the
+ * longest match); repetitions of repetitions down to one free count only when nothing else can shrink.
+ * Empty when none can.
+ */
+function mostRetained(tree: RegexNode, original: Map<RegexNode, number>): RepeatNode[] {
+  const free: { r: RepeatNode; kept: number; nested: boolean }[] = [];
+  const visit = (n: RegexNode): void => {
+    if (n.type === "repeat") {
+      const width = regexLengthBounds(n.item).max ?? 0;
+      if (n.max !== null && n.max > n.min && width > 0) {
+        free.push({
+          r: n,
+          kept: (n.max - n.min) / Math.max(1, original.get(n) ?? n.max - n.min),
+          nested: hasRepeat(n.item) && n.max - n.min <= 1,
+        });
+      }
+      visit(n.item);
+    } else if (n.type === "seq" || n.type === "alt") for (const item of n.items) visit(item);
+  };
+  visit(tree);
+  const preferred = free.filter((f) => !f.nested);
+  const pool = preferred.length > 0 ? preferred : free;
+  const most = Math.max(...pool.map((f) => f.kept));
+  return pool.filter((f) => f.kept >= most - 1e-9).map((f) => f.r);
+}
+
+/** `tree` with the repetitions in `replacements` replaced; each replacement inherits its entry in `original`. */
+function replaceRepeats(
+  tree: RegexNode,
+  replacements: Map<RegexNode, RepeatNode>,
+  original: Map<RegexNode, number>,
+): RegexNode {
+  for (const [target, replacement] of replacements) original.set(replacement, original.get(target) ?? 0);
+  const swap = (n: RegexNode): RegexNode => {
+    const replaced = replacements.get(n);
+    if (n.type === "seq" || n.type === "alt") {
+      const items = n.items.map(swap);
+      return items.every((item, i) => item === n.items[i]) ? n : { type: n.type, items };
+    }
+    if (n.type === "repeat") {
+      const base = replaced ?? n;
+      const item = swap(n.item);
+      if (item === n.item) return base;
+      const rebuilt = { ...base, item };
+      original.set(rebuilt, original.get(n) ?? 0);
+      return rebuilt;
+    }
+    return n;
+  };
+  return swap(tree);
+}
+
+/**
+ * A narrowing of `node` whose shortest match is at least `need` code points, or null: alternatives are raised
+ * each (those that cannot be are dropped), a sequence raises its items with the most room first, and a
+ * repetition raises its count (or, for an item of variable width, the item).
+ */
+function raiseMin(node: RegexNode, need: number): RegexNode | null {
+  const own = regexLengthBounds(node);
+  if (own.min >= need) return node;
+  if (own.max !== null && own.max < need) return null;
+  switch (node.type) {
+    case "alt": {
+      const items = node.items.flatMap((item) => raiseMin(item, need) ?? []);
+      return items.length === 0 ? null : items.length === 1 ? items[0]! : { type: "alt", items };
+    }
+    case "seq": {
+      const items = [...node.items];
+      const room = (n: RegexNode): number => {
+        const b = regexLengthBounds(n);
+        return b.max === null ? Number.POSITIVE_INFINITY : b.max - b.min;
+      };
+      const order = items.map((_, i) => i).sort((a, b) => room(items[b]!) - room(items[a]!));
+      let deficit = need - own.min;
+      for (const i of order) {
+        if (deficit <= 0) break;
+        const item = items[i]!;
+        const b = regexLengthBounds(item);
+        const target = b.max === null ? b.min + deficit : Math.min(b.max, b.min + deficit);
+        const raised = raiseMin(item, target);
+        if (raised === null) continue;
+        deficit -= regexLengthBounds(raised).min - b.min;
+        items[i] = raised;
+      }
+      return deficit > 0 ? null : { type: "seq", items };
+    }
+    case "repeat": {
+      const width = regexLengthBounds(node.item);
+      if (width.min > 0) {
+        const count = Math.ceil(need / width.min);
+        if (node.max === null || count <= node.max) return { ...node, min: Math.max(node.min, count) };
+      }
+      const times = Math.max(node.min, 1);
+      if (node.max !== null && node.max < times) return null;
+      const item = raiseMin(node.item, Math.ceil(need / (node.max ?? times)));
+      if (item === null) return null;
+      const raised: RegexNode = { ...node, item, min: times };
+      return regexLengthBounds(raised).min >= need ? raised : raiseMin(raised, need);
+    }
+    default:
+      return null;
+  }
+}
+
+const hasRepeatCache = new WeakMap<RegexNode, boolean>();
+
+/** True when `node` contains a repetition (cached per node). */
+function hasRepeat(node: RegexNode): boolean {
+  let known = hasRepeatCache.get(node);
+  if (known === undefined) {
+    known =
+      node.type === "repeat" || ((node.type === "seq" || node.type === "alt") && node.items.some(hasRepeat));
+    hasRepeatCache.set(node, known);
+  }
+  return known;
+}
+
+/** Every repetition in `node`, outermost first. */
+function repeatsOf(node: RegexNode, out: RepeatNode[] = []): RepeatNode[] {
+  if (node.type === "repeat") {
+    out.push(node);
+    repeatsOf(node.item, out);
+  } else if (node.type === "seq" || node.type === "alt") for (const item of node.items) repeatsOf(item, out);
+  return out;
 }

@@ -7,6 +7,7 @@ import { badRequest } from "../errors.ts";
 import { CodePointSet } from "./codePointSet.ts";
 import { GbnfBuilder, gbnfCharClass, gbnfLiteral, group } from "./gbnf.ts";
 import { jsonCharRule } from "./jsonPrimitives.ts";
+import { AutomatonTooLarge, type Dfa } from "./regexAutomaton.ts";
 import { parseRegex, RegexError, type RegexNode, splitAnchors } from "./regexParser.ts";
 
 /**
@@ -42,6 +43,31 @@ export function jsonEncoded(cp: number): string {
   return String.fromCodePoint(cp);
 }
 
+/**
+ * A GBNF expression matching one code point of `set`: the code point itself in `raw` mode; in `json` mode its
+ * JSON string text (plain, or the escape for `"`, `\\` and controls). Multi-part expressions become a rule
+ * named after `hint`.
+ */
+export function charSetExpression(b: GbnfBuilder, set: CodePointSet, mode: RegexMode, hint: string): string {
+  if (mode === "raw") {
+    return set.size === 1 ? gbnfLiteral(String.fromCodePoint(set.ranges[0]![0])) : gbnfCharClass(set);
+  }
+  if (set.size === 1) return gbnfLiteral(jsonEncoded(set.ranges[0]![0]));
+  const plain = set.subtract(JSON_ESCAPED);
+  const escaped = set.intersect(JSON_ESCAPED);
+  const alternatives: string[] = [];
+  if (!plain.isEmpty) alternatives.push(gbnfCharClass(plain));
+  if (escaped.size === JSON_ESCAPED.size) {
+    alternatives.push('"\\\\" (["\\\\bfnrt] | "u00" [01] [0-9a-fA-F])');
+  } else {
+    for (const [low, high] of escaped.ranges) {
+      for (let cp = low; cp <= high; cp++) alternatives.push(gbnfLiteral(jsonEncoded(cp)));
+    }
+  }
+  if (alternatives.length === 1) return alternatives[0]!;
+  return b.rule(`${hint}-char`, alternatives.join(" | "));
+}
+
 /** Compiles parsed regex trees into GBNF expressions inside one {@link GbnfBuilder}. */
 class RegexEmitter {
   constructor(
@@ -52,23 +78,7 @@ class RegexEmitter {
 
   /** Expression matching one code point of `set` (JSON-escaped in `json` mode). */
   private charSet(set: CodePointSet): string {
-    if (this.mode === "raw") {
-      return set.size === 1 ? gbnfLiteral(String.fromCodePoint(set.ranges[0]![0])) : gbnfCharClass(set);
-    }
-    if (set.size === 1) return gbnfLiteral(jsonEncoded(set.ranges[0]![0]));
-    const plain = set.subtract(JSON_ESCAPED);
-    const escaped = set.intersect(JSON_ESCAPED);
-    const alternatives: string[] = [];
-    if (!plain.isEmpty) alternatives.push(gbnfCharClass(plain));
-    if (escaped.size === JSON_ESCAPED.size) {
-      alternatives.push('"\\\\" (["\\\\bfnrt] | "u00" [01] [0-9a-fA-F])');
-    } else {
-      for (const [low, high] of escaped.ranges) {
-        for (let cp = low; cp <= high; cp++) alternatives.push(gbnfLiteral(jsonEncoded(cp)));
-      }
-    }
-    if (alternatives.length === 1) return alternatives[0]!;
-    return this.b.rule(`${this.hint}-char`, alternatives.join(" | "));
+    return charSetExpression(this.b, set, this.mode, this.hint);
   }
 
   /** Expression for a whole tree. */
@@ -192,4 +202,111 @@ export function regexToGbnf(pattern: string, param = "guided_regex"): string {
     throw error;
   }
   return b.render();
+}
+
+/** Most GBNF rules one automaton with length bounds is written as (a state per length reached). */
+export const MAX_AUTOMATON_RULES = 1_000;
+
+/**
+ * Writes the strings `dfa` accepts whose length in code points lies in `[min, max]` (`max` null: unbounded)
+ * as GBNF rules in `b` (one rule per state, or per state and length reached while a bound still matters) and
+ * returns the expression, or null when no such string exists. `dfa` must be trimmed (`Dfa.trim`).
+ *
+ * When `max` would need more than {@link MAX_AUTOMATON_RULES} rules it is lowered to the largest length that
+ * fits, a narrowing reported as `max` in the result (every string written is still accepted and within the
+ * client's bounds). Throws {@link AutomatonTooLarge} when even the lengths up to `min` do not fit, or when
+ * the narrowed maximum falls below `min`.
+ */
+export function automatonExpression(
+  b: GbnfBuilder,
+  dfa: Dfa,
+  options: { mode: RegexMode; hint: string; min: number; max: number | null },
+): { expr: string; max: number | null } | null {
+  const { mode, hint, min } = options;
+  let max = options.max;
+  if (dfa.isEmpty || (max !== null && max < min)) return null;
+  const exprs = new Map<string, string>();
+  const charExpr = (set: CodePointSet): string => {
+    const key = set.ranges.join(";");
+    let expr = exprs.get(key);
+    if (expr === undefined) {
+      expr = charSetExpression(b, set, mode, hint);
+      exprs.set(key, expr);
+    }
+    return expr;
+  };
+  const moves = Array.from({ length: dfa.size }, (_, q) =>
+    dfa.transitionsOf(q).map(({ set, target }) => ({ expr: charExpr(set), target })),
+  );
+  // Plain rules, one per state: the language without length bounds (and the tail once `min` is passed).
+  const plainNames: string[] = [];
+  const plain = (): string[] => {
+    if (plainNames.length > 0) return plainNames;
+    for (let q = 0; q < dfa.size; q++) plainNames.push(b.reserve(`${hint}-s${q}`));
+    for (let q = 0; q < dfa.size; q++) {
+      const alternatives = moves[q]!.map(({ expr, target }) => `${expr} ${plainNames[target]}`);
+      if (dfa.accept[q] === 1) alternatives.push('""');
+      b.define(plainNames[q]!, alternatives.join(" | "));
+    }
+    return plainNames;
+  };
+  if (min === 0 && max === null) return { expr: plain()[0]!, max };
+
+  if (max !== null) {
+    // Lower `max` to the deepest layer whose states (reachable, bounds aside) still fit the rule budget.
+    let layer = new Set([0]);
+    let total = 1;
+    for (let n = 0; n < max; n++) {
+      const nextLayer = new Set<number>();
+      for (const q of layer) for (const { target } of moves[q]!) nextLayer.add(target);
+      if (total + nextLayer.size > MAX_AUTOMATON_RULES) {
+        max = n;
+        break;
+      }
+      total += nextLayer.size;
+      layer = nextLayer;
+    }
+    if (max < min) throw new AutomatonTooLarge(`more than ${MAX_AUTOMATON_RULES} rules for the lengths`);
+  }
+  // Layers 0..top: state q after n code points. With no maximum, layer `min` is the plain rule.
+  const top = max ?? min;
+  const live: Uint8Array[] = [];
+  for (let n = top; n >= 0; n--) {
+    const row = new Uint8Array(dfa.size);
+    for (let q = 0; q < dfa.size; q++) {
+      if (max === null && n === top) row[q] = 1;
+      else if (dfa.accept[q] === 1 && n >= min) row[q] = 1;
+      else if (n < top) row[q] = moves[q]!.some(({ target }) => live[n + 1]![target] === 1) ? 1 : 0;
+    }
+    live[n] = row;
+  }
+  if (live[0]![0] !== 1) return null;
+  const names = new Map<number, string>();
+  const nameOf = (q: number, n: number): string => {
+    if (max === null && n === top) return plain()[q]!;
+    const key = n * dfa.size + q;
+    let name = names.get(key);
+    if (name === undefined) {
+      if (names.size >= MAX_AUTOMATON_RULES)
+        throw new AutomatonTooLarge(`more than ${MAX_AUTOMATON_RULES} rules for the lengths`);
+      name = b.reserve(`${hint}-s${q}-${n}`);
+      names.set(key, name);
+      pending.push([q, n]);
+    }
+    return name;
+  };
+  const pending: [number, number][] = [];
+  const start = nameOf(0, 0);
+  while (pending.length > 0) {
+    const [q, n] = pending.pop()!;
+    const alternatives: string[] = [];
+    if (n < top) {
+      for (const { expr, target } of moves[q]!) {
+        if (live[n + 1]![target] === 1) alternatives.push(`${expr} ${nameOf(target, n + 1)}`);
+      }
+    }
+    if (dfa.accept[q] === 1 && n >= min) alternatives.push('""');
+    b.define(names.get(n * dfa.size + q)!, alternatives.join(" | "));
+  }
+  return { expr: start, max };
 }

@@ -63,6 +63,16 @@ export const FORMATS: Record<string, (value: string) => boolean> = {
   hostname: (v) =>
     v.length <= 253 &&
     /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/i.test(v),
+  // As ajv-formats' `regex`: a valid ECMA-262 pattern under the `u` flag, without `\Z`.
+  regex: (v) => {
+    if (/[^\\]\\Z/.test(v)) return false;
+    try {
+      new RegExp(v, "u");
+      return true;
+    } catch {
+      return false;
+    }
+  },
 };
 
 /** Keywords whose values map names (not keywords) to schemas. */

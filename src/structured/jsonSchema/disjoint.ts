@@ -6,7 +6,7 @@
  * a schema narrower, so ignoring them can only turn "disjoint" into "unknown", never the reverse.
  */
 
-import type { Schema, SchemaObject } from "./keywords.ts";
+import { type Schema, type SchemaObject, stringPatterns } from "./keywords.ts";
 import { canonical } from "./merge.ts";
 
 /** JSON types with integers and other numbers apart, so that `integer` ⊂ `number`. */
@@ -393,8 +393,8 @@ function failsSome(value: unknown, parts: SchemaObject[]): boolean {
       const length = [...value].length;
       if (typeof part.minLength === "number" && length < part.minLength) return true;
       if (typeof part.maxLength === "number" && length > part.maxLength) return true;
-      if (typeof part.pattern === "string") {
-        const re = regexOf(part.pattern);
+      for (const pattern of stringPatterns(part)) {
+        const re = regexOf(pattern);
         if (re !== null && !re.test(value)) return true;
       }
     }

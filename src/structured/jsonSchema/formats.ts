@@ -9,6 +9,10 @@
  * date/time/date-time/uuid with looser days.
  */
 import type { GbnfBuilder } from "../gbnf.ts";
+import { LruCache } from "../lru.ts";
+import { type Dfa, regexDfa } from "../regexAutomaton.ts";
+import { parseRegex, type RegexNode, splitAnchors } from "../regexParser.ts";
+import { regexTreeExpression } from "../regexToGbnf.ts";
 
 /** The string formats {@link formatRule} supports. */
 export const SUPPORTED_FORMATS = [
@@ -30,13 +34,16 @@ export const SUPPORTED_FORMATS = [
   "json-pointer",
   "relative-json-pointer",
   "byte",
+  "regex",
+  "host-name",
+  "ip-address",
 ] as const;
 
 /** One of {@link SUPPORTED_FORMATS}. */
 export type SupportedFormat = (typeof SUPPORTED_FORMATS)[number];
 
 /** The formats of JSON Schema drafts 4 to 2020-12 (other `format` values are unknown and ignored). */
-const STANDARD_FORMATS = new Set([...SUPPORTED_FORMATS, "uri-template", "regex", "host-name", "ip-address"]);
+const STANDARD_FORMATS = new Set([...SUPPORTED_FORMATS, "uri-template"]);
 
 /** Integer ranges of OpenAPI's integer formats, applied to `integer` and `number` instances. */
 export const INTEGER_FORMATS: Record<string, [bigint, bigint]> = {
@@ -56,125 +63,113 @@ export function isUnsupportedStandardFormat(format: string): boolean {
   return STANDARD_FORMATS.has(format) && !isSupportedFormat(format);
 }
 
-const LEAP_YY = '"0" [48] | [2468] [048] | [13579] [26]';
+const DIGIT2 = String.raw`\d{2}`;
+const LEAP_YY = "0[48]|[2468][048]|[13579][26]";
+const DATE = [
+  String.raw`\d{4}-(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])`,
+  String.raw`\d{4}-(?:0[469]|11)-(?:0[1-9]|[12]\d|30)`,
+  String.raw`\d{4}-02-(?:0[1-9]|1\d|2[0-8])`,
+  `(?:${DIGIT2}(?:${LEAP_YY})|(?:${LEAP_YY}|00)00)-02-29`,
+].join("|");
+const HOUR = String.raw`(?:[01]\d|2[0-3])`;
+const TIME = String.raw`${HOUR}:[0-5]\d:[0-5]\d(?:\.\d{1,9})?(?:[zZ]|[+-]${HOUR}:[0-5]\d)`;
+const LABEL = "[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?";
+const HOSTNAME = String.raw`${LABEL}(?:\.${LABEL}){0,4}`;
+const OCTET = String.raw`(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]\d|\d)`;
+const N = String.raw`\d{1,9}`;
+const DURATION_TIME = `T(?:${N}H(?:${N}M(?:${N}S)?)?|${N}M(?:${N}S)?|${N}S)`;
+const PCHAR = "(?:[a-zA-Z0-9._~!$&'()*+,;=:@-]|%[0-9a-fA-F]{2})";
+const AUTHORITY = String.raw`(?:(?:[a-zA-Z0-9._~!$&'()*+,;=:-]|%[0-9a-fA-F]{2})*@)?(?:[a-zA-Z0-9._~!$&'()*+,;=-]|%[0-9a-fA-F]{2})*(?::\d*)?`;
+const URI_TAIL = String.raw`(?:\?(?:${PCHAR}|[/?])*)?(?:#(?:${PCHAR}|[/?])*)?`;
+const HIER = `//${AUTHORITY}(?:/${PCHAR}*)*|/(?:${PCHAR}+(?:/${PCHAR}*)*)?|${PCHAR}+(?:/${PCHAR}*)*`;
+const URI = `[a-zA-Z][a-zA-Z0-9+.-]*:(?:${HIER})${URI_TAIL}`;
+const SEGMENT_NC = "(?:[a-zA-Z0-9._~!$&'()*+,;=@-]|%[0-9a-fA-F]{2})+";
+const RELATIVE_REF = `(?://${AUTHORITY}(?:/${PCHAR}*)*|/(?:${PCHAR}+(?:/${PCHAR}*)*)?|${SEGMENT_NC}(?:/${PCHAR}*)*)?${URI_TAIL}`;
+const JSON_POINTER = String.raw`(?:/(?:[\x20-\x21\x23-\x2E\x30-\x5B\x5D-\x7D]|~[01])*)*`;
+const EMAIL = `[a-zA-Z0-9.!#$%&'*+/=?^_\`{|}~-]{1,64}@${HOSTNAME}`;
 
-function dateRule(b: GbnfBuilder): string {
-  return b.fixed(
-    "fmt-date",
-    [
-      '[0-9]{4} "-" ("0" [13578] | "1" [02]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])',
-      '[0-9]{4} "-" ("0" [469] | "11") "-" ("0" [1-9] | [12] [0-9] | "30")',
-      '[0-9]{4} "-02-" ("0" [1-9] | "1" [0-9] | "2" [0-8])',
-      `([0-9]{2} (${LEAP_YY}) | (${LEAP_YY} | "00") "00") "-02-29"`,
-    ].join(" | "),
-  );
-}
-
-function timeRule(b: GbnfBuilder): string {
-  return b.fixed(
-    "fmt-time",
-    '([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,9})? ([zZ] | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])',
-  );
-}
-
-function labelRule(b: GbnfBuilder): string {
-  return b.fixed("fmt-label", "[a-zA-Z0-9] ([a-zA-Z0-9-]{0,61} [a-zA-Z0-9])?");
+/**
+ * ECMA-262 regular expressions (`format: "regex"`, valid for `new RegExp(text, "u")` as ajv-formats checks),
+ * narrowed to a regular subset: literal letters, digits and punctuation that need no escape, escaped syntax
+ * characters and `\d\D\w\W\s\S`, `.`, classes of single such characters, `*`/`+`/`?` (optionally lazy),
+ * `{n}`, `|`, `^`/`$`, and groups `(...)`/`(?:...)` nested at most three deep.
+ */
+function regexFormat(): string {
+  const literal = "[A-Za-z0-9 _,:;@#%&=~<>/!'-]";
+  const escaped = String.raw`\\[.*+?()\[\]{}|^$\\/dDwWsS]`;
+  const classItem = String.raw`(?:[A-Za-z0-9 _,:;@#%&=~<>/!'.*+?(){}|$]|a-z|A-Z|0-9|a-f|A-F|\\[\]\\\-^dDwWsS])`;
+  const charClass = String.raw`\[\^?${classItem}+\]`;
+  const quantifier = String.raw`(?:[*+?]\??|\{[1-9]\d?\})?`;
+  let group = "";
+  for (let depth = 0; depth < 3; depth++) {
+    const atom = `(?:${literal}|${escaped}|${charClass}|\\.${group === "" ? "" : `|${group}`})`;
+    const alternative = `(?:${atom}${quantifier})*`;
+    group = String.raw`\((?:\?:)?${alternative}(?:\|${alternative})*\)`;
+  }
+  const atom = `(?:${literal}|${escaped}|${charClass}|\\.|${group})`;
+  const alternative = `\\^?(?:${atom}${quantifier})*\\$?`;
+  return `${alternative}(?:\\|${alternative})*`;
 }
 
 /**
- * Adds the rule for `format` and returns its name. The rule matches the string content only (no quotes);
- * all of its characters are plain ASCII that need no JSON escaping.
+ * Each supported format as an ECMA-262 pattern its strings fully match (no anchors). The `format` grammar,
+ * and its intersections with `pattern` and lengths, are compiled from these, so both always agree.
+ */
+export const FORMAT_PATTERNS: Record<SupportedFormat, string> = {
+  date: DATE,
+  time: TIME,
+  "date-time": `(?:${DATE})[tT]${TIME}`,
+  duration: `P(?:(?:${N}D|${N}M(?:${N}D)?|${N}Y(?:${N}M(?:${N}D)?)?)(?:${DURATION_TIME})?|${DURATION_TIME}|${N}W)`,
+  uuid: "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+  email: EMAIL,
+  "idn-email": EMAIL,
+  ipv4: String.raw`${OCTET}\.${OCTET}\.${OCTET}\.${OCTET}`,
+  "ip-address": String.raw`${OCTET}\.${OCTET}\.${OCTET}\.${OCTET}`,
+  ipv6: "[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4}){7}",
+  hostname: HOSTNAME,
+  "idn-hostname": HOSTNAME,
+  "host-name": HOSTNAME,
+  uri: URI,
+  iri: URI,
+  "uri-reference": `(?:${URI})|${RELATIVE_REF}`,
+  "iri-reference": `(?:${URI})|${RELATIVE_REF}`,
+  "json-pointer": JSON_POINTER,
+  "relative-json-pointer": String.raw`(?:0|[1-9]\d*)(?:#|${JSON_POINTER})`,
+  byte: "(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?",
+  regex: regexFormat(),
+};
+
+const formatTrees = new Map<SupportedFormat, RegexNode>();
+
+/** The parsed (full-match) tree of a format's pattern; parsed once per process. */
+export function formatTree(format: SupportedFormat): RegexNode {
+  let tree = formatTrees.get(format);
+  if (tree === undefined) {
+    const alternatives = splitAnchors(parseRegex(FORMAT_PATTERNS[format])).map((a) => a.node);
+    tree = alternatives.length === 1 ? alternatives[0]! : { type: "alt", items: alternatives };
+    formatTrees.set(format, tree);
+  }
+  return tree;
+}
+
+const formatDfas = new LruCache<SupportedFormat, Dfa>(64);
+
+/** The trimmed DFA of a format's strings (built once per process). Throws `AutomatonTooLarge`. */
+export function formatDfa(format: SupportedFormat): Dfa {
+  let dfa = formatDfas.get(format);
+  if (dfa === undefined) {
+    dfa = regexDfa(formatTree(format));
+    formatDfas.set(format, dfa);
+  }
+  return dfa;
+}
+
+/**
+ * Adds the rule for `format` and returns its name. The rule matches the string content only (no quotes),
+ * written in JSON string mode (a `"` or `\` a format allows is escaped).
  */
 export function formatRule(b: GbnfBuilder, format: SupportedFormat): string {
-  switch (format) {
-    case "date":
-      return dateRule(b);
-    case "time":
-      return timeRule(b);
-    case "date-time":
-      return b.fixed("fmt-date-time", `${dateRule(b)} [tT] ${timeRule(b)}`);
-    case "uuid":
-      return b.fixed(
-        "fmt-uuid",
-        '[0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12}',
-      );
-    case "email":
-      return b.fixed("fmt-email", () => {
-        const label = labelRule(b);
-        return `[a-zA-Z0-9.!#$%&'*+/=?^_\`{|}~-]{1,64} "@" ${label} ("." ${label}){0,4}`;
-      });
-    case "ipv4":
-      return b.fixed("fmt-ipv4", () => {
-        const octet = b.fixed(
-          "fmt-octet",
-          '"25" [0-5] | "2" [0-4] [0-9] | "1" [0-9] [0-9] | [1-9] [0-9] | [0-9]',
-        );
-        return `${octet} "." ${octet} "." ${octet} "." ${octet}`;
-      });
-    case "duration":
-      return b.fixed("fmt-duration", () => {
-        const n = "[0-9]{1,9}";
-        const second = `${n} "S"`;
-        const minute = `${n} "M" (${second})?`;
-        const hour = `${n} "H" (${minute})?`;
-        const time = `"T" (${hour} | ${minute} | ${second})`;
-        const day = `${n} "D"`;
-        const month = `${n} "M" (${day})?`;
-        const year = `${n} "Y" (${month})?`;
-        return `"P" ((${day} | ${month} | ${year}) (${time})? | ${time} | ${n} "W")`;
-      });
-    case "ipv6":
-      return b.fixed("fmt-ipv6", '[0-9a-fA-F]{1,4} (":" [0-9a-fA-F]{1,4}){7}');
-    case "uri":
-    case "iri":
-      return uriRule(b);
-    case "uri-reference":
-    case "iri-reference":
-      return b.fixed("fmt-uri-reference", () => {
-        const { pchar, authority, tail } = uriParts(b);
-        const segmentNc = `([a-zA-Z0-9._~!$&'()*+,;=@-] | "%" [0-9a-fA-F]{2})+`;
-        const relative = `("//" ${authority} ("/" ${pchar}*)* | "/" (${pchar}+ ("/" ${pchar}*)*)? | ${segmentNc} ("/" ${pchar}*)*)?`;
-        return `${uriRule(b)} | ${relative} ${tail}`;
-      });
-    case "json-pointer":
-      return jsonPointerRule(b);
-    case "relative-json-pointer":
-      return b.fixed("fmt-relative-json-pointer", `("0" | [1-9] [0-9]*) ("#" | ${jsonPointerRule(b)})`);
-    case "byte":
-      return b.fixed("fmt-byte", '([A-Za-z0-9+/]{4})* ([A-Za-z0-9+/]{2} "==" | [A-Za-z0-9+/]{3} "=")?');
-    case "idn-email":
-      return formatRule(b, "email");
-    case "idn-hostname":
-      return formatRule(b, "hostname");
-    case "hostname":
-      return b.fixed("fmt-hostname", () => {
-        const label = labelRule(b);
-        return `${label} ("." ${label}){0,4}`;
-      });
-  }
-}
-
-/** RFC 6901 JSON pointer, reference tokens of printable ASCII (other than `"` and `\\`). */
-function jsonPointerRule(b: GbnfBuilder): string {
-  return b.fixed("fmt-json-pointer", '("/" ([\\x20-\\x21\\x23-\\x2E\\x30-\\x5B\\x5D-\\x7D] | "~" [01])*)*');
-}
-
-/** Pieces of RFC 3986 (`pchar`, `authority`, query and fragment `tail`) shared by `uri` and `uri-reference`. */
-function uriParts(b: GbnfBuilder): { pchar: string; authority: string; tail: string } {
-  const pchar = b.fixed("fmt-uri-pchar", `[a-zA-Z0-9._~!$&'()*+,;=:@-] | "%" [0-9a-fA-F]{2}`);
-  const authority = b.fixed(
-    "fmt-uri-authority",
-    `(([a-zA-Z0-9._~!$&'()*+,;=:-] | "%" [0-9a-fA-F]{2})* "@")? ([a-zA-Z0-9._~!$&'()*+,;=-] | "%" [0-9a-fA-F]{2})* (":" [0-9]*)?`,
+  return b.fixed(`fmt-${format}`, () =>
+    regexTreeExpression(b, formatTree(format), { mode: "json", hint: `fmt-${format}` }),
   );
-  const tail = b.fixed("fmt-uri-tail", `("?" (${pchar} | [/?])*)? ("#" (${pchar} | [/?])*)?`);
-  return { pchar, authority, tail };
-}
-
-/** RFC 3986 absolute URI with a non-empty hier-part (as ajv-formats' `uri` requires). */
-function uriRule(b: GbnfBuilder): string {
-  return b.fixed("fmt-uri", () => {
-    const { pchar, authority, tail } = uriParts(b);
-    const hier = `"//" ${authority} ("/" ${pchar}*)* | "/" (${pchar}+ ("/" ${pchar}*)*)? | ${pchar}+ ("/" ${pchar}*)*`;
-    return `[a-zA-Z] [a-zA-Z0-9+.-]* ":" (${hier}) ${tail}`;
-  });
 }

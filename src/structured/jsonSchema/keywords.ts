@@ -54,8 +54,23 @@ export const OBJECT_KEYWORDS = [
   "dependencies",
 ];
 
+/**
+ * Internal keyword of merged schemas (`allOf` with different `pattern`s): the further patterns a string must
+ * match besides `pattern`, as a list. The string compiler intersects them all. A client schema using this
+ * name gets it checked and enforced like `pattern`.
+ */
+export const EXTRA_PATTERNS = "lmserve:patterns";
+
+/** The `pattern`s a string schema asserts: its own and its {@link EXTRA_PATTERNS}. */
+export function stringPatterns(s: SchemaObject): string[] {
+  const own = typeof s.pattern === "string" ? [s.pattern] : [];
+  const extra = Array.isArray(s[EXTRA_PATTERNS]) ? (s[EXTRA_PATTERNS] as string[]) : [];
+  return [...own, ...extra];
+}
+
 /** Keywords that constrain the output and are compiled (some only in the forms the docs list). */
 export const CONSTRAINTS = new Set([
+  EXTRA_PATTERNS,
   "type",
   ...OBJECT_KEYWORDS,
   "enum",
@@ -196,6 +211,7 @@ const KEY_GROUPS = new Map<string, number>([
     "nullable",
     "format",
     "pattern",
+    EXTRA_PATTERNS,
   ].map((k) => [k, G_SCALAR] as [string, number]),
 ]);
 
@@ -348,6 +364,13 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
       }
     }
     if ("pattern" in s) checkRegex(s.pattern, sub("pattern"));
+    if (EXTRA_PATTERNS in s) {
+      const extra = s[EXTRA_PATTERNS];
+      if (!Array.isArray(extra)) bad(EXTRA_PATTERNS, "an array of strings");
+      (extra as unknown[]).forEach((pattern, i) => {
+        checkRegex(pattern, { up: sub(EXTRA_PATTERNS), key: String(i) });
+      });
+    }
   };
   walk(root, "#");
 }

@@ -5,9 +5,8 @@
  */
 import { echoed } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
-import { INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
-import type { SchemaObject } from "./keywords.ts";
-import { OBJECT_KEYWORDS } from "./keywords.ts";
+import { formatDfa, INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
+import { OBJECT_KEYWORDS, type SchemaObject, stringPatterns } from "./keywords.ts";
 import { canonical } from "./merge.ts";
 
 /** Array keywords {@link literalFits} cannot check (it checks `minItems`, `maxItems`, `uniqueItems`). */
@@ -18,15 +17,16 @@ function stringFits(ctx: CompileContext, value: string, s: SchemaObject, path: s
   const length = [...value].length;
   if (typeof s.minLength === "number" && length < s.minLength) return false;
   if (typeof s.maxLength === "number" && length > s.maxLength) return false;
-  if (typeof s.format === "string" && isSupportedFormat(s.format))
-    ctx.fail(`Unsupported combination at ${path}: 'enum'/'const' string values with 'format'.`);
-  if (typeof s.pattern === "string") {
+  // A supported format admits the strings of its grammar (a narrowing of the format, as everywhere).
+  if (typeof s.format === "string" && isSupportedFormat(s.format) && !formatDfa(s.format).matches(value))
+    return false;
+  for (const pattern of stringPatterns(s)) {
     let re: RegExp;
     try {
-      re = new RegExp(s.pattern, "u");
+      re = new RegExp(pattern, "u");
     } catch {
       ctx.fail(
-        `Unsupported combination at ${path}: 'enum'/'const' with a 'pattern' JavaScript cannot run ("${echoed(s.pattern)}").`,
+        `Unsupported combination at ${path}: 'enum'/'const' with a 'pattern' JavaScript cannot run ("${echoed(pattern)}").`,
       );
     }
     if (!re.test(value)) return false;

@@ -13,7 +13,14 @@
  *   (or its `items`/`additionalItems` past its tuple), written in the 2020-12 form;
  * - OpenAPI `nullable: true` becomes `null` in the branch's `type` before types intersect.
  */
-import { isConstraint, type Schema, type SchemaObject, TYPE_NAMES, type TypeName } from "./keywords.ts";
+import {
+  EXTRA_PATTERNS,
+  isConstraint,
+  type Schema,
+  type SchemaObject,
+  TYPE_NAMES,
+  type TypeName,
+} from "./keywords.ts";
 
 /**
  * Thrown when the conjunction cannot be expressed or is unsatisfiable; the compiler turns it into a 400 or
@@ -183,6 +190,12 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
         out.uniqueItems = Boolean(mine) || Boolean(value);
         break;
       case "pattern":
+        // Both must match: the second joins the list the string compiler intersects.
+        if (mine !== value) out[EXTRA_PATTERNS] = [...new Set([...extraPatterns(out), value as string])];
+        break;
+      case EXTRA_PATTERNS:
+        out[key] = [...new Set([...(mine as string[]), ...(value as string[])])];
+        break;
       case "format":
         if (mine !== value)
           throw new MergeError(`allOf branches with two different '${key}' values are not supported`);
@@ -207,6 +220,11 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
     }
   }
   return out;
+}
+
+/** The patterns already listed under {@link EXTRA_PATTERNS} in `s`. */
+function extraPatterns(s: SchemaObject): string[] {
+  return Array.isArray(s[EXTRA_PATTERNS]) ? (s[EXTRA_PATTERNS] as string[]) : [];
 }
 
 /** The keywords that say which members an object may have ({@link mergeObjectShape} merges them together). */

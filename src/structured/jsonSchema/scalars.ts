@@ -7,54 +7,170 @@
 import { CodePointSet } from "../codePointSet.ts";
 import { group } from "../gbnf.ts";
 import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives.ts";
-import { parseRegex, RegexError, type RegexNode, restrictLength, splitAnchors } from "../regexParser.ts";
-import { regexBadRequest, regexExpression, regexTreeExpression } from "../regexToGbnf.ts";
+import { LruCache } from "../lru.ts";
+import { AutomatonTooLarge, type Dfa, regexDfa } from "../regexAutomaton.ts";
+import {
+  narrowLength,
+  parseRegex,
+  RegexError,
+  type RegexNode,
+  regexLengthBounds,
+  restrictLength,
+  splitAnchors,
+} from "../regexParser.ts";
+import {
+  automatonExpression,
+  regexBadRequest,
+  regexExpression,
+  regexTreeExpression,
+} from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
-import { formatRule, INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
-import type { SchemaObject } from "./keywords.ts";
+import {
+  formatDfa,
+  formatRule,
+  formatTree,
+  INTEGER_FORMATS,
+  isSupportedFormat,
+  type SupportedFormat,
+} from "./formats.ts";
+import { type SchemaObject, stringPatterns } from "./keywords.ts";
 import { integerRange, MAX_FRACTION_DIGITS, type NumberBound, numberRange } from "./numbers.ts";
 
-/** The GBNF body of a string schema: `format`, `pattern` or `json-char{min,max}` between quotes. */
+/**
+ * The GBNF body of a string schema: `json-char{min,max}`, a `format`, or `pattern`s between quotes. One
+ * `pattern` alone, or with lengths it implies or that restrict its tree exactly, compiles from the regex tree;
+ * every other combination (lengths a tree cannot take, several patterns, a `format` with a `pattern` or
+ * lengths it does not imply) is the intersection of their automata (see `regexAutomaton.ts`).
+ */
 export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, hint: string): string {
   const min = (s.minLength as number | undefined) ?? 0;
   const max = (s.maxLength as number | undefined) ?? null;
   if (max !== null && min > max)
     ctx.unsatisfiable(`the string at ${path} cannot satisfy minLength ${min} > maxLength ${max}.`);
-  const quoted = (expr: string): string => `"\\"" ${expr} "\\""`;
-  if (typeof s.format === "string" && isSupportedFormat(s.format)) {
-    for (const key of ["pattern", "minLength", "maxLength"]) {
-      if (key in s)
-        ctx.fail(`Unsupported combination at ${path}: 'format' cannot be combined with '${key}'.`);
-    }
-    return quoted(formatRule(ctx.b, s.format));
+  const format = typeof s.format === "string" && isSupportedFormat(s.format) ? s.format : null;
+  const patterns = stringPatterns(s);
+  const lengths = "minLength" in s || "maxLength" in s;
+  if (format !== null && patterns.length === 0) {
+    const own = regexLengthBounds(formatTree(format));
+    if (!lengths || (own.min >= min && (max === null || (own.max !== null && own.max <= max))))
+      return quoted(formatRule(ctx.b, format));
+    const narrowed = narrowLength(formatTree(format), min, max);
+    if (narrowed !== null)
+      return quoted(group(regexTreeExpression(ctx.b, narrowed, { mode: "json", hint: `${hint}-${format}` })));
   }
-  if (typeof s.pattern === "string") {
-    const pattern = s.pattern;
+  if (format === null && patterns.length === 1) {
+    const pattern = patterns[0]!;
     try {
-      if ("minLength" in s || "maxLength" in s) {
-        const expr = lengthBoundPattern(ctx, pattern, min, max, path, hint);
-        if (expr !== null) return quoted(expr);
-      }
-      const expr = regexExpression(ctx.b, pattern, {
-        mode: "json",
-        search: true,
-        hint: `${hint}-pattern`,
-      });
-      return quoted(expr.includes(" | ") ? `(${expr})` : expr);
+      if (!lengths) return quoted(searchExpression(ctx, pattern, hint));
+      const expr = lengthBoundPattern(ctx, pattern, min, max, path, hint);
+      if (expr === null) return quoted(searchExpression(ctx, pattern, hint));
+      if (expr !== undefined) return quoted(expr);
     } catch (error) {
       if (error instanceof RegexError)
         throw regexBadRequest(error, pattern, ctx.param, ` at ${path}/pattern`);
       throw error;
     }
   }
+  if (format === null && patterns.length === 0) {
+    try {
+      const chars = ctx.b.repeat(jsonCharRule(ctx.b), min, max, `${hint}-chars`);
+      return chars === '""' ? '"\\"\\""' : quoted(chars);
+    } catch (error) {
+      if (error instanceof RangeError)
+        ctx.fail(`minLength/maxLength at ${path} are too large: ${error.message}.`);
+      throw error;
+    }
+  }
+  return quoted(automatonBody(ctx, patterns, format, min, max, path, hint));
+}
+
+/** `expr` between the quotes of a JSON string. */
+const quoted = (expr: string): string => `"\\"" ${expr} "\\""`;
+
+/** One `pattern` (search semantics) as a GBNF expression in JSON string mode. Throws RegexError. */
+function searchExpression(ctx: CompileContext, pattern: string, hint: string): string {
+  const expr = regexExpression(ctx.b, pattern, { mode: "json", search: true, hint: `${hint}-pattern` });
+  return expr.includes(" | ") ? `(${expr})` : expr;
+}
+
+const searchDfas = new LruCache<string, Dfa>(256);
+
+/**
+ * The trimmed DFA of the strings `pattern` matches under ECMA-262 search semantics (an unanchored end admits
+ * any text), cached per pattern. Throws RegexError or AutomatonTooLarge.
+ */
+export function searchDfa(pattern: string): Dfa {
+  let dfa = searchDfas.get(pattern);
+  if (dfa === undefined) {
+    const alternatives = splitAnchors(parseRegex(pattern)).map(({ node, start, end }) => {
+      const items = [...(start ? [] : [ANY_TEXT]), node, ...(end ? [] : [ANY_TEXT])];
+      return items.length === 1 ? node : ({ type: "seq", items } as RegexNode);
+    });
+    dfa = regexDfa(alternatives.length === 1 ? alternatives[0]! : { type: "alt", items: alternatives });
+    searchDfas.set(pattern, dfa);
+  }
+  return dfa;
+}
+
+/**
+ * The strings matching every pattern in `patterns` and `format` (when not null), of lengths `[min, max]`, as
+ * a GBNF expression in JSON string mode: the product of their automata. A maximum whose grammar would be too
+ * large is lowered (a narrowing, see `automatonExpression`). Throws ApiError 400 for a bad pattern, for
+ * automata too large to build, and when no string satisfies them all.
+ */
+function automatonBody(
+  ctx: CompileContext,
+  patterns: string[],
+  format: SupportedFormat | null,
+  min: number,
+  max: number | null,
+  path: string,
+  hint: string,
+): string {
+  const what = [
+    ...(patterns.length > 0 ? [patterns.length > 1 ? `${patterns.length} patterns` : "'pattern'"] : []),
+    ...(format !== null ? [`format '${format}'`] : []),
+    ...(min > 0 || max !== null ? ["minLength/maxLength"] : []),
+  ].join(" with ");
+  let dfa: Dfa | null = format === null ? null : formatDfaOrFail(ctx, format, what, path);
+  for (const pattern of patterns) {
+    try {
+      const own = searchDfa(pattern);
+      dfa = dfa === null ? own : dfa.intersect(own);
+    } catch (error) {
+      if (error instanceof RegexError)
+        throw regexBadRequest(error, pattern, ctx.param, ` at ${path}/pattern`);
+      if (error instanceof AutomatonTooLarge) tooLarge(ctx, what, path);
+      throw error;
+    }
+  }
   try {
-    const chars = ctx.b.repeat(jsonCharRule(ctx.b), min, max, `${hint}-chars`);
-    return chars === '""' ? '"\\"\\""' : quoted(chars);
+    const result = automatonExpression(ctx.b, dfa!, { mode: "json", hint: `${hint}-str`, min, max });
+    if (result === null)
+      ctx.unsatisfiable(
+        `no string at ${path} satisfies ${what} (minLength ${min}, maxLength ${max ?? "∞"}).`,
+      );
+    return (result as { expr: string }).expr;
   } catch (error) {
-    if (error instanceof RangeError)
-      ctx.fail(`minLength/maxLength at ${path} are too large: ${error.message}.`);
+    if (error instanceof AutomatonTooLarge) tooLarge(ctx, what, path);
     throw error;
   }
+}
+
+/** The automaton of a format, or the 400 for one too large to intersect. */
+function formatDfaOrFail(ctx: CompileContext, format: SupportedFormat, what: string, path: string): Dfa {
+  try {
+    return formatDfa(format);
+  } catch (error) {
+    if (error instanceof AutomatonTooLarge) tooLarge(ctx, what, path);
+    throw error;
+  }
+}
+
+function tooLarge(ctx: CompileContext, what: string, path: string): never {
+  return ctx.fail(
+    `Unsupported combination at ${path}: ${what} cannot be intersected within the grammar size limits.`,
+  );
 }
 
 /** Any text, as the unanchored ends of a `pattern` allow (ECMA-262 search semantics). */
@@ -67,10 +183,13 @@ const ANY_TEXT: RegexNode = {
 
 /**
  * `pattern` (search semantics) intersected with string lengths `[min, max]`, as a GBNF expression in JSON
- * string mode; null when the lengths are already implied by the pattern (the caller compiles it as usual).
- * Each top-level alternative, with any text added at an unanchored end, is restricted by
- * {@link restrictLength}; when that cannot be done exactly the schema is refused (400), and when no
- * alternative has a match of an allowed length it has no instance. Throws RegexError for a bad pattern.
+ * string mode from the regex tree; null when the lengths are already implied by the pattern (the caller
+ * compiles it as usual), undefined when the tree can be neither restricted exactly nor narrowed (the caller
+ * uses automata). Each top-level alternative, with any text added at an unanchored end, is restricted by
+ * {@link restrictLength}; when that is not exact for every alternative, each is narrowed by
+ * {@link narrowLength} instead (a subset of the strings allowed). When no alternative has a match of an
+ * allowed length it has no instance (400).
+ * Throws RegexError for a bad pattern.
  */
 function lengthBoundPattern(
   ctx: CompileContext,
@@ -79,19 +198,20 @@ function lengthBoundPattern(
   max: number | null,
   path: string,
   hint: string,
-): string | null {
+): string | null | undefined {
   const alternatives = splitAnchors(parseRegex(pattern)).map(({ node, start, end }) => {
     const items = [...(start ? [] : [ANY_TEXT]), node, ...(end ? [] : [ANY_TEXT])];
     const whole: RegexNode = items.length === 1 ? node : { type: "seq", items };
     return { whole, restricted: restrictLength(whole, min, max) };
   });
   if (alternatives.every((a) => a.restricted === a.whole)) return null;
-  if (alternatives.some((a) => a.restricted === undefined)) {
-    ctx.fail(
-      `Unsupported combination at ${path}: 'pattern' with minLength/maxLength is supported only when the lengths can be intersected with the pattern exactly (the anchored pattern implies them, or it has a single variable-length part repeating fixed-width items).`,
-    );
-  }
-  const kept = alternatives.flatMap((a) => (a.restricted ? [a.restricted] : []));
+  const exact = alternatives.every((a) => a.restricted !== undefined);
+  // Where no exact restriction exists, each alternative is narrowed (see `narrowLength`).
+  const kept = alternatives.flatMap((a) => {
+    const tree = exact ? a.restricted : narrowLength(a.whole, min, max);
+    return tree ? [tree] : [];
+  });
+  if (!exact && kept.length === 0) return undefined;
   if (kept.length === 0)
     ctx.unsatisfiable(
       `no string at ${path} matches its pattern within minLength ${min}/maxLength ${max ?? "∞"}.`,

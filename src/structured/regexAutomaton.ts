@@ -1,0 +1,542 @@
+/**
+ * Regular languages as deterministic finite automata (DFAs) over Unicode code points, for the string
+ * constraints a regex tree alone cannot state: a `pattern` intersected with `minLength`/`maxLength`, two
+ * `pattern`s at once (`allOf`), a `format` with a `pattern` or lengths, and the complement of a `pattern`
+ * (`not`). Built from the parser's {@link RegexNode} trees by Thompson's construction and the subset
+ * construction; intersected by the product construction; written as GBNF by `regexToGbnf.ts`.
+ *
+ * The alphabet is a partition of U+0000..U+10FFFF into *symbol classes* (maximal ranges no set in the
+ * automaton splits), so a state's transitions are one row of class → state. Sizes are bounded
+ * ({@link MAX_NFA_STATES}, {@link MAX_DFA_STATES}); a larger automaton throws {@link AutomatonTooLarge}.
+ */
+import { CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
+import type { RegexNode } from "./regexParser.ts";
+
+/** Most states of the intermediate NFA (a `{m,n}` repetition copies its item `n` times). */
+export const MAX_NFA_STATES = 20_000;
+/** Most states of any DFA built here (subset or product construction). */
+export const MAX_DFA_STATES = 4_000;
+
+/** Thrown when an automaton would exceed {@link MAX_NFA_STATES} or {@link MAX_DFA_STATES}. */
+export class AutomatonTooLarge extends Error {
+  constructor(what: string) {
+    super(what);
+    this.name = "AutomatonTooLarge";
+  }
+}
+
+/**
+ * A DFA over symbol classes. Class `c` is the code points `starts[c] .. starts[c + 1] - 1` (the last class
+ * ends at U+10FFFF); `next[q * classes + c]` is the state after reading a code point of class `c` in state
+ * `q`, or -1 (no transition: the input is rejected). State 0 is the start state. Immutable once built.
+ */
+export class Dfa {
+  /** Number of states. */
+  readonly size: number;
+  /** Number of symbol classes. */
+  readonly classes: number;
+
+  constructor(
+    /** First code point of each symbol class, ascending, `starts[0] = 0`. */
+    readonly starts: readonly number[],
+    /** Transition table, `size * classes` entries, -1 for none. */
+    readonly next: Int32Array,
+    /** 1 where the state accepts. */
+    readonly accept: Uint8Array,
+  ) {
+    this.classes = starts.length;
+    this.size = accept.length;
+  }
+
+  /** The code points of class `c`, as an inclusive range. */
+  classRange(c: number): [number, number] {
+    return [this.starts[c]!, c + 1 < this.classes ? this.starts[c + 1]! - 1 : MAX_CODE_POINT];
+  }
+
+  /** The class of code point `cp` (binary search). */
+  classOf(cp: number): number {
+    let lo = 0;
+    let hi = this.classes - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (this.starts[mid]! <= cp) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  /** True when the automaton accepts `text` (code points). */
+  matches(text: string): boolean {
+    let q = 0;
+    for (const ch of text) {
+      q = this.next[q * this.classes + this.classOf(ch.codePointAt(0)!)]!;
+      if (q < 0) return false;
+    }
+    return this.accept[q] === 1;
+  }
+
+  /** True when no string is accepted. */
+  get isEmpty(): boolean {
+    return this.size === 0 || !this.accept.includes(1);
+  }
+
+  /**
+   * For each state, the length in code points of the shortest accepted continuation (`Infinity` when none).
+   */
+  distancesToAccept(): Float64Array {
+    const dist = new Float64Array(this.size).fill(Number.POSITIVE_INFINITY);
+    const preds: number[][] = Array.from({ length: this.size }, () => []);
+    for (let q = 0; q < this.size; q++) {
+      for (let c = 0; c < this.classes; c++) {
+        const t = this.next[q * this.classes + c]!;
+        if (t >= 0) preds[t]!.push(q);
+      }
+    }
+    const queue: number[] = [];
+    for (let q = 0; q < this.size; q++) {
+      if (this.accept[q] === 1) {
+        dist[q] = 0;
+        queue.push(q);
+      }
+    }
+    for (let i = 0; i < queue.length; i++) {
+      const q = queue[i]!;
+      for (const p of preds[q]!) {
+        if (dist[p] === Number.POSITIVE_INFINITY) {
+          dist[p] = dist[q]! + 1;
+          queue.push(p);
+        }
+      }
+    }
+    return dist;
+  }
+
+  /**
+   * The same language without useless states: only states reachable from the start and able to reach an
+   * accepting state remain (renumbered in breadth-first order, start first). The empty language becomes a
+   * DFA of one non-accepting state without transitions.
+   */
+  trim(): Dfa {
+    const dist = this.distancesToAccept();
+    if (dist[0] === Number.POSITIVE_INFINITY) return emptyDfa(this.starts);
+    const id = new Int32Array(this.size).fill(-1);
+    const order = [0];
+    id[0] = 0;
+    for (let i = 0; i < order.length; i++) {
+      const q = order[i]!;
+      for (let c = 0; c < this.classes; c++) {
+        const t = this.next[q * this.classes + c]!;
+        if (t >= 0 && id[t] === -1 && dist[t] !== Number.POSITIVE_INFINITY) {
+          id[t] = order.length;
+          order.push(t);
+        }
+      }
+    }
+    const next = new Int32Array(order.length * this.classes).fill(-1);
+    const accept = new Uint8Array(order.length);
+    order.forEach((q, i) => {
+      accept[i] = this.accept[q]!;
+      for (let c = 0; c < this.classes; c++) {
+        const t = this.next[q * this.classes + c]!;
+        if (t >= 0 && id[t]! >= 0) next[i * this.classes + c] = id[t]!;
+      }
+    });
+    return new Dfa(this.starts, next, accept);
+  }
+
+  /**
+   * The minimal DFA of the same language (Hopcroft's partition refinement over the symbol classes, with the
+   * missing transitions going to an implicit dead state), trimmed.
+   */
+  minimize(): Dfa {
+    const n = this.size + 1; // state `size` is the dead state
+    const k = this.classes;
+    const dead = this.size;
+    const target = (q: number, c: number): number =>
+      q === dead ? dead : this.next[q * k + c]! < 0 ? dead : this.next[q * k + c]!;
+    // Inverse transitions per class, as CSR: sources of (c, t) are inv[invStart[c * n + t] ..].
+    const invStart = new Int32Array(k * n + 1);
+    for (let q = 0; q < n; q++) for (let c = 0; c < k; c++) invStart[c * n + target(q, c) + 1]!++;
+    for (let i = 0; i < k * n; i++) invStart[i + 1]! += invStart[i]!;
+    const fill = invStart.slice(0, k * n);
+    const inv = new Int32Array(k * n);
+    for (let q = 0; q < n; q++) for (let c = 0; c < k; c++) inv[fill[c * n + target(q, c)]!++] = q;
+    // Blocks: members listed contiguously in `elems`, block b spans elems[first[b] .. first[b] + count[b]).
+    const elems = new Int32Array(n);
+    const where = new Int32Array(n);
+    const block = new Int32Array(n);
+    const first: number[] = [];
+    const count: number[] = [];
+    const accepting: number[] = [];
+    const rejecting: number[] = [];
+    for (let q = 0; q < n; q++) (q < this.size && this.accept[q] === 1 ? accepting : rejecting).push(q);
+    for (const members of [accepting, rejecting]) {
+      if (members.length === 0) continue;
+      const b = first.length;
+      first.push(b === 0 ? 0 : first[b - 1]! + count[b - 1]!);
+      count.push(members.length);
+      members.forEach((q, i) => {
+        elems[first[b]! + i] = q;
+        where[q] = first[b]! + i;
+        block[q] = b;
+      });
+    }
+    const pending: number[] = []; // (block * k + class)
+    const inPending = new Uint8Array((n + 1) * k);
+    const push = (b: number, c: number): void => {
+      const key = b * k + c;
+      if (inPending[key] === 0) {
+        inPending[key] = 1;
+        pending.push(key);
+      }
+    };
+    const smaller = count.length === 2 && count[1]! < count[0]! ? 1 : 0;
+    for (let c = 0; c < k; c++) push(smaller, c);
+    const marked = new Int32Array(n + 1); // per block: how many members are marked (moved to its front)
+    const touched: number[] = [];
+    while (pending.length > 0) {
+      const key = pending.pop()!;
+      inPending[key] = 0;
+      const splitter = Math.floor(key / k);
+      const c = key % k;
+      const members = elems.slice(first[splitter]!, first[splitter]! + count[splitter]!);
+      for (const t of members) {
+        for (let i = invStart[c * n + t]!; i < invStart[c * n + t + 1]!; i++) {
+          const q = inv[i]!;
+          const b = block[q]!;
+          const pos = where[q]!;
+          const front = first[b]! + marked[b]!;
+          if (pos < front) continue; // already marked
+          // Swap q to the front part of its block.
+          const other = elems[front]!;
+          elems[front] = q;
+          where[q] = front;
+          elems[pos] = other;
+          where[other] = pos;
+          if (marked[b] === 0) touched.push(b);
+          marked[b]!++;
+        }
+      }
+      for (const b of touched) {
+        const m = marked[b]!;
+        marked[b] = 0;
+        if (m === count[b]) continue;
+        // Split: the marked front part becomes a new block.
+        const nb = first.length;
+        first.push(first[b]!);
+        count.push(m);
+        first[b] = first[b]! + m;
+        count[b] = count[b]! - m;
+        for (let i = first[nb]!; i < first[nb]! + m; i++) block[elems[i]!] = nb;
+        for (let cc = 0; cc < k; cc++) {
+          if (inPending[b * k + cc] === 1) push(nb, cc);
+          else push(count[nb]! <= count[b]! ? nb : b, cc);
+        }
+      }
+      touched.length = 0;
+    }
+    // Quotient automaton: the start state's block first; the dead state's block has no transitions.
+    const deadBlock = block[dead]!;
+    const id = new Int32Array(first.length).fill(-1);
+    const order: number[] = [];
+    const visit = (b: number): number => {
+      if (id[b] === -1) {
+        id[b] = order.length;
+        order.push(b);
+      }
+      return id[b]!;
+    };
+    if (block[0] === deadBlock) return emptyDfa(this.starts);
+    visit(block[0]!);
+    const rows: number[] = [];
+    const accept: number[] = [];
+    for (let i = 0; i < order.length; i++) {
+      const q = elems[first[order[i]!]!]!; // any member represents the block
+      accept.push(q < this.size && this.accept[q] === 1 ? 1 : 0);
+      for (let c = 0; c < k; c++) {
+        const t = target(q, c);
+        rows.push(block[t] === deadBlock ? -1 : visit(block[t]!));
+      }
+    }
+    return new Dfa(this.starts, Int32Array.from(rows), Uint8Array.from(accept)).trim();
+  }
+
+  /** This automaton over a finer partition `starts` (a superset of this one's class starts). */
+  private refined(starts: readonly number[]): Dfa {
+    if (starts.length === this.classes) return this;
+    const map = starts.map((s) => this.classOf(s));
+    const next = new Int32Array(this.size * starts.length);
+    for (let q = 0; q < this.size; q++) {
+      for (let c = 0; c < starts.length; c++)
+        next[q * starts.length + c] = this.next[q * this.classes + map[c]!]!;
+    }
+    return new Dfa(starts, next, this.accept);
+  }
+
+  /** The strings both automata accept (product construction). Throws {@link AutomatonTooLarge}. */
+  intersect(other: Dfa): Dfa {
+    const starts = mergeStarts(this.starts, other.starts);
+    const a = this.refined(starts);
+    const b = other.refined(starts);
+    const k = starts.length;
+    const ids = new Map<number, number>([[0, 0]]);
+    const pairs: [number, number][] = [[0, 0]];
+    const rows: number[] = [];
+    for (let i = 0; i < pairs.length; i++) {
+      const [p, q] = pairs[i]!;
+      for (let c = 0; c < k; c++) {
+        const tp = a.next[p * k + c]!;
+        const tq = b.next[q * k + c]!;
+        if (tp < 0 || tq < 0) {
+          rows.push(-1);
+          continue;
+        }
+        const key = tp * b.size + tq;
+        let id = ids.get(key);
+        if (id === undefined) {
+          id = pairs.length;
+          if (id >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
+          ids.set(key, id);
+          pairs.push([tp, tq]);
+        }
+        rows.push(id);
+      }
+    }
+    const accept = Uint8Array.from(pairs, ([p, q]) => (a.accept[p]! & b.accept[q]!) as number);
+    return new Dfa(starts, Int32Array.from(rows), accept).minimize();
+  }
+
+  /**
+   * The strings of `universe*` this automaton rejects (complement within the strings over `universe`).
+   * Throws {@link AutomatonTooLarge}.
+   */
+  complement(universe: CodePointSet): Dfa {
+    const starts = mergeStarts(this.starts, classStarts([universe]));
+    const a = this.refined(starts);
+    const k = starts.length;
+    const inUniverse = starts.map((s) => universe.has(s));
+    const dead = a.size;
+    if (dead + 1 > MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
+    const next = new Int32Array((a.size + 1) * k);
+    for (let q = 0; q <= a.size; q++) {
+      for (let c = 0; c < k; c++) {
+        const t = q === dead ? dead : a.next[q * k + c]!;
+        next[q * k + c] = inUniverse[c] ? (t < 0 ? dead : t) : -1;
+      }
+    }
+    const accept = new Uint8Array(a.size + 1);
+    for (let q = 0; q < a.size; q++) accept[q] = a.accept[q] ? 0 : 1;
+    accept[dead] = 1;
+    return new Dfa(starts, next, accept).minimize();
+  }
+
+  /**
+   * The code points leading from state `q` to each target state, as sets (classes grouped by target).
+   */
+  transitionsOf(q: number): { set: CodePointSet; target: number }[] {
+    const byTarget = new Map<number, [number, number][]>();
+    for (let c = 0; c < this.classes; c++) {
+      const t = this.next[q * this.classes + c]!;
+      if (t < 0) continue;
+      let ranges = byTarget.get(t);
+      if (ranges === undefined) {
+        ranges = [];
+        byTarget.set(t, ranges);
+      }
+      ranges.push(this.classRange(c));
+    }
+    return [...byTarget].map(([target, ranges]) => ({ set: CodePointSet.of(ranges), target }));
+  }
+}
+
+/** A DFA with no accepted string over the partition `starts`. */
+function emptyDfa(starts: readonly number[]): Dfa {
+  return new Dfa(starts, new Int32Array(starts.length).fill(-1), new Uint8Array(1));
+}
+
+/** The union of two ascending class-start lists. */
+function mergeStarts(a: readonly number[], b: readonly number[]): number[] {
+  const out: number[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    const x = j >= b.length || (i < a.length && a[i]! <= b[j]!) ? a[i++]! : b[j++]!;
+    if (out.length === 0 || out[out.length - 1] !== x) out.push(x);
+  }
+  return out;
+}
+
+/** The class starts of the coarsest partition of U+0000..U+10FFFF that no set in `sets` splits. */
+function classStarts(sets: readonly CodePointSet[]): number[] {
+  const bounds = new Set<number>([0]);
+  for (const set of sets) {
+    for (const [low, high] of set.ranges) {
+      bounds.add(low);
+      if (high < MAX_CODE_POINT) bounds.add(high + 1);
+    }
+  }
+  return [...bounds].sort((x, y) => x - y);
+}
+
+/** Every code-point set in a regex tree. */
+function setsOf(node: RegexNode, out: CodePointSet[]): CodePointSet[] {
+  if (node.type === "set") out.push(node.set);
+  else if (node.type === "seq" || node.type === "alt") for (const item of node.items) setsOf(item, out);
+  else if (node.type === "repeat") setsOf(node.item, out);
+  return out;
+}
+
+/** A Thompson NFA under construction: ε-edges and class-set edges per state. */
+class Nfa {
+  readonly eps: number[][] = [];
+  readonly edges: { classes: number[]; to: number }[][] = [];
+
+  constructor(private readonly starts: readonly number[]) {}
+
+  state(): number {
+    if (this.eps.length >= MAX_NFA_STATES)
+      throw new AutomatonTooLarge(`more than ${MAX_NFA_STATES} NFA states`);
+    this.eps.push([]);
+    this.edges.push([]);
+    return this.eps.length - 1;
+  }
+
+  /** The class indices a set covers (the partition never splits it). */
+  private classesOf(set: CodePointSet): number[] {
+    const out: number[] = [];
+    for (const [low, high] of set.ranges) {
+      let lo = 0;
+      let hi = this.starts.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (this.starts[mid]! <= low) lo = mid;
+        else hi = mid - 1;
+      }
+      for (let c = lo; c < this.starts.length && this.starts[c]! <= high; c++) out.push(c);
+    }
+    return out;
+  }
+
+  /** Adds the states of `node` between new states; returns [entry, exit]. */
+  build(node: RegexNode): [number, number] {
+    switch (node.type) {
+      case "set": {
+        const s = this.state();
+        const e = this.state();
+        this.edges[s]!.push({ classes: this.classesOf(node.set), to: e });
+        return [s, e];
+      }
+      case "start":
+      case "end": {
+        const s = this.state();
+        return [s, s];
+      }
+      case "seq": {
+        const s = this.state();
+        let end = s;
+        for (const item of node.items) {
+          const [a, b] = this.build(item);
+          this.eps[end]!.push(a);
+          end = b;
+        }
+        return [s, end];
+      }
+      case "alt": {
+        const s = this.state();
+        const e = this.state();
+        for (const item of node.items) {
+          const [a, b] = this.build(item);
+          this.eps[s]!.push(a);
+          this.eps[b]!.push(e);
+        }
+        return [s, e];
+      }
+      case "repeat": {
+        const s = this.state();
+        let end = s;
+        for (let i = 0; i < node.min; i++) {
+          const [a, b] = this.build(node.item);
+          this.eps[end]!.push(a);
+          end = b;
+        }
+        if (node.max === null) {
+          const [a, b] = this.build(node.item);
+          this.eps[end]!.push(a);
+          this.eps[b]!.push(end);
+          return [s, end];
+        }
+        const e = this.state();
+        this.eps[end]!.push(e);
+        for (let i = node.min; i < node.max; i++) {
+          const [a, b] = this.build(node.item);
+          this.eps[end]!.push(a);
+          this.eps[b]!.push(e);
+          end = b;
+        }
+        return [s, e];
+      }
+    }
+  }
+
+  /** The ε-closure of `states`, sorted. */
+  closure(states: Iterable<number>): number[] {
+    const seen = new Set<number>();
+    const stack = [...states];
+    while (stack.length > 0) {
+      const q = stack.pop()!;
+      if (seen.has(q)) continue;
+      seen.add(q);
+      for (const t of this.eps[q]!) if (!seen.has(t)) stack.push(t);
+    }
+    return [...seen].sort((x, y) => x - y);
+  }
+}
+
+/**
+ * The DFA of the strings `node` fully matches (anchors inside must have been removed by `splitAnchors`;
+ * any left count as empty). Throws {@link AutomatonTooLarge}.
+ */
+export function regexDfa(node: RegexNode): Dfa {
+  const starts = classStarts(setsOf(node, []));
+  const k = starts.length;
+  const nfa = new Nfa(starts);
+  const [entry, exit] = nfa.build(node);
+  const first = nfa.closure([entry]);
+  const ids = new Map<string, number>([[first.join(","), 0]]);
+  const subsets: number[][] = [first];
+  const rows: number[] = [];
+  const accept: number[] = [];
+  const targets: number[][] = Array.from({ length: k }, () => []);
+  for (let i = 0; i < subsets.length; i++) {
+    const subset = subsets[i]!;
+    accept.push(subset.includes(exit) ? 1 : 0);
+    for (const q of subset) {
+      for (const edge of nfa.edges[q]!) for (const c of edge.classes) targets[c]!.push(edge.to);
+    }
+    const byKey = new Map<string, number>();
+    for (let c = 0; c < k; c++) {
+      const t = targets[c]!;
+      if (t.length === 0) {
+        rows.push(-1);
+        continue;
+      }
+      const rawKey = t.join(",");
+      let id = byKey.get(rawKey);
+      if (id === undefined) {
+        const closed = nfa.closure(t);
+        const key = closed.join(",");
+        id = ids.get(key);
+        if (id === undefined) {
+          id = subsets.length;
+          if (id >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
+          ids.set(key, id);
+          subsets.push(closed);
+        }
+        byKey.set(rawKey, id);
+      }
+      rows.push(id);
+      t.length = 0;
+    }
+  }
+  return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();
+}
