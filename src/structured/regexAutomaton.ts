@@ -10,7 +10,7 @@
  * ({@link MAX_NFA_STATES}, {@link MAX_DFA_STATES}); a larger automaton throws {@link AutomatonTooLarge}.
  */
 import { CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
-import type { RegexNode } from "./regexParser.ts";
+import { RegexError, type RegexNode } from "./regexParser.ts";
 
 /** Most states of the intermediate NFA (a `{m,n}` repetition copies its item `n` times). */
 export const MAX_NFA_STATES = 20_000;
@@ -262,7 +262,7 @@ export class Dfa {
   }
 
   /** This automaton over a finer partition `starts` (a superset of this one's class starts). */
-  private refined(starts: readonly number[]): Dfa {
+  refined(starts: readonly number[]): Dfa {
     if (starts.length === this.classes) return this;
     const map = starts.map((s) => this.classOf(s));
     const next = new Int32Array(this.size * starts.length);
@@ -378,18 +378,67 @@ function classStarts(sets: readonly CodePointSet[]): number[] {
   return [...bounds].sort((x, y) => x - y);
 }
 
-/** Every code-point set in a regex tree. */
+/** Every code-point set in a regex tree, lookaheads included. */
 function setsOf(node: RegexNode, out: CodePointSet[]): CodePointSet[] {
   if (node.type === "set") out.push(node.set);
   else if (node.type === "seq" || node.type === "alt") for (const item of node.items) setsOf(item, out);
-  else if (node.type === "repeat") setsOf(node.item, out);
+  else if (node.type === "repeat" || node.type === "look") setsOf(node.item, out);
   return out;
 }
 
-/** A Thompson NFA under construction: ε-edges and class-set edges per state. */
+/** True when `node` contains a `^` anchor (one inside a lookahead holds only where the lookahead stands). */
+function hasStartAnchor(node: RegexNode): boolean {
+  if (node.type === "start") return true;
+  if (node.type === "seq" || node.type === "alt") return node.items.some(hasStartAnchor);
+  if (node.type === "repeat" || node.type === "look") return hasStartAnchor(node.item);
+  return false;
+}
+
+/** Any text: what a lookahead's item may be followed by. */
+const ANY_TEXT: RegexNode = {
+  type: "repeat",
+  item: { type: "set", set: CodePointSet.all() },
+  min: 0,
+  max: null,
+};
+
+/**
+ * A lookahead compiled for the subset construction: the DFA the rest of the input must be accepted by (its
+ * item followed by any text, complemented for `(?!...)`), over the main automaton's symbol classes.
+ */
+type Obligation = {
+  dfa: Dfa;
+  /** The obligation's class for each of the main automaton's classes. */
+  classOf: Int32Array;
+  /** Per state: 1 when it accepts every continuation (the obligation is met and can be dropped). */
+  universal: Uint8Array;
+};
+
+/** The states of `dfa` that accept every continuation over all code points. */
+function universalStates(dfa: Dfa): Uint8Array {
+  const out = new Uint8Array(dfa.size);
+  for (let q = 0; q < dfa.size; q++) {
+    if (dfa.accept[q] !== 1) continue;
+    let all = true;
+    for (let c = 0; c < dfa.classes && all; c++) all = dfa.next[q * dfa.classes + c] === q;
+    out[q] = all ? 1 : 0;
+  }
+  return out;
+}
+
+/**
+ * A Thompson NFA under construction: plain ε-edges, ε-edges that hold only at the start (`^`) or only at the
+ * end (`$`) of the input, lookahead edges (ε-edges adding an obligation on the rest of the input), and
+ * class-set edges.
+ */
 class Nfa {
   readonly eps: number[][] = [];
+  readonly startEps: number[][] = [];
+  readonly endEps: number[][] = [];
+  readonly looks: { obligation: number; to: number }[][] = [];
   readonly edges: { classes: number[]; to: number }[][] = [];
+  /** The lookaheads' obligations, by index. */
+  readonly obligations: Obligation[] = [];
 
   constructor(private readonly starts: readonly number[]) {}
 
@@ -397,6 +446,9 @@ class Nfa {
     if (this.eps.length >= MAX_NFA_STATES)
       throw new AutomatonTooLarge(`more than ${MAX_NFA_STATES} NFA states`);
     this.eps.push([]);
+    this.startEps.push([]);
+    this.endEps.push([]);
+    this.looks.push([]);
     this.edges.push([]);
     return this.eps.length - 1;
   }
@@ -429,7 +481,21 @@ class Nfa {
       case "start":
       case "end": {
         const s = this.state();
-        return [s, s];
+        const e = this.state();
+        (node.type === "start" ? this.startEps : this.endEps)[s]!.push(e);
+        return [s, e];
+      }
+      case "look": {
+        if (hasStartAnchor(node.item))
+          throw new RegexError("unsupported", "the anchor '^' inside a lookahead", -1);
+        const ahead = regexDfa({ type: "seq", items: [node.item, ANY_TEXT] });
+        const dfa = (node.negate ? ahead.complement(CodePointSet.all()) : ahead).refined(this.starts);
+        const classOf = Int32Array.from(this.starts, (_, c) => c);
+        this.obligations.push({ dfa, classOf, universal: universalStates(dfa) });
+        const s = this.state();
+        const e = this.state();
+        this.looks[s]!.push({ obligation: this.obligations.length - 1, to: e });
+        return [s, e];
       }
       case "seq": {
         const s = this.state();
@@ -477,65 +543,125 @@ class Nfa {
       }
     }
   }
-
-  /** The ε-closure of `states`, sorted. */
-  closure(states: Iterable<number>): number[] {
-    const seen = new Set<number>();
-    const stack = [...states];
-    while (stack.length > 0) {
-      const q = stack.pop()!;
-      if (seen.has(q)) continue;
-      seen.add(q);
-      for (const t of this.eps[q]!) if (!seen.has(t)) stack.push(t);
-    }
-    return [...seen].sort((x, y) => x - y);
-  }
 }
 
 /**
- * The DFA of the strings `node` fully matches (anchors inside must have been removed by `splitAnchors`;
- * any left count as empty). Throws {@link AutomatonTooLarge}.
+ * A thread of the subset construction: an NFA state and the lookahead obligations it carries, each as
+ * (obligation index, state of its DFA), sorted.
+ */
+type Thread = { q: number; duties: readonly number[] };
+
+/** Packs an obligation index and its DFA state into one number. */
+const duty = (obligation: number, state: number): number => obligation * 65_536 + state;
+
+/**
+ * The DFA of the strings `node` fully matches. Throws RegexError for `^` inside a lookahead. Anchors hold
+ * where they stand (`^` only before the first code
+ * point, `$` only after the last), so `(a|$)` and `x^` mean what ECMA-262 says; a lookahead `(?=X)` /
+ * `(?!X)` requires the rest of the input to start (not to start) with a match of X. Throws
+ * {@link AutomatonTooLarge}.
  */
 export function regexDfa(node: RegexNode): Dfa {
+  // The partition covers the lookaheads' sets too, so it refines their automata's partitions.
   const starts = classStarts(setsOf(node, []));
   const k = starts.length;
-  const nfa = new Nfa(starts);
-  const [entry, exit] = nfa.build(node);
-  const first = nfa.closure([entry]);
-  const ids = new Map<string, number>([[first.join(","), 0]]);
-  const subsets: number[][] = [first];
+  const main = new Nfa(starts);
+  const [entry, exit] = main.build(node);
+  const key = (t: Thread): string => (t.duties.length === 0 ? `${t.q}` : `${t.q}:${t.duties.join(",")}`);
+  /** True when every obligation accepts at the end of the input. */
+  const met = (duties: readonly number[]): boolean =>
+    duties.every((d) => main.obligations[Math.floor(d / 65_536)]!.dfa.accept[d % 65_536] === 1);
+  /**
+   * The ε-closure of `seeds`: the threads that can consume the next code point, and whether the input may
+   * end here (some thread reaches the exit with its obligations met, `$` edges allowed).
+   */
+  const closure = (seeds: Thread[], atStart: boolean): { threads: Thread[]; accepts: boolean } => {
+    const seen = new Map<string, Thread>();
+    const ended = new Set<string>();
+    let accepts = false;
+    const visit = (t: Thread, atEnd: boolean): void => {
+      const id = key(t);
+      if (atEnd) {
+        if (ended.has(id)) return;
+        ended.add(id);
+      } else {
+        if (seen.has(id)) return;
+        seen.set(id, t);
+      }
+      if (t.q === exit && met(t.duties)) accepts = true;
+      for (const to of main.eps[t.q]!) visit({ q: to, duties: t.duties }, atEnd);
+      if (atStart) for (const to of main.startEps[t.q]!) visit({ q: to, duties: t.duties }, atEnd);
+      for (const to of main.endEps[t.q]!) visit({ q: to, duties: t.duties }, true);
+      for (const { obligation, to } of main.looks[t.q]!) {
+        const o = main.obligations[obligation]!;
+        if (o.dfa.isEmpty) continue;
+        if (o.universal[0] === 1) visit({ q: to, duties: t.duties }, atEnd);
+        else {
+          const duties = [...new Set([...t.duties, duty(obligation, 0)])].sort((x, y) => x - y);
+          visit({ q: to, duties }, atEnd);
+        }
+      }
+    };
+    for (const t of seeds) visit(t, false);
+    const threads = [...seen.values()].filter((t) => main.edges[t.q]!.length > 0);
+    return { threads, accepts };
+  };
+  const subsetKey = (threads: Thread[], accepts: boolean): string =>
+    `${accepts ? 1 : 0}|${threads.map(key).sort().join(";")}`;
+  const first = closure([{ q: entry, duties: [] }], true);
+  const ids = new Map<string, number>([[subsetKey(first.threads, first.accepts), 0]]);
+  const subsets = [first];
   const rows: number[] = [];
   const accept: number[] = [];
-  const targets: number[][] = Array.from({ length: k }, () => []);
   for (let i = 0; i < subsets.length; i++) {
-    const subset = subsets[i]!;
-    accept.push(subset.includes(exit) ? 1 : 0);
-    for (const q of subset) {
-      for (const edge of nfa.edges[q]!) for (const c of edge.classes) targets[c]!.push(edge.to);
+    const { threads, accepts } = subsets[i]!;
+    accept.push(accepts ? 1 : 0);
+    const moved: Thread[][] = Array.from({ length: k }, () => []);
+    for (const t of threads) {
+      for (const edge of main.edges[t.q]!) {
+        for (const c of edge.classes) {
+          let alive = true;
+          const duties: number[] = [];
+          for (const d of t.duties) {
+            const o = main.obligations[Math.floor(d / 65_536)]!;
+            const next = o.dfa.next[(d % 65_536) * o.dfa.classes + o.classOf[c]!]!;
+            if (next < 0) {
+              alive = false;
+              break;
+            }
+            if (o.universal[next] !== 1) duties.push(duty(Math.floor(d / 65_536), next));
+          }
+          if (alive) moved[c]!.push({ q: edge.to, duties });
+        }
+      }
     }
-    const byKey = new Map<string, number>();
+    const byRaw = new Map<string, number>();
     for (let c = 0; c < k; c++) {
-      const t = targets[c]!;
-      if (t.length === 0) {
+      const seeds = moved[c]!;
+      if (seeds.length === 0) {
         rows.push(-1);
         continue;
       }
-      const rawKey = t.join(",");
-      let id = byKey.get(rawKey);
+      const raw = seeds.map(key).join(";");
+      let id = byRaw.get(raw);
       if (id === undefined) {
-        const closed = nfa.closure(t);
-        const key = closed.join(",");
-        id = ids.get(key);
+        const next = closure(seeds, false);
+        if (next.threads.length === 0 && !next.accepts) {
+          byRaw.set(raw, -1);
+          rows.push(-1);
+          continue;
+        }
+        const sk = subsetKey(next.threads, next.accepts);
+        id = ids.get(sk);
         if (id === undefined) {
           id = subsets.length;
           if (id >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
-          ids.set(key, id);
-          subsets.push(closed);
+          ids.set(sk, id);
+          subsets.push(next);
         }
-        byKey.set(rawKey, id);
+        byRaw.set(raw, id);
       }
       rows.push(id);
-      t.length = 0;
     }
   }
   return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();

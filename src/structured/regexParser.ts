@@ -7,14 +7,19 @@
  */
 import { CodePointSet } from "./codePointSet.ts";
 
-/** A regex syntax tree. `set` matches one code point; `start`/`end` are the anchors `^`/`$` (`\A`, `\Z`, `\z`). */
+/**
+ * A regex syntax tree. `set` matches one code point; `start`/`end` are the anchors `^`/`$` (`\A`, `\Z`,
+ * `\z`); `look` is a lookahead `(?=item)` (or `(?!item)` when `negate`), which only the automata of
+ * `regexAutomaton.ts` compile.
+ */
 export type RegexNode =
   | { type: "set"; set: CodePointSet }
   | { type: "seq"; items: RegexNode[] }
   | { type: "alt"; items: RegexNode[] }
   | { type: "repeat"; item: RegexNode; min: number; max: number | null }
   | { type: "start" }
-  | { type: "end" };
+  | { type: "end" }
+  | { type: "look"; negate: boolean; item: RegexNode };
 
 /** Why a pattern cannot be compiled: `unsupported` (valid regex, no grammar equivalent) or `invalid` syntax. */
 export class RegexError extends Error {
@@ -224,8 +229,13 @@ export function parseRegex(pattern: string): RegexNode {
       if (peek() === "?") {
         const next = peek(1);
         if (next === ":") pos += 2;
-        else if (next === "=" || next === "!") unsupported(`lookahead (?${next}`, at);
-        else if (next === "<" && (peek(2) === "=" || peek(2) === "!"))
+        else if (next === "=" || next === "!") {
+          pos += 2;
+          const inner = parseAlternation();
+          if (peek() !== ")") invalid("missing closing parenthesis", at);
+          pos++;
+          return { type: "look", negate: next === "!", item: inner };
+        } else if (next === "<" && (peek(2) === "=" || peek(2) === "!"))
           unsupported(`lookbehind (?<${peek(2)}`, at);
         else if (next === "<" || (next === "P" && peek(2) === "<")) {
           const close = pattern.indexOf(">", pos);
@@ -282,7 +292,8 @@ export function parseRegex(pattern: string): RegexNode {
       if (bounds !== null) pos++;
       else if (c === "{") bounds = readBraces();
       if (bounds === null) return node;
-      if (node.type === "start" || node.type === "end") invalid("nothing to repeat", at);
+      if (node.type === "start" || node.type === "end" || node.type === "look")
+        invalid("nothing to repeat", at);
       if (node.type === "repeat") invalid("multiple repeat", at);
       if (peek() === "+") unsupported("possessive quantifier", pos);
       if (peek() === "?") pos++; // lazy: same language under full-match and search semantics
@@ -357,6 +368,7 @@ export function splitAnchors(tree: RegexNode): { node: RegexNode; start: boolean
 }
 
 function assertNoAnchor(node: RegexNode): void {
+  if (node.type === "look") throw new RegexError("unsupported", "lookahead", -1);
   if (node.type === "start" || node.type === "end") {
     throw new RegexError(
       "unsupported",
@@ -386,6 +398,7 @@ function computeLengthBounds(node: RegexNode): { min: number; max: number | null
       return { min: 1, max: 1 };
     case "start":
     case "end":
+    case "look":
       return { min: 0, max: 0 };
     case "seq":
       return node.items

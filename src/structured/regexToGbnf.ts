@@ -7,7 +7,8 @@ import { badRequest } from "../errors.ts";
 import { CodePointSet } from "./codePointSet.ts";
 import { GbnfBuilder, gbnfCharClass, gbnfLiteral, group } from "./gbnf.ts";
 import { jsonCharRule } from "./jsonPrimitives.ts";
-import { AutomatonTooLarge, type Dfa } from "./regexAutomaton.ts";
+import { LruCache } from "./lru.ts";
+import { AutomatonTooLarge, type Dfa, regexDfa } from "./regexAutomaton.ts";
 import { parseRegex, RegexError, type RegexNode, splitAnchors } from "./regexParser.ts";
 
 /**
@@ -89,6 +90,8 @@ class RegexEmitter {
       case "start":
       case "end":
         return '""';
+      case "look":
+        throw new RegexError("unsupported", "lookahead", -1);
       case "alt":
         return `(${node.items.map((item) => this.emit(item)).join(" | ")})`;
       case "repeat":
@@ -132,7 +135,20 @@ export function regexExpression(
   if (pattern.length > MAX_PATTERN_LENGTH) {
     throw new RegexError("unsupported", `a pattern longer than ${MAX_PATTERN_LENGTH} characters`, 0);
   }
-  const alternatives = splitAnchors(parseRegex(pattern));
+  const tree = parseRegex(pattern);
+  if (needsAutomaton(tree)) {
+    let result: { expr: string } | null;
+    try {
+      result = automatonExpression(b, patternDfa(pattern, options.search), { ...options, min: 0, max: null });
+    } catch (error) {
+      if (error instanceof AutomatonTooLarge)
+        throw new RegexError("unsupported", "a pattern this complex with anchors or lookaheads inside", -1);
+      throw error;
+    }
+    if (result === null) throw new RegexError("unsupported", "a pattern that matches no string", -1);
+    return result.expr;
+  }
+  const alternatives = splitAnchors(tree);
   const emitter = new RegexEmitter(b, options.mode, options.hint);
   const any = (): string =>
     `${options.mode === "json" ? jsonCharRule(b) : gbnfCharClass(CodePointSet.all())}*`;
@@ -146,6 +162,43 @@ export function regexExpression(
     return kept.length === 0 ? '""' : kept.join(" ");
   });
   return exprs.length === 1 ? exprs[0]! : exprs.join(" | ");
+}
+
+/** True when `tree` has a lookahead or an anchor away from its ends (only automata compile those). */
+function needsAutomaton(tree: RegexNode): boolean {
+  try {
+    splitAnchors(tree);
+    return false;
+  } catch (error) {
+    if (error instanceof RegexError) return true;
+    throw error;
+  }
+}
+
+/** Any text, as the unanchored ends of a pattern under search semantics allow. */
+const ANY_TEXT: RegexNode = {
+  type: "repeat",
+  item: { type: "set", set: CodePointSet.all() },
+  min: 0,
+  max: null,
+};
+
+const patternDfas = new LruCache<string, Dfa>(256);
+
+/**
+ * The trimmed, minimal DFA of the strings `pattern` matches: fully (`search: false`), or under ECMA-262
+ * search semantics (`search: true`: any text before and after, anchors holding only at the ends of the
+ * input), cached per pattern. Throws RegexError (bad or unsupported pattern) or AutomatonTooLarge.
+ */
+export function patternDfa(pattern: string, search: boolean): Dfa {
+  const key = `${search ? "s" : "f"}${pattern}`;
+  let dfa = patternDfas.get(key);
+  if (dfa === undefined) {
+    const tree = parseRegex(pattern);
+    dfa = regexDfa(search ? { type: "seq", items: [ANY_TEXT, tree, ANY_TEXT] } : tree);
+    patternDfas.set(key, dfa);
+  }
+  return dfa;
 }
 
 /**

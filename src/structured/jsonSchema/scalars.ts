@@ -7,8 +7,7 @@
 import { CodePointSet } from "../codePointSet.ts";
 import { group } from "../gbnf.ts";
 import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives.ts";
-import { LruCache } from "../lru.ts";
-import { AutomatonTooLarge, type Dfa, regexDfa } from "../regexAutomaton.ts";
+import { AutomatonTooLarge, type Dfa } from "../regexAutomaton.ts";
 import {
   narrowLength,
   parseRegex,
@@ -20,6 +19,7 @@ import {
 } from "../regexParser.ts";
 import {
   automatonExpression,
+  patternDfa,
   regexBadRequest,
   regexExpression,
   regexTreeExpression,
@@ -93,25 +93,6 @@ function searchExpression(ctx: CompileContext, pattern: string, hint: string): s
   return expr.includes(" | ") ? `(${expr})` : expr;
 }
 
-const searchDfas = new LruCache<string, Dfa>(256);
-
-/**
- * The trimmed DFA of the strings `pattern` matches under ECMA-262 search semantics (an unanchored end admits
- * any text), cached per pattern. Throws RegexError or AutomatonTooLarge.
- */
-export function searchDfa(pattern: string): Dfa {
-  let dfa = searchDfas.get(pattern);
-  if (dfa === undefined) {
-    const alternatives = splitAnchors(parseRegex(pattern)).map(({ node, start, end }) => {
-      const items = [...(start ? [] : [ANY_TEXT]), node, ...(end ? [] : [ANY_TEXT])];
-      return items.length === 1 ? node : ({ type: "seq", items } as RegexNode);
-    });
-    dfa = regexDfa(alternatives.length === 1 ? alternatives[0]! : { type: "alt", items: alternatives });
-    searchDfas.set(pattern, dfa);
-  }
-  return dfa;
-}
-
 /**
  * The strings matching every pattern in `patterns` and `format` (when not null), of lengths `[min, max]`, as
  * a GBNF expression in JSON string mode: the product of their automata. A maximum whose grammar would be too
@@ -135,7 +116,7 @@ function automatonBody(
   let dfa: Dfa | null = format === null ? null : formatDfaOrFail(ctx, format, what, path);
   for (const pattern of patterns) {
     try {
-      const own = searchDfa(pattern);
+      const own = patternDfa(pattern, true);
       dfa = dfa === null ? own : dfa.intersect(own);
     } catch (error) {
       if (error instanceof RegexError)
@@ -199,7 +180,15 @@ function lengthBoundPattern(
   path: string,
   hint: string,
 ): string | null | undefined {
-  const alternatives = splitAnchors(parseRegex(pattern)).map(({ node, start, end }) => {
+  const tree = parseRegex(pattern);
+  let split: ReturnType<typeof splitAnchors>;
+  try {
+    split = splitAnchors(tree);
+  } catch (error) {
+    if (error instanceof RegexError) return undefined; // a lookahead or inner anchor: automata only
+    throw error;
+  }
+  const alternatives = split.map(({ node, start, end }) => {
     const items = [...(start ? [] : [ANY_TEXT]), node, ...(end ? [] : [ANY_TEXT])];
     const whole: RegexNode = items.length === 1 ? node : { type: "seq", items };
     return { whole, restricted: restrictLength(whole, min, max) };

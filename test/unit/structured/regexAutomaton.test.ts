@@ -9,10 +9,10 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { CodePointSet } from "../../../src/structured/codePointSet.ts";
 import { type FORMAT_PATTERNS, formatDfa } from "../../../src/structured/jsonSchema/formats.ts";
-import { searchDfa } from "../../../src/structured/jsonSchema/scalars.ts";
 import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
 import { regexDfa } from "../../../src/structured/regexAutomaton.ts";
 import { narrowLength, parseRegex, regexLengthBounds } from "../../../src/structured/regexParser.ts";
+import { patternDfa } from "../../../src/structured/regexToGbnf.ts";
 import { FORMATS } from "../../helpers/structuredAjv.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
@@ -71,7 +71,7 @@ describe("patterns under search semantics", () => {
   it("admit any text at an unanchored end", () => {
     const samples = strings(["x", "y", "z"], 5);
     for (const pattern of ["xy", "^xy", "xy$", "^x|z$", "^$|^x+$"]) {
-      const dfa = searchDfa(pattern);
+      const dfa = patternDfa(pattern, true);
       const re = new RegExp(pattern, "u");
       for (const text of samples) assert.equal(dfa.matches(text), re.test(text), `${pattern} on '${text}'`);
     }
@@ -167,5 +167,45 @@ describe("string schemas through automata", () => {
       () => jsonSchemaToGbnf({ type: "string", format: "date", maxLength: 8 }),
       /no satisfiable instance/,
     );
+  });
+});
+
+describe("anchors inside and lookaheads", () => {
+  it("hold where they stand, as RegExp", () => {
+    const samples = strings(["a", "b", "/", ","], 5);
+    for (const pattern of [
+      "^([^,]|$)",
+      "^(\\/?(a|b*)($|\\/))*$",
+      "^((?!ab).)*$",
+      "^(?!a)[ab]+$",
+      "^(?=[^,]+$)(?!\\/+$)(.|\\n)+$",
+      "a(?=b)",
+      "x^",
+      "^$[ab]*$",
+    ]) {
+      const dfa = patternDfa(pattern, true);
+      const re = new RegExp(pattern, "u");
+      for (const text of samples) assert.equal(dfa.matches(text), re.test(text), `${pattern} on '${text}'`);
+    }
+  });
+
+  it("compile to grammars for pattern, guided_regex and patternProperties", async () => {
+    const p = await nativeMatcher(jsonSchemaToGbnf({ type: "string", pattern: "^((?!mode)(?!Mode).)*$" }));
+    assert.ok(p('"a node"'));
+    assert.ok(!p('"a mode"'));
+    assert.ok(!p('"Model"'));
+    const keys = await nativeMatcher(
+      jsonSchemaToGbnf({
+        type: "object",
+        patternProperties: { "^(?!@@)[\\w@]+$": { type: "integer" } },
+        additionalProperties: false,
+      }),
+    );
+    assert.ok(keys('{"a@b":1}'));
+    assert.ok(!keys('{"@@x":1}'));
+  });
+
+  it("refuse '^' inside a lookahead", () => {
+    assert.throws(() => jsonSchemaToGbnf({ type: "string", pattern: "(?=^a)" }), /lookahead/);
   });
 });
