@@ -34,7 +34,9 @@ import type { CompileContext } from "./jsonSchema/context.ts";
 import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
 import {
   checkSchemaKeywords,
+  EXTRA_PATTERNS,
   isConstraint,
+  NOT_PATTERNS,
   OBJECT_KEYWORDS,
   resolveLocalRef,
   type Schema,
@@ -213,6 +215,9 @@ function otherThan(values: unknown[]): Schema | null {
   return { anyOf: branches };
 }
 
+/** Every JSON type but string. */
+const NOT_STRING: TypeName[] = ["object", "array", "number", "boolean", "null"];
+
 /**
  * What `context` (and the `allOf` branches inside it) says about property `name`, as one schema: the
  * context {@link SchemaCompiler.negate} reads the listed values of a negated property from.
@@ -235,7 +240,7 @@ function inferTypes(s: SchemaObject): TypeName[] {
   if (has(...OBJECT_KEYWORDS)) out.push("object");
   if (has("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"))
     out.push("array");
-  if (has("minLength", "maxLength", "pattern", "format")) out.push("string");
+  if (has("minLength", "maxLength", "pattern", "format", EXTRA_PATTERNS, NOT_PATTERNS)) out.push("string");
   if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")) out.push("number");
   return out;
 }
@@ -572,6 +577,28 @@ class SchemaCompiler implements CompileContext {
             if (negated !== false)
               disjuncts.push({ type: "object", required: [name], properties: { [name]: negated } });
           }
+          break;
+        }
+        case "pattern":
+        case EXTRA_PATTERNS:
+        case NOT_PATTERNS:
+        case "minLength":
+        case "maxLength": {
+          // A value that is not a string, or a string failing this keyword (each pattern of a list alone).
+          const strings: SchemaObject[] =
+            key === "minLength"
+              ? (value as number) > 0
+                ? [{ maxLength: (value as number) - 1 }]
+                : []
+              : key === "maxLength"
+                ? [{ minLength: (value as number) + 1 }]
+                : key === NOT_PATTERNS
+                  ? (value as string[]).map((pattern) => ({ pattern }))
+                  : (key === "pattern" ? [value as string] : (value as string[])).map((pattern) => ({
+                      [NOT_PATTERNS]: [pattern],
+                    }));
+          disjuncts.push({ type: NOT_STRING });
+          for (const branch of strings) disjuncts.push({ type: "string", ...branch });
           break;
         }
         case "anyOf":

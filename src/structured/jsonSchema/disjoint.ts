@@ -6,7 +6,7 @@
  * a schema narrower, so ignoring them can only turn "disjoint" into "unknown", never the reverse.
  */
 
-import { type Schema, type SchemaObject, stringPatterns } from "./keywords.ts";
+import { type Schema, type SchemaObject, stringNotPatterns, stringPatterns } from "./keywords.ts";
 import { canonical } from "./merge.ts";
 
 /** JSON types with integers and other numbers apart, so that `integer` ⊂ `number`. */
@@ -396,6 +396,10 @@ function failsSome(value: unknown, parts: SchemaObject[]): boolean {
       for (const pattern of stringPatterns(part)) {
         const re = regexOf(pattern);
         if (re !== null && !re.test(value)) return true;
+      }
+      for (const pattern of stringNotPatterns(part)) {
+        const re = regexOf(pattern);
+        if (re?.test(value)) return true;
       }
     }
     if (typeof value === "number") {

@@ -61,6 +61,17 @@ export const OBJECT_KEYWORDS = [
  */
 export const EXTRA_PATTERNS = "lmserve:patterns";
 
+/**
+ * Internal keyword of negated schemas (`not: {pattern}`): patterns a string must not match, as a list. The
+ * string compiler intersects their complements. A client schema using this name gets it checked and enforced.
+ */
+export const NOT_PATTERNS = "lmserve:notPatterns";
+
+/** The patterns a string schema forbids ({@link NOT_PATTERNS}). */
+export function stringNotPatterns(s: SchemaObject): string[] {
+  return Array.isArray(s[NOT_PATTERNS]) ? (s[NOT_PATTERNS] as string[]) : [];
+}
+
 /** The `pattern`s a string schema asserts: its own and its {@link EXTRA_PATTERNS}. */
 export function stringPatterns(s: SchemaObject): string[] {
   const own = typeof s.pattern === "string" ? [s.pattern] : [];
@@ -71,6 +82,7 @@ export function stringPatterns(s: SchemaObject): string[] {
 /** Keywords that constrain the output and are compiled (some only in the forms the docs list). */
 export const CONSTRAINTS = new Set([
   EXTRA_PATTERNS,
+  NOT_PATTERNS,
   "type",
   ...OBJECT_KEYWORDS,
   "enum",
@@ -212,6 +224,7 @@ const KEY_GROUPS = new Map<string, number>([
     "format",
     "pattern",
     EXTRA_PATTERNS,
+    NOT_PATTERNS,
   ].map((k) => [k, G_SCALAR] as [string, number]),
 ]);
 
@@ -364,11 +377,12 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
       }
     }
     if ("pattern" in s) checkRegex(s.pattern, sub("pattern"));
-    if (EXTRA_PATTERNS in s) {
-      const extra = s[EXTRA_PATTERNS];
-      if (!Array.isArray(extra)) bad(EXTRA_PATTERNS, "an array of strings");
-      (extra as unknown[]).forEach((pattern, i) => {
-        checkRegex(pattern, { up: sub(EXTRA_PATTERNS), key: String(i) });
+    for (const key of [EXTRA_PATTERNS, NOT_PATTERNS]) {
+      if (!(key in s)) continue;
+      const list = s[key];
+      if (!Array.isArray(list)) bad(key, "an array of strings");
+      (list as unknown[]).forEach((pattern, i) => {
+        checkRegex(pattern, { up: sub(key), key: String(i) });
       });
     }
   };

@@ -6,7 +6,7 @@
 import { echoed } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { formatDfa, INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
-import { OBJECT_KEYWORDS, type SchemaObject, stringPatterns } from "./keywords.ts";
+import { OBJECT_KEYWORDS, type SchemaObject, stringNotPatterns, stringPatterns } from "./keywords.ts";
 import { canonical } from "./merge.ts";
 
 /** Array keywords {@link literalFits} cannot check (it checks `minItems`, `maxItems`, `uniqueItems`). */
@@ -31,7 +31,20 @@ function stringFits(ctx: CompileContext, value: string, s: SchemaObject, path: s
     }
     if (!re.test(value)) return false;
   }
+  for (const pattern of stringNotPatterns(s)) {
+    const re = regexOrNull(pattern);
+    if (re === null || re.test(value)) return false; // one JavaScript cannot run: leave the value out
+  }
   return true;
+}
+
+/** `pattern` as a `u`-flag RegExp, or null when JavaScript cannot compile it. */
+function regexOrNull(pattern: string): RegExp | null {
+  try {
+    return new RegExp(pattern, "u");
+  } catch {
+    return null;
+  }
 }
 
 /** Whether the number `value` satisfies `s`'s numeric keywords (`multipleOf` as ajv checks it). */

@@ -16,6 +16,7 @@
 import {
   EXTRA_PATTERNS,
   isConstraint,
+  NOT_PATTERNS,
   type Schema,
   type SchemaObject,
   TYPE_NAMES,
@@ -194,6 +195,7 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
         if (mine !== value) out[EXTRA_PATTERNS] = [...new Set([...extraPatterns(out), value as string])];
         break;
       case EXTRA_PATTERNS:
+      case NOT_PATTERNS:
         out[key] = [...new Set([...(mine as string[]), ...(value as string[])])];
         break;
       case "format":

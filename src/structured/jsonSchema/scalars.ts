@@ -33,7 +33,7 @@ import {
   isSupportedFormat,
   type SupportedFormat,
 } from "./formats.ts";
-import { type SchemaObject, stringPatterns } from "./keywords.ts";
+import { type SchemaObject, stringNotPatterns, stringPatterns } from "./keywords.ts";
 import { integerRange, MAX_FRACTION_DIGITS, type NumberBound, numberRange } from "./numbers.ts";
 
 /**
@@ -49,8 +49,9 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
     ctx.unsatisfiable(`the string at ${path} cannot satisfy minLength ${min} > maxLength ${max}.`);
   const format = typeof s.format === "string" && isSupportedFormat(s.format) ? s.format : null;
   const patterns = stringPatterns(s);
+  const forbidden = stringNotPatterns(s);
   const lengths = "minLength" in s || "maxLength" in s;
-  if (format !== null && patterns.length === 0) {
+  if (format !== null && patterns.length === 0 && forbidden.length === 0) {
     const own = regexLengthBounds(formatTree(format));
     if (!lengths || (own.min >= min && (max === null || (own.max !== null && own.max <= max))))
       return quoted(formatRule(ctx.b, format));
@@ -58,7 +59,7 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
     if (narrowed !== null)
       return quoted(group(regexTreeExpression(ctx.b, narrowed, { mode: "json", hint: `${hint}-${format}` })));
   }
-  if (format === null && patterns.length === 1) {
+  if (format === null && patterns.length === 1 && forbidden.length === 0) {
     const pattern = patterns[0]!;
     try {
       if (!lengths) return quoted(searchExpression(ctx, pattern, hint));
@@ -71,7 +72,7 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
       throw error;
     }
   }
-  if (format === null && patterns.length === 0) {
+  if (format === null && patterns.length === 0 && forbidden.length === 0) {
     try {
       const chars = ctx.b.repeat(jsonCharRule(ctx.b), min, max, `${hint}-chars`);
       return chars === '""' ? '"\\"\\""' : quoted(chars);
@@ -81,7 +82,7 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
       throw error;
     }
   }
-  return quoted(automatonBody(ctx, patterns, format, min, max, path, hint));
+  return quoted(automatonBody(ctx, patterns, forbidden, format, min, max, path, hint));
 }
 
 /** `expr` between the quotes of a JSON string. */
@@ -94,14 +95,15 @@ function searchExpression(ctx: CompileContext, pattern: string, hint: string): s
 }
 
 /**
- * The strings matching every pattern in `patterns` and `format` (when not null), of lengths `[min, max]`, as
- * a GBNF expression in JSON string mode: the product of their automata. A maximum whose grammar would be too
- * large is lowered (a narrowing, see `automatonExpression`). Throws ApiError 400 for a bad pattern, for
+ * The strings matching every pattern in `patterns`, none in `forbidden`, and `format` (when not null), of
+ * lengths `[min, max]`, as a GBNF expression in JSON string mode: the product of their automata (a forbidden
+ * pattern's complemented). A maximum whose grammar would be too large is lowered (a narrowing, see `automatonExpression`). Throws ApiError 400 for a bad pattern, for
  * automata too large to build, and when no string satisfies them all.
  */
 function automatonBody(
   ctx: CompileContext,
   patterns: string[],
+  forbidden: string[],
   format: SupportedFormat | null,
   min: number,
   max: number | null,
@@ -110,13 +112,19 @@ function automatonBody(
 ): string {
   const what = [
     ...(patterns.length > 0 ? [patterns.length > 1 ? `${patterns.length} patterns` : "'pattern'"] : []),
+    ...(forbidden.length > 0 ? ["'not' of a pattern"] : []),
     ...(format !== null ? [`format '${format}'`] : []),
     ...(min > 0 || max !== null ? ["minLength/maxLength"] : []),
   ].join(" with ");
   let dfa: Dfa | null = format === null ? null : formatDfaOrFail(ctx, format, what, path);
-  for (const pattern of patterns) {
+  const constraints = [
+    ...patterns.map((pattern) => ({ pattern, negate: false })),
+    ...forbidden.map((pattern) => ({ pattern, negate: true })),
+  ];
+  for (const { pattern, negate } of constraints) {
     try {
-      const own = patternDfa(pattern, true);
+      const matching = patternDfa(pattern, true);
+      const own = negate ? matching.complement(CodePointSet.all()) : matching;
       dfa = dfa === null ? own : dfa.intersect(own);
     } catch (error) {
       if (error instanceof RegexError)
