@@ -1,7 +1,8 @@
 /**
  * JSON Schema coverage benchmark of issue 19 (`npm run bench:schemas -- DATA_DIR`).
  *
- * Runs the JSON Schema → GBNF compiler (`jsonSchemaToGbnf`, no cache) over a folder of JSONSchemaBench
+ * Runs the JSON Schema → GBNF compiler (`jsonSchemaToGbnf`, no cache; the per-pattern automaton cache is
+ * cleared before every compilation, the formats' automata stay built once per process) over a folder of JSONSchemaBench
  * schemas (repository `guidance-ai/jsonschemabench`, folder `data/`: one sub-folder per dataset, one schema
  * per `*.json` file; a folder of `*.json` files alone counts as one dataset) and prints, per dataset and in
  * total: how many schemas compiled, how many were refused (400) with the most frequent reasons, how many
@@ -23,6 +24,7 @@ import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError } from "../src/errors.ts";
 import { jsonSchemaToGbnf } from "../src/structured/jsonSchemaToGbnf.ts";
+import { clearPatternCache } from "../src/structured/regexToGbnf.ts";
 import { runSample, type SampleCandidate, sampleReport } from "./schemaSample.ts";
 
 type DatasetResult = {
@@ -80,6 +82,7 @@ function runDataset(name: string, dir: string, keep: boolean, runs: number): Dat
       continue; // not JSON (e.g. a Git LFS pointer): not a schema of the benchmark
     }
     result.total++;
+    clearPatternCache();
     const start = process.hrtime.bigint();
     try {
       const gbnf = jsonSchemaToGbnf(schema);
@@ -96,6 +99,7 @@ function runDataset(name: string, dir: string, keep: boolean, runs: number): Dat
     }
     const times = [Number(process.hrtime.bigint() - start) / 1e6];
     for (let i = 1; i < runs; i++) {
+      clearPatternCache();
       const again = process.hrtime.bigint();
       try {
         jsonSchemaToGbnf(schema);

@@ -273,7 +273,7 @@ export class Dfa {
     return new Dfa(starts, next, this.accept);
   }
 
-  /** The strings both automata accept (product construction). Throws {@link AutomatonTooLarge}. */
+  /** The strings both automata accept (product construction), trimmed. Throws {@link AutomatonTooLarge}. */
   intersect(other: Dfa): Dfa {
     const starts = mergeStarts(this.starts, other.starts);
     const a = this.refined(starts);
@@ -303,12 +303,12 @@ export class Dfa {
       }
     }
     const accept = Uint8Array.from(pairs, ([p, q]) => (a.accept[p]! & b.accept[q]!) as number);
-    return new Dfa(starts, Int32Array.from(rows), accept).minimize();
+    return new Dfa(starts, Int32Array.from(rows), accept).trim();
   }
 
   /**
-   * The strings of `universe*` this automaton rejects (complement within the strings over `universe`).
-   * Throws {@link AutomatonTooLarge}.
+   * The strings of `universe*` this automaton rejects (complement within the strings over `universe`),
+   * trimmed. Throws {@link AutomatonTooLarge}.
    */
   complement(universe: CodePointSet): Dfa {
     const starts = mergeStarts(this.starts, classStarts([universe]));
@@ -327,7 +327,7 @@ export class Dfa {
     const accept = new Uint8Array(a.size + 1);
     for (let q = 0; q < a.size; q++) accept[q] = a.accept[q] ? 0 : 1;
     accept[dead] = 1;
-    return new Dfa(starts, next, accept).minimize();
+    return new Dfa(starts, next, accept).trim();
   }
 
   /**
@@ -489,7 +489,9 @@ class Nfa {
         if (hasStartAnchor(node.item))
           throw new RegexError("unsupported", "the anchor '^' inside a lookahead", -1);
         const ahead = regexDfa({ type: "seq", items: [node.item, ANY_TEXT] });
-        const dfa = (node.negate ? ahead.complement(CodePointSet.all()) : ahead).refined(this.starts);
+        const dfa = (node.negate ? ahead.complement(CodePointSet.all()).minimize() : ahead).refined(
+          this.starts,
+        );
         const classOf = Int32Array.from(this.starts, (_, c) => c);
         this.obligations.push({ dfa, classOf, universal: universalStates(dfa) });
         const s = this.state();

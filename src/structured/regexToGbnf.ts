@@ -185,6 +185,11 @@ const ANY_TEXT: RegexNode = {
 
 const patternDfas = new LruCache<string, Dfa>(256);
 
+/** Forgets the automata {@link patternDfa} cached (so a benchmark times every compilation cold). */
+export function clearPatternCache(): void {
+  patternDfas.clear();
+}
+
 /**
  * The trimmed, minimal DFA of the strings `pattern` matches: fully (`search: false`), or under ECMA-262
  * search semantics (`search: true`: any text before and after, anchors holding only at the ends of the

@@ -134,7 +134,12 @@ function automatonBody(
     }
   }
   try {
-    const result = automatonExpression(ctx.b, dfa!, { mode: "json", hint: `${hint}-str`, min, max });
+    const result = automatonExpression(ctx.b, dfa!.minimize(), {
+      mode: "json",
+      hint: `${hint}-str`,
+      min,
+      max,
+    });
     if (result === null)
       ctx.unsatisfiable(
         `no string at ${path} satisfies ${what} (minLength ${min}, maxLength ${max ?? "∞"}).`,
