@@ -32,10 +32,12 @@ import {
 } from "./jsonSchema/containers.ts";
 import type { CompileContext } from "./jsonSchema/context.ts";
 import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
+import { INTEGER_FORMATS, isSupportedFormat } from "./jsonSchema/formats.ts";
 import {
   checkSchemaKeywords,
   EXTRA_PATTERNS,
   isConstraint,
+  NOT_FORMATS,
   NOT_PATTERNS,
   OBJECT_KEYWORDS,
   resolveLocalRef,
@@ -240,7 +242,8 @@ function inferTypes(s: SchemaObject): TypeName[] {
   if (has(...OBJECT_KEYWORDS)) out.push("object");
   if (has("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"))
     out.push("array");
-  if (has("minLength", "maxLength", "pattern", "format", EXTRA_PATTERNS, NOT_PATTERNS)) out.push("string");
+  if (has("minLength", "maxLength", "pattern", "format", EXTRA_PATTERNS, NOT_PATTERNS, NOT_FORMATS))
+    out.push("string");
   if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")) out.push("number");
   return out;
 }
@@ -579,6 +582,24 @@ class SchemaCompiler implements CompileContext {
           }
           break;
         }
+        case "not":
+          disjuncts.push(value as Schema); // ¬¬X = X
+          break;
+        case "format": {
+          // An annotation-only format (unknown) always holds: its negation adds nothing.
+          if (typeof value !== "string" || !isSupportedFormat(value)) {
+            if (typeof value === "string" && INTEGER_FORMATS[value] !== undefined) {
+              if (narrow) break;
+              return null;
+            }
+            break;
+          }
+          disjuncts.push({ type: NOT_STRING }, { type: "string", [NOT_FORMATS]: [value] });
+          break;
+        }
+        case NOT_FORMATS:
+          for (const format of value as string[]) disjuncts.push({ type: "string", format });
+          break;
         case "pattern":
         case EXTRA_PATTERNS:
         case NOT_PATTERNS:

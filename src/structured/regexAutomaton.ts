@@ -85,26 +85,31 @@ export class Dfa {
    */
   distancesToAccept(): Float64Array {
     const dist = new Float64Array(this.size).fill(Number.POSITIVE_INFINITY);
-    const preds: number[][] = Array.from({ length: this.size }, () => []);
-    for (let q = 0; q < this.size; q++) {
-      for (let c = 0; c < this.classes; c++) {
-        const t = this.next[q * this.classes + c]!;
-        if (t >= 0) preds[t]!.push(q);
-      }
+    // Predecessors as CSR: the sources of state t are preds[start[t] .. start[t + 1]).
+    const start = new Int32Array(this.size + 1);
+    for (let i = 0; i < this.next.length; i++) if (this.next[i]! >= 0) start[this.next[i]! + 1]!++;
+    for (let t = 0; t < this.size; t++) start[t + 1]! += start[t]!;
+    const fill = start.slice(0, this.size);
+    const preds = new Int32Array(start[this.size]!);
+    for (let i = 0; i < this.next.length; i++) {
+      const t = this.next[i]!;
+      if (t >= 0) preds[fill[t]!++] = Math.floor(i / this.classes);
     }
-    const queue: number[] = [];
+    const queue = new Int32Array(this.size);
+    let tail = 0;
     for (let q = 0; q < this.size; q++) {
       if (this.accept[q] === 1) {
         dist[q] = 0;
-        queue.push(q);
+        queue[tail++] = q;
       }
     }
-    for (let i = 0; i < queue.length; i++) {
-      const q = queue[i]!;
-      for (const p of preds[q]!) {
+    for (let head = 0; head < tail; head++) {
+      const q = queue[head]!;
+      for (let i = start[q]!; i < start[q + 1]!; i++) {
+        const p = preds[i]!;
         if (dist[p] === Number.POSITIVE_INFINITY) {
           dist[p] = dist[q]! + 1;
-          queue.push(p);
+          queue[tail++] = p;
         }
       }
     }
@@ -152,8 +157,9 @@ export class Dfa {
     const n = this.size + 1; // state `size` is the dead state
     const k = this.classes;
     const dead = this.size;
-    const target = (q: number, c: number): number =>
-      q === dead ? dead : this.next[q * k + c]! < 0 ? dead : this.next[q * k + c]!;
+    const complete = new Int32Array(n * k).fill(dead);
+    for (let i = 0; i < this.size * k; i++) if (this.next[i]! >= 0) complete[i] = this.next[i]!;
+    const target = (q: number, c: number): number => complete[q * k + c]!;
     // Inverse transitions per class, as CSR: sources of (c, t) are inv[invStart[c * n + t] ..].
     const invStart = new Int32Array(k * n + 1);
     for (let q = 0; q < n; q++) for (let c = 0; c < k; c++) invStart[c * n + target(q, c) + 1]!++;
@@ -193,13 +199,16 @@ export class Dfa {
     const smaller = count.length === 2 && count[1]! < count[0]! ? 1 : 0;
     for (let c = 0; c < k; c++) push(smaller, c);
     const marked = new Int32Array(n + 1); // per block: how many members are marked (moved to its front)
+    const members: number[] = [];
     const touched: number[] = [];
     while (pending.length > 0) {
       const key = pending.pop()!;
       inPending[key] = 0;
       const splitter = Math.floor(key / k);
       const c = key % k;
-      const members = elems.slice(first[splitter]!, first[splitter]! + count[splitter]!);
+      // A copy: marking below reorders members inside blocks, the splitter's own included.
+      members.length = 0;
+      for (let i = first[splitter]!; i < first[splitter]! + count[splitter]!; i++) members.push(elems[i]!);
       for (const t of members) {
         for (let i = invStart[c * n + t]!; i < invStart[c * n + t + 1]!; i++) {
           const q = inv[i]!;
@@ -569,6 +578,7 @@ export function regexDfa(node: RegexNode): Dfa {
   const k = starts.length;
   const main = new Nfa(starts);
   const [entry, exit] = main.build(node);
+  if (main.obligations.length === 0) return plainSubsets(main, entry, exit, starts);
   const key = (t: Thread): string => (t.duties.length === 0 ? `${t.q}` : `${t.q}:${t.duties.join(",")}`);
   /** True when every obligation accepts at the end of the input. */
   const met = (duties: readonly number[]): boolean =>
@@ -664,6 +674,109 @@ export function regexDfa(node: RegexNode): Dfa {
         byRaw.set(raw, id);
       }
       rows.push(id);
+    }
+  }
+  return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();
+}
+
+/**
+ * The subset construction for an NFA without lookaheads (the common case, kept fast): subsets are sorted
+ * state lists, closures use a visit stamp instead of sets. Anchors as in {@link regexDfa}.
+ */
+function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly number[]): Dfa {
+  const k = starts.length;
+  const n = nfa.eps.length;
+  const stamp = new Int32Array(n);
+  const endStamp = new Int32Array(n);
+  let round = 0;
+  const stack: number[] = [];
+  /** The closure of `seeds` (consuming states only, sorted) and whether the input may end here. */
+  const closure = (seeds: Iterable<number>, atStart: boolean): { states: number[]; accepts: boolean } => {
+    round++;
+    const states: number[] = [];
+    let accepts = false;
+    const ending: number[] = [];
+    for (const q of seeds) {
+      if (stamp[q] !== round) {
+        stamp[q] = round;
+        stack.push(q);
+      }
+    }
+    while (stack.length > 0) {
+      const q = stack.pop()!;
+      if (q === exit) accepts = true;
+      if (nfa.edges[q]!.length > 0) states.push(q);
+      if (nfa.endEps[q]!.length > 0) ending.push(q);
+      const follow = (to: number): void => {
+        if (stamp[to] !== round) {
+          stamp[to] = round;
+          stack.push(to);
+        }
+      };
+      for (const to of nfa.eps[q]!) follow(to);
+      if (atStart) for (const to of nfa.startEps[q]!) follow(to);
+    }
+    // After a `$`, nothing more is read: only ε-moves (and further anchors) may still reach the exit.
+    if (!accepts && ending.length > 0) {
+      for (const q of ending) {
+        for (const to of nfa.endEps[q]!) {
+          if (endStamp[to] !== round) {
+            endStamp[to] = round;
+            stack.push(to);
+          }
+        }
+      }
+      while (stack.length > 0) {
+        const q = stack.pop()!;
+        if (q === exit) accepts = true;
+        const next = [...nfa.eps[q]!, ...nfa.endEps[q]!, ...(atStart ? nfa.startEps[q]! : [])];
+        for (const to of next) {
+          if (endStamp[to] !== round) {
+            endStamp[to] = round;
+            stack.push(to);
+          }
+        }
+      }
+    }
+    states.sort((x, y) => x - y);
+    return { states, accepts };
+  };
+  const keyOf = (c: { states: number[]; accepts: boolean }): string =>
+    `${c.accepts ? 1 : 0}|${c.states.join(",")}`;
+  const first = closure([entry], true);
+  const ids = new Map<string, number>([[keyOf(first), 0]]);
+  const subsets = [first];
+  const rows: number[] = [];
+  const accept: number[] = [];
+  const targets: number[][] = Array.from({ length: k }, () => []);
+  for (let i = 0; i < subsets.length; i++) {
+    const { states, accepts } = subsets[i]!;
+    accept.push(accepts ? 1 : 0);
+    for (const q of states)
+      for (const edge of nfa.edges[q]!) for (const c of edge.classes) targets[c]!.push(edge.to);
+    const byRaw = new Map<string, number>();
+    for (let c = 0; c < k; c++) {
+      const t = targets[c]!;
+      if (t.length === 0) {
+        rows.push(-1);
+        continue;
+      }
+      const raw = t.join(",");
+      let id = byRaw.get(raw);
+      if (id === undefined) {
+        const next = closure(t, false);
+        const key = keyOf(next);
+        id = next.states.length === 0 && !next.accepts ? -1 : ids.get(key);
+        if (id === undefined) {
+          id = subsets.length;
+          if (id >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
+          ids.set(key, id);
+          subsets.push(next);
+        }
+        byRaw.set(raw, id);
+      }
+      rows.push(id);
+      t.length = 0;
     }
   }
   return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();

@@ -6,7 +6,14 @@
  * a schema narrower, so ignoring them can only turn "disjoint" into "unknown", never the reverse.
  */
 
-import { type Schema, type SchemaObject, stringNotPatterns, stringPatterns } from "./keywords.ts";
+import { formatDfa, type SupportedFormat } from "./formats.ts";
+import {
+  type Schema,
+  type SchemaObject,
+  stringNotFormats,
+  stringNotPatterns,
+  stringPatterns,
+} from "./keywords.ts";
 import { canonical } from "./merge.ts";
 
 /** JSON types with integers and other numbers apart, so that `integer` ⊂ `number`. */
@@ -396,6 +403,9 @@ function failsSome(value: unknown, parts: SchemaObject[]): boolean {
       for (const pattern of stringPatterns(part)) {
         const re = regexOf(pattern);
         if (re !== null && !re.test(value)) return true;
+      }
+      for (const format of stringNotFormats(part)) {
+        if (formatDfa(format as SupportedFormat).matches(value)) return true;
       }
       for (const pattern of stringNotPatterns(part)) {
         const re = regexOf(pattern);

@@ -6,7 +6,7 @@
 import { badRequest } from "../../errors.ts";
 import { parseRegex, RegexError } from "../regexParser.ts";
 import { regexBadRequest } from "../regexToGbnf.ts";
-import { isUnsupportedStandardFormat, SUPPORTED_FORMATS } from "./formats.ts";
+import { isSupportedFormat, isUnsupportedStandardFormat, SUPPORTED_FORMATS } from "./formats.ts";
 
 /** A JSON Schema: a boolean schema or an object of keywords. */
 export type Schema = boolean | SchemaObject;
@@ -67,6 +67,17 @@ export const EXTRA_PATTERNS = "lmserve:patterns";
  */
 export const NOT_PATTERNS = "lmserve:notPatterns";
 
+/**
+ * Internal keyword of negated schemas (`not: {format}`): supported formats a string must not be, as a list.
+ * The string compiler intersects the complements of their automata.
+ */
+export const NOT_FORMATS = "lmserve:notFormats";
+
+/** The formats a string schema forbids ({@link NOT_FORMATS}). */
+export function stringNotFormats(s: SchemaObject): string[] {
+  return Array.isArray(s[NOT_FORMATS]) ? (s[NOT_FORMATS] as string[]) : [];
+}
+
 /** The patterns a string schema forbids ({@link NOT_PATTERNS}). */
 export function stringNotPatterns(s: SchemaObject): string[] {
   return Array.isArray(s[NOT_PATTERNS]) ? (s[NOT_PATTERNS] as string[]) : [];
@@ -83,6 +94,7 @@ export function stringPatterns(s: SchemaObject): string[] {
 export const CONSTRAINTS = new Set([
   EXTRA_PATTERNS,
   NOT_PATTERNS,
+  NOT_FORMATS,
   "type",
   ...OBJECT_KEYWORDS,
   "enum",
@@ -225,6 +237,7 @@ const KEY_GROUPS = new Map<string, number>([
     "pattern",
     EXTRA_PATTERNS,
     NOT_PATTERNS,
+    NOT_FORMATS,
   ].map((k) => [k, G_SCALAR] as [string, number]),
 ]);
 
@@ -377,6 +390,11 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
       }
     }
     if ("pattern" in s) checkRegex(s.pattern, sub("pattern"));
+    if (NOT_FORMATS in s) {
+      const list = s[NOT_FORMATS];
+      if (!Array.isArray(list) || !list.every((f) => typeof f === "string" && isSupportedFormat(f)))
+        bad(NOT_FORMATS, "an array of supported formats");
+    }
     for (const key of [EXTRA_PATTERNS, NOT_PATTERNS]) {
       if (!(key in s)) continue;
       const list = s[key];

@@ -5,8 +5,14 @@
  */
 import { echoed } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
-import { formatDfa, INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
-import { OBJECT_KEYWORDS, type SchemaObject, stringNotPatterns, stringPatterns } from "./keywords.ts";
+import { formatDfa, INTEGER_FORMATS, isSupportedFormat, type SupportedFormat } from "./formats.ts";
+import {
+  OBJECT_KEYWORDS,
+  type SchemaObject,
+  stringNotFormats,
+  stringNotPatterns,
+  stringPatterns,
+} from "./keywords.ts";
 import { canonical } from "./merge.ts";
 
 /** Array keywords {@link literalFits} cannot check (it checks `minItems`, `maxItems`, `uniqueItems`). */
@@ -30,6 +36,9 @@ function stringFits(ctx: CompileContext, value: string, s: SchemaObject, path: s
       );
     }
     if (!re.test(value)) return false;
+  }
+  for (const format of stringNotFormats(s)) {
+    if (formatDfa(format as SupportedFormat).matches(value)) return false;
   }
   for (const pattern of stringNotPatterns(s)) {
     const re = regexOrNull(pattern);

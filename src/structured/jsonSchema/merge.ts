@@ -16,6 +16,7 @@
 import {
   EXTRA_PATTERNS,
   isConstraint,
+  NOT_FORMATS,
   NOT_PATTERNS,
   type Schema,
   type SchemaObject,
@@ -196,6 +197,7 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
         break;
       case EXTRA_PATTERNS:
       case NOT_PATTERNS:
+      case NOT_FORMATS:
         out[key] = [...new Set([...(mine as string[]), ...(value as string[])])];
         break;
       case "format":

@@ -33,7 +33,7 @@ import {
   isSupportedFormat,
   type SupportedFormat,
 } from "./formats.ts";
-import { type SchemaObject, stringNotPatterns, stringPatterns } from "./keywords.ts";
+import { type SchemaObject, stringNotFormats, stringNotPatterns, stringPatterns } from "./keywords.ts";
 import { integerRange, MAX_FRACTION_DIGITS, type NumberBound, numberRange } from "./numbers.ts";
 
 /**
@@ -50,8 +50,10 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
   const format = typeof s.format === "string" && isSupportedFormat(s.format) ? s.format : null;
   const patterns = stringPatterns(s);
   const forbidden = stringNotPatterns(s);
+  const forbiddenFormats = stringNotFormats(s) as SupportedFormat[];
   const lengths = "minLength" in s || "maxLength" in s;
-  if (format !== null && patterns.length === 0 && forbidden.length === 0) {
+  const negated = forbidden.length > 0 || forbiddenFormats.length > 0;
+  if (format !== null && patterns.length === 0 && !negated) {
     const own = regexLengthBounds(formatTree(format));
     if (!lengths || (own.min >= min && (max === null || (own.max !== null && own.max <= max))))
       return quoted(formatRule(ctx.b, format));
@@ -59,7 +61,7 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
     if (narrowed !== null)
       return quoted(group(regexTreeExpression(ctx.b, narrowed, { mode: "json", hint: `${hint}-${format}` })));
   }
-  if (format === null && patterns.length === 1 && forbidden.length === 0) {
+  if (format === null && patterns.length === 1 && !negated) {
     const pattern = patterns[0]!;
     try {
       if (!lengths) return quoted(searchExpression(ctx, pattern, hint));
@@ -72,7 +74,7 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
       throw error;
     }
   }
-  if (format === null && patterns.length === 0 && forbidden.length === 0) {
+  if (format === null && patterns.length === 0 && !negated) {
     try {
       const chars = ctx.b.repeat(jsonCharRule(ctx.b), min, max, `${hint}-chars`);
       return chars === '""' ? '"\\"\\""' : quoted(chars);
@@ -82,7 +84,7 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
       throw error;
     }
   }
-  return quoted(automatonBody(ctx, patterns, forbidden, format, min, max, path, hint));
+  return quoted(automatonBody(ctx, { patterns, forbidden, format, forbiddenFormats }, min, max, path, hint));
 }
 
 /** `expr` between the quotes of a JSON string. */
@@ -95,28 +97,43 @@ function searchExpression(ctx: CompileContext, pattern: string, hint: string): s
 }
 
 /**
- * The strings matching every pattern in `patterns`, none in `forbidden`, and `format` (when not null), of
- * lengths `[min, max]`, as a GBNF expression in JSON string mode: the product of their automata (a forbidden
+ * The strings matching every pattern in `patterns` and none in `forbidden`, of `format` (when not null) and of
+ * none of `forbiddenFormats`, of lengths `[min, max]`, as a GBNF expression in JSON string mode: the product of their automata (a forbidden
  * pattern's complemented). A maximum whose grammar would be too large is lowered (a narrowing, see `automatonExpression`). Throws ApiError 400 for a bad pattern, for
  * automata too large to build, and when no string satisfies them all.
  */
 function automatonBody(
   ctx: CompileContext,
-  patterns: string[],
-  forbidden: string[],
-  format: SupportedFormat | null,
+  language: {
+    patterns: string[];
+    forbidden: string[];
+    format: SupportedFormat | null;
+    forbiddenFormats: SupportedFormat[];
+  },
   min: number,
   max: number | null,
   path: string,
   hint: string,
 ): string {
+  const { patterns, forbidden, format, forbiddenFormats } = language;
   const what = [
     ...(patterns.length > 0 ? [patterns.length > 1 ? `${patterns.length} patterns` : "'pattern'"] : []),
     ...(forbidden.length > 0 ? ["'not' of a pattern"] : []),
     ...(format !== null ? [`format '${format}'`] : []),
+    ...(forbiddenFormats.length > 0 ? ["'not' of a format"] : []),
     ...(min > 0 || max !== null ? ["minLength/maxLength"] : []),
   ].join(" with ");
-  let dfa: Dfa | null = format === null ? null : formatDfaOrFail(ctx, format, what, path);
+  let dfa: Dfa | null = null;
+  const and = (own: Dfa): void => {
+    dfa = dfa === null ? own : dfa.intersect(own);
+  };
+  try {
+    if (format !== null) and(formatDfa(format));
+    for (const f of forbiddenFormats) and(formatDfa(f).complement(CodePointSet.all()));
+  } catch (error) {
+    if (error instanceof AutomatonTooLarge) tooLarge(ctx, what, path);
+    throw error;
+  }
   const constraints = [
     ...patterns.map((pattern) => ({ pattern, negate: false })),
     ...forbidden.map((pattern) => ({ pattern, negate: true })),
@@ -124,8 +141,7 @@ function automatonBody(
   for (const { pattern, negate } of constraints) {
     try {
       const matching = patternDfa(pattern, true);
-      const own = negate ? matching.complement(CodePointSet.all()) : matching;
-      dfa = dfa === null ? own : dfa.intersect(own);
+      and(negate ? matching.complement(CodePointSet.all()) : matching);
     } catch (error) {
       if (error instanceof RegexError)
         throw regexBadRequest(error, pattern, ctx.param, ` at ${path}/pattern`);
@@ -134,7 +150,7 @@ function automatonBody(
     }
   }
   try {
-    const result = automatonExpression(ctx.b, dfa!.minimize(), {
+    const result = automatonExpression(ctx.b, (dfa as Dfa | null)!.minimize(), {
       mode: "json",
       hint: `${hint}-str`,
       min,
@@ -145,16 +161,6 @@ function automatonBody(
         `no string at ${path} satisfies ${what} (minLength ${min}, maxLength ${max ?? "∞"}).`,
       );
     return (result as { expr: string }).expr;
-  } catch (error) {
-    if (error instanceof AutomatonTooLarge) tooLarge(ctx, what, path);
-    throw error;
-  }
-}
-
-/** The automaton of a format, or the 400 for one too large to intersect. */
-function formatDfaOrFail(ctx: CompileContext, format: SupportedFormat, what: string, path: string): Dfa {
-  try {
-    return formatDfa(format);
   } catch (error) {
     if (error instanceof AutomatonTooLarge) tooLarge(ctx, what, path);
     throw error;
