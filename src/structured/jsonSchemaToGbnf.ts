@@ -48,8 +48,9 @@ import {
 } from "./jsonSchema/keywords.ts";
 import { literalFits } from "./jsonSchema/literals.ts";
 import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
-import { integerBody, numberBody, stringBody } from "./jsonSchema/scalars.ts";
+import { integerBody, keyLanguage, numberBody, stringBody } from "./jsonSchema/scalars.ts";
 import { SubschemaKeys } from "./jsonSchema/subschemaKeys.ts";
+import type { Dfa } from "./regexAutomaton.ts";
 import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
 import { echoed, regexBadRequest, regexExpression } from "./regexToGbnf.ts";
 
@@ -116,13 +117,6 @@ function matchesType(value: unknown, type: TypeName): boolean {
       return Array.isArray(value);
     case "object":
       return isObject(value);
-  }
-}
-
-/** Keywords of `s` (among `keywords`) that the compiler does not enforce yet: a 400 naming the first. */
-function refuseUnenforced(ctx: CompileContext, s: SchemaObject, path: string, keywords: string[]): void {
-  for (const key of keywords) {
-    if (key in s) ctx.fail(`Unsupported JSON Schema keyword '${key}' at ${path}`);
   }
 }
 
@@ -456,9 +450,8 @@ class SchemaCompiler implements CompileContext {
     }
     switch (types[0]!) {
       case "object":
-        refuseUnenforced(this, s, path, ["propertyNames"]);
         if (hasDependencies(s)) return this.body(splitDependency(s), path, hint, depth + 1);
-        return objectBody(this, s, path, hint);
+        return objectBody(this, s, path, hint, this.propertyNames(s, path));
       case "array":
         if (s.uniqueItems === true) {
           const items = Array.isArray(s.items) || !("items" in s) ? null : (s.items as Schema);
@@ -531,6 +524,25 @@ class SchemaCompiler implements CompileContext {
    * value's negation cannot be written exactly) adds no disjunct instead of returning null: the result is
    * then a subset of `not: n` (possibly `false`), never null.
    */
+  /**
+   * The names `s.propertyNames` allows, as an automaton (null: any name), its `$ref`s resolved. Throws 400
+   * for what {@link keyLanguage} cannot read.
+   */
+  private propertyNames(s: SchemaObject, path: string): Dfa | null {
+    if (!("propertyNames" in s)) return null;
+    let names = s.propertyNames as Schema;
+    for (let depth = 0; isObject(names) && typeof names.$ref === "string"; depth++) {
+      const { $ref, ...rest } = names;
+      if (constrains(rest) || depth > MAX_RESOLVE_DEPTH)
+        this.fail(`Unsupported JSON Schema keyword 'propertyNames' at ${path}: a $ref with other keywords.`);
+      const target = resolveLocalRef(this.root, $ref as string);
+      if (target === undefined)
+        this.fail(`Unsupported $ref '${echoed($ref as string)}' at ${path}/propertyNames.`);
+      names = target as Schema;
+    }
+    return keyLanguage(this, names, `${path}/propertyNames`);
+  }
+
   private negate(n: Schema, context: SchemaObject, depth: number, narrow = false): Schema | null {
     if (n === true) return false;
     if (n === false) return true;

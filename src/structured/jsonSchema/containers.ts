@@ -7,10 +7,19 @@
 import { CodePointSet } from "../codePointSet.ts";
 import { type GbnfBuilder, gbnfCharClass, gbnfLiteral, isAtomicExpression } from "../gbnf.ts";
 import { jsonCharRule, jsonEscapeRule, jsonStringRule, jsonValueRule, WS } from "../jsonPrimitives.ts";
+import type { Dfa } from "../regexAutomaton.ts";
 import { RegexError } from "../regexParser.ts";
-import { echoed, JSON_ESCAPED, jsonEncoded, regexBadRequest, regexExpression } from "../regexToGbnf.ts";
+import {
+  echoed,
+  JSON_ESCAPED,
+  jsonEncoded,
+  patternDfa,
+  regexBadRequest,
+  regexExpression,
+} from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { pointerSegment, type Schema, type SchemaObject } from "./keywords.ts";
+import { keyExpression } from "./scalars.ts";
 
 /** Most (property index × member count) states of an object with `minProperties`/`maxProperties`. */
 const MAX_COUNT_STATES = 5_000;
@@ -36,7 +45,13 @@ function patternMatches(pattern: string, name: string): boolean {
  * `minProperties`/`maxProperties` count members; at most one added key counts towards `minProperties`
  * (two added keys could be equal). Throws 400 via `ctx.fail`, or the unsatisfiable error via `ctx`.
  */
-export function objectBody(ctx: CompileContext, s: SchemaObject, path: string, hint: string): string {
+export function objectBody(
+  ctx: CompileContext,
+  s: SchemaObject,
+  path: string,
+  hint: string,
+  keyNames: Dfa | null = null,
+): string {
   const b = ctx.b;
   const declared = (s.properties as Record<string, Schema> | undefined) ?? {};
   const patterns = Object.entries((s.patternProperties as Record<string, Schema> | undefined) ?? {});
@@ -65,7 +80,8 @@ export function objectBody(ctx: CompileContext, s: SchemaObject, path: string, h
   type Member = { name: string; kv: string; required: boolean };
   const members: Member[] = [];
   for (const name of names) {
-    const { schema, where } = schemaFor(name);
+    const { schema: own, where } = schemaFor(name);
+    const schema = keyNames !== null && !keyNames.matches(name) ? false : own; // ruled out by `propertyNames`
     const isRequired = required.has(name);
     if (schema === false) {
       if (!isRequired) continue;
@@ -83,30 +99,50 @@ export function objectBody(ctx: CompileContext, s: SchemaObject, path: string, h
   }
   const extras: string[] = [];
   if (additional !== false) {
+    // With `propertyNames`, other keys are an automaton that leaves out the pattern keys exactly; without,
+    // a key might match a pattern, so its value must satisfy those schemas too (a narrowing).
+    const exact = keyNames !== null || patterns.length === 0;
     const value =
-      additional === true && patterns.length === 0
+      additional === true && exact
         ? jsonValueRule(b)
         : ctx.attempt(() =>
             ctx.value(
-              patterns.length === 0 ? additional : { allOf: [additional, ...patterns.map(([, x]) => x)] },
+              exact ? additional : { allOf: [additional, ...patterns.map(([, x]) => x)] },
               `${path}/additionalProperties`,
               child("additional"),
               0,
             ),
           );
     if (value !== null) {
-      const key = names.length === 0 ? jsonStringRule(b) : otherKeyRule(b, names, child("other-key"));
-      extras.push(`${key} ":" ${WS} ${value}`);
+      const key =
+        keyNames !== null
+          ? keyExpression(
+              ctx,
+              keyNames,
+              names,
+              patterns.map(([pattern]) => pattern),
+              `${path}/propertyNames`,
+              child("other-key"),
+            )
+          : names.length === 0
+            ? jsonStringRule(b)
+            : otherKeyRule(b, names, child("other-key"));
+      if (key !== null) extras.push(`${key} ":" ${WS} ${value}`);
     }
   }
   if (patterns.length > 0) {
     const keys = patterns
       .map(([pattern]) => pattern)
       .filter((pattern) => !names.some((name) => patternMatches(pattern, name)))
-      .map((pattern) => {
+      .flatMap((pattern) => {
         try {
+          if (keyNames !== null) {
+            const both = keyNames.intersect(patternDfa(pattern, true));
+            const key = keyExpression(ctx, both, [], [], `${path}/propertyNames`, `${hint}-key`);
+            return key === null ? [] : [key];
+          }
           const expr = regexExpression(b, pattern, { mode: "json", search: true, hint: `${hint}-key` });
-          return `"\\"" ${expr.includes(" | ") ? `(${expr})` : expr} "\\""`;
+          return [`"\\"" ${expr.includes(" | ") ? `(${expr})` : expr} "\\""`];
         } catch (error) {
           if (error instanceof RegexError)
             throw regexBadRequest(error, pattern, ctx.param, ` at ${path}/patternProperties`);

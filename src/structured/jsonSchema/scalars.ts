@@ -7,7 +7,7 @@
 import { CodePointSet } from "../codePointSet.ts";
 import { group } from "../gbnf.ts";
 import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives.ts";
-import { AutomatonTooLarge, type Dfa } from "../regexAutomaton.ts";
+import { AutomatonTooLarge, type Dfa, regexDfa } from "../regexAutomaton.ts";
 import {
   narrowLength,
   parseRegex,
@@ -33,7 +33,17 @@ import {
   isSupportedFormat,
   type SupportedFormat,
 } from "./formats.ts";
-import { type SchemaObject, stringNotFormats, stringNotPatterns, stringPatterns } from "./keywords.ts";
+import {
+  EXTRA_PATTERNS,
+  isConstraint,
+  NOT_FORMATS,
+  NOT_PATTERNS,
+  type Schema,
+  type SchemaObject,
+  stringNotFormats,
+  stringNotPatterns,
+  stringPatterns,
+} from "./keywords.ts";
 import { integerRange, MAX_FRACTION_DIGITS, type NumberBound, numberRange } from "./numbers.ts";
 
 /**
@@ -85,6 +95,139 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
     }
   }
   return quoted(automatonBody(ctx, { patterns, forbidden, format, forbiddenFormats }, min, max, path, hint));
+}
+
+/** The keywords {@link keyLanguage} reads from a `propertyNames` schema (others there are a 400). */
+const KEY_KEYWORDS = new Set([
+  "type",
+  "pattern",
+  "format",
+  "minLength",
+  "maxLength",
+  "enum",
+  "const",
+  EXTRA_PATTERNS,
+  NOT_PATTERNS,
+  NOT_FORMATS,
+]);
+
+/**
+ * The language of property names a `propertyNames` schema allows, as a trimmed DFA, or null when it allows
+ * every name. `names` is the schema after `$ref`s (resolved by the caller). Reads `type`, `pattern`s, `format`,
+ * lengths, `enum`/`const` and the negated forms; keywords for other types than string do not apply to names;
+ * other subschema keywords are a 400 naming `propertyNames`. Throws ApiError 400 (`ctx.fail`) also for
+ * automata too large.
+ */
+export function keyLanguage(ctx: CompileContext, names: Schema, path: string): Dfa | null {
+  if (names === true) return null;
+  const none = (): Dfa => regexDfa({ type: "alt", items: [] }); // no name at all
+  if (names === false) return none();
+  const s = names as SchemaObject;
+  for (const key of Object.keys(s)) {
+    if (isConstraint(key) && !KEY_KEYWORDS.has(key) && !NON_STRING_KEYWORDS.has(key))
+      ctx.fail(
+        `Unsupported JSON Schema keyword 'propertyNames' at ${path}: '${key}' in it is not supported.`,
+      );
+  }
+  if ("type" in s) {
+    const types = Array.isArray(s.type) ? s.type : [s.type];
+    if (!types.includes("string")) return none();
+  }
+  let dfa: Dfa | null = null;
+  const and = (own: Dfa): void => {
+    dfa = dfa === null ? own : dfa.intersect(own);
+  };
+  try {
+    if ("enum" in s || "const" in s) {
+      const values = ("const" in s ? [s.const] : (s.enum as unknown[])).filter(
+        (v): v is string => typeof v === "string",
+      );
+      and(literalsDfa(values));
+    }
+    const format = typeof s.format === "string" && isSupportedFormat(s.format) ? s.format : null;
+    if (format !== null) and(formatDfa(format));
+    for (const f of stringNotFormats(s) as SupportedFormat[])
+      and(formatDfa(f).complement(CodePointSet.all()));
+    for (const pattern of stringPatterns(s)) and(patternDfa(pattern, true));
+    for (const pattern of stringNotPatterns(s)) and(patternDfa(pattern, true).complement(CodePointSet.all()));
+    const min = (s.minLength as number | undefined) ?? 0;
+    const max = (s.maxLength as number | undefined) ?? null;
+    if (min > 0 || max !== null) {
+      const any: RegexNode = { type: "set", set: CodePointSet.all() };
+      and(regexDfa({ type: "repeat", item: any, min, max }));
+    }
+  } catch (error) {
+    if (error instanceof RegexError)
+      throw regexBadRequest(error, String(s.pattern ?? ""), ctx.param, ` at ${path}`);
+    if (error instanceof AutomatonTooLarge)
+      ctx.fail(`Unsupported JSON Schema keyword 'propertyNames' at ${path}: its names are too complex.`);
+    throw error;
+  }
+  return dfa === null ? null : (dfa as Dfa).minimize();
+}
+
+/** The DFA of exactly the strings `values`. */
+function literalsDfa(values: readonly string[]): Dfa {
+  return regexDfa({
+    type: "alt",
+    items: values.map((v) => ({
+      type: "seq",
+      items: [...v].map((ch): RegexNode => ({ type: "set", set: CodePointSet.chars(ch) })),
+    })),
+  });
+}
+
+/** Keywords of other types than string, which hold for every property name. */
+const NON_STRING_KEYWORDS = new Set([
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "items",
+  "prefixItems",
+  "additionalItems",
+  "minItems",
+  "maxItems",
+  "uniqueItems",
+  "properties",
+  "required",
+  "additionalProperties",
+  "patternProperties",
+  "minProperties",
+  "maxProperties",
+  "dependentRequired",
+  "dependentSchemas",
+  "dependencies",
+  "unevaluatedProperties",
+  "nullable",
+]);
+
+/**
+ * A JSON string key (with its quotes) whose content is in `dfa`, none of `excluded` and matches none of
+ * `excludedPatterns`, as a GBNF expression; null when no such key exists. Throws ApiError 400 when the
+ * automaton is too large.
+ */
+export function keyExpression(
+  ctx: CompileContext,
+  dfa: Dfa,
+  excluded: readonly string[],
+  excludedPatterns: readonly string[],
+  path: string,
+  hint: string,
+): string | null {
+  try {
+    let keys = dfa;
+    if (excluded.length > 0) keys = keys.intersect(literalsDfa(excluded).complement(CodePointSet.all()));
+    for (const pattern of excludedPatterns)
+      keys = keys.intersect(patternDfa(pattern, true).complement(CodePointSet.all()));
+    const result = automatonExpression(ctx.b, keys.minimize(), { mode: "json", hint, min: 0, max: null });
+    return result === null ? null : quoted(result.expr);
+  } catch (error) {
+    if (error instanceof AutomatonTooLarge)
+      ctx.fail(`Unsupported JSON Schema keyword 'propertyNames' at ${path}: its names are too complex.`);
+    throw error;
+  }
 }
 
 /** `expr` between the quotes of a JSON string. */
