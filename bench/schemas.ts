@@ -2,7 +2,7 @@
  * JSON Schema coverage benchmark of issue 19 (`npm run bench:schemas -- DATA_DIR`).
  *
  * Runs the JSON Schema → GBNF compiler (`jsonSchemaToGbnf`, no cache; the per-pattern automaton cache is
- * cleared before every compilation, the formats' automata stay built once per process) over a folder of JSONSchemaBench
+ * cleared before every compilation; the formats' automata are built first, as the server does at start) over a folder of JSONSchemaBench
  * schemas (repository `guidance-ai/jsonschemabench`, folder `data/`: one sub-folder per dataset, one schema
  * per `*.json` file; a folder of `*.json` files alone counts as one dataset) and prints, per dataset and in
  * total: how many schemas compiled, how many were refused (400) with the most frequent reasons, how many
@@ -23,6 +23,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { ApiError } from "../src/errors.ts";
+import { warmFormatAutomata } from "../src/structured/jsonSchema/formats.ts";
 import { jsonSchemaToGbnf } from "../src/structured/jsonSchemaToGbnf.ts";
 import { clearPatternCache } from "../src/structured/regexToGbnf.ts";
 import { runSample, type SampleCandidate, sampleReport } from "./schemaSample.ts";
@@ -138,6 +139,7 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
+  await warmFormatAutomata();
   const subdirs = readdirSync(root)
     .filter((d) => statSync(join(root, d)).isDirectory())
     .filter((d) => values.dataset === undefined || d === values.dataset)

@@ -9,4 +9,5 @@ export {
   clearCompileCache,
   compileConstraint,
 } from "./compile.ts";
+export { warmFormatAutomata } from "./jsonSchema/formats.ts";
 export { checkGbnfText, validateGbnf } from "./validateGbnf.ts";

@@ -13,7 +13,9 @@ import { CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
 import { RegexError, type RegexNode } from "./regexParser.ts";
 
 /** Most states of the intermediate NFA (a `{m,n}` repetition copies its item `n` times). */
-export const MAX_NFA_STATES = 20_000;
+export const MAX_NFA_STATES = 8_000;
+/** Most NFA-state visits one subset construction may make (it bounds compile time, ~10 ms). */
+export const MAX_SUBSET_WORK = 400_000;
 /** Most states of any DFA built here (subset or product construction). */
 export const MAX_DFA_STATES = 4_000;
 
@@ -579,6 +581,7 @@ export function regexDfa(node: RegexNode): Dfa {
   const main = new Nfa(starts);
   const [entry, exit] = main.build(node);
   if (main.obligations.length === 0) return plainSubsets(main, entry, exit, starts);
+  let work = 0;
   const key = (t: Thread): string => (t.duties.length === 0 ? `${t.q}` : `${t.q}:${t.duties.join(",")}`);
   /** True when every obligation accepts at the end of the input. */
   const met = (duties: readonly number[]): boolean =>
@@ -592,6 +595,7 @@ export function regexDfa(node: RegexNode): Dfa {
     const ended = new Set<string>();
     let accepts = false;
     const visit = (t: Thread, atEnd: boolean): void => {
+      if (++work > MAX_SUBSET_WORK) throw new AutomatonTooLarge("too much work for its subset construction");
       const id = key(t);
       if (atEnd) {
         if (ended.has(id)) return;
@@ -689,6 +693,7 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
   const stamp = new Int32Array(n);
   const endStamp = new Int32Array(n);
   let round = 0;
+  let work = 0;
   const stack: number[] = [];
   /** The closure of `seeds` (consuming states only, sorted) and whether the input may end here. */
   const closure = (seeds: Iterable<number>, atStart: boolean): { states: number[]; accepts: boolean } => {
@@ -704,6 +709,7 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
     }
     while (stack.length > 0) {
       const q = stack.pop()!;
+      if (++work > MAX_SUBSET_WORK) throw new AutomatonTooLarge("too much work for its subset construction");
       if (q === exit) accepts = true;
       if (nfa.edges[q]!.length > 0) states.push(q);
       if (nfa.endEps[q]!.length > 0) ending.push(q);

@@ -25,6 +25,8 @@ export type RegexNode =
 export class RegexError extends Error {
   readonly kind: "unsupported" | "invalid";
   readonly position: number;
+  /** The pattern at fault, where the thrower knows it among several. */
+  pattern?: string;
   constructor(kind: "unsupported" | "invalid", message: string, position: number) {
     super(message);
     this.name = "RegexError";

@@ -9,7 +9,6 @@
  * date/time/date-time/uuid with looser days.
  */
 import type { GbnfBuilder } from "../gbnf.ts";
-import { LruCache } from "../lru.ts";
 import { type Dfa, regexDfa } from "../regexAutomaton.ts";
 import { parseRegex, type RegexNode, splitAnchors } from "../regexParser.ts";
 import { regexTreeExpression } from "../regexToGbnf.ts";
@@ -152,16 +151,49 @@ export function formatTree(format: SupportedFormat): RegexNode {
   return tree;
 }
 
-const formatDfas = new LruCache<SupportedFormat, Dfa>(64);
+const COMPACT_LABEL = "[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,18}[a-zA-Z0-9])?";
+const COMPACT_HOSTNAME = String.raw`${COMPACT_LABEL}(?:\.${COMPACT_LABEL}){0,4}`;
+/**
+ * Narrower patterns of the formats whose exact automata are large (they count label lengths up to 63): labels
+ * of at most 20 characters and local parts of at most 32. Used where a format is intersected with other
+ * constraints, never where it is negated.
+ */
+const COMPACT_PATTERNS: Partial<Record<SupportedFormat, string>> = {
+  hostname: COMPACT_HOSTNAME,
+  "idn-hostname": COMPACT_HOSTNAME,
+  "host-name": COMPACT_HOSTNAME,
+  email: `[a-zA-Z0-9.!#$%&'*+/=?^_\`{|}~-]{1,32}@${COMPACT_HOSTNAME}`,
+  "idn-email": `[a-zA-Z0-9.!#$%&'*+/=?^_\`{|}~-]{1,32}@${COMPACT_HOSTNAME}`,
+};
 
-/** The trimmed DFA of a format's strings (built once per process). Throws `AutomatonTooLarge`. */
-export function formatDfa(format: SupportedFormat): Dfa {
-  let dfa = formatDfas.get(format);
+const formatDfas = new Map<string, Dfa>();
+
+/**
+ * The trimmed, minimal DFA of a format's strings, built once per process; with `compact`, of its narrower
+ * pattern where it has one (for intersections, where the exact automaton would cost too much), else of the
+ * format itself. Throws `AutomatonTooLarge`.
+ */
+export function formatDfa(format: SupportedFormat, compact = false): Dfa {
+  const pattern = compact ? (COMPACT_PATTERNS[format] ?? FORMAT_PATTERNS[format]) : FORMAT_PATTERNS[format];
+  let dfa = formatDfas.get(pattern);
   if (dfa === undefined) {
-    dfa = regexDfa(formatTree(format));
-    formatDfas.set(format, dfa);
+    const alternatives = splitAnchors(parseRegex(pattern)).map((a) => a.node);
+    dfa = regexDfa(alternatives.length === 1 ? alternatives[0]! : { type: "alt", items: alternatives });
+    formatDfas.set(pattern, dfa);
   }
   return dfa;
+}
+
+/**
+ * Builds every format's automata ahead of use, one format per event-loop turn (about 0.5 s of CPU in all),
+ * so the first request that intersects or negates a format does not pay for it. Resolves when done.
+ */
+export async function warmFormatAutomata(): Promise<void> {
+  for (const format of SUPPORTED_FORMATS) {
+    await new Promise((resolve) => setImmediate(resolve));
+    formatDfa(format);
+    formatDfa(format, true);
+  }
 }
 
 /**

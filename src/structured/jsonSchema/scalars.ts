@@ -133,37 +133,74 @@ export function keyLanguage(ctx: CompileContext, names: Schema, path: string): D
     const types = Array.isArray(s.type) ? s.type : [s.type];
     if (!types.includes("string")) return none();
   }
-  let dfa: Dfa | null = null;
-  const and = (own: Dfa): void => {
-    dfa = dfa === null ? own : dfa.intersect(own);
+  const format = typeof s.format === "string" && isSupportedFormat(s.format) ? s.format : null;
+  const min = (s.minLength as number | undefined) ?? 0;
+  const max = (s.maxLength as number | undefined) ?? null;
+  const listed =
+    "enum" in s || "const" in s
+      ? ("const" in s ? [s.const] : (s.enum as unknown[])).filter((v): v is string => typeof v === "string")
+      : null;
+  const language = {
+    patterns: stringPatterns(s),
+    forbidden: stringNotPatterns(s),
+    format,
+    forbiddenFormats: stringNotFormats(s) as SupportedFormat[],
+    listed,
+    lengths: min > 0 || max !== null ? { min, max } : null,
   };
+  if (Object.values(language).every((v) => v === null || (Array.isArray(v) && v.length === 0))) return null;
   try {
-    if ("enum" in s || "const" in s) {
-      const values = ("const" in s ? [s.const] : (s.enum as unknown[])).filter(
-        (v): v is string => typeof v === "string",
-      );
-      and(literalsDfa(values));
-    }
-    const format = typeof s.format === "string" && isSupportedFormat(s.format) ? s.format : null;
-    if (format !== null) and(formatDfa(format));
-    for (const f of stringNotFormats(s) as SupportedFormat[])
-      and(formatDfa(f).complement(CodePointSet.all()));
-    for (const pattern of stringPatterns(s)) and(patternDfa(pattern, true));
-    for (const pattern of stringNotPatterns(s)) and(patternDfa(pattern, true).complement(CodePointSet.all()));
-    const min = (s.minLength as number | undefined) ?? 0;
-    const max = (s.maxLength as number | undefined) ?? null;
-    if (min > 0 || max !== null) {
-      const any: RegexNode = { type: "set", set: CodePointSet.all() };
-      and(regexDfa({ type: "repeat", item: any, min, max }));
-    }
+    return stringLanguage(language).minimize();
   } catch (error) {
     if (error instanceof RegexError)
-      throw regexBadRequest(error, String(s.pattern ?? ""), ctx.param, ` at ${path}`);
+      throw regexBadRequest(error, error.pattern ?? "", ctx.param, ` at ${path}`);
     if (error instanceof AutomatonTooLarge)
       ctx.fail(`Unsupported JSON Schema keyword 'propertyNames' at ${path}: its names are too complex.`);
     throw error;
   }
-  return dfa === null ? null : (dfa as Dfa).minimize();
+}
+
+/**
+ * The strings matching every pattern in `patterns` and none in `forbidden` (search semantics), of `format`
+ * (when not null; its compact automaton, a narrowing for `email` and `hostname`) and none of
+ * `forbiddenFormats` (exact automata), among `listed` (when given) and of `lengths` (when given), as a
+ * trimmed DFA (any string when nothing is given). Throws RegexError (with its `pattern`) or
+ * AutomatonTooLarge.
+ */
+function stringLanguage(language: {
+  patterns: readonly string[];
+  forbidden: readonly string[];
+  format: SupportedFormat | null;
+  forbiddenFormats: readonly SupportedFormat[];
+  listed?: readonly string[] | null;
+  lengths?: { min: number; max: number | null } | null;
+}): Dfa {
+  const parts: (() => Dfa)[] = [];
+  if (language.listed) {
+    const listed = language.listed;
+    parts.push(() => literalsDfa(listed));
+  }
+  const { format } = language;
+  if (format !== null) parts.push(() => formatDfa(format, true));
+  for (const f of language.forbiddenFormats) parts.push(() => formatDfa(f).complement(CodePointSet.all()));
+  const pattern = (p: string, negate: boolean) => (): Dfa => {
+    try {
+      const matching = patternDfa(p, true);
+      return negate ? matching.complement(CodePointSet.all()) : matching;
+    } catch (error) {
+      if (error instanceof RegexError) error.pattern = p;
+      throw error;
+    }
+  };
+  for (const p of language.patterns) parts.push(pattern(p, false));
+  for (const p of language.forbidden) parts.push(pattern(p, true));
+  if (language.lengths) {
+    const { min, max } = language.lengths;
+    parts.push(() => regexDfa({ type: "repeat", item: { type: "set", set: CodePointSet.all() }, min, max }));
+  }
+  let dfa: Dfa | null = null;
+  for (const part of parts) dfa = dfa === null ? part() : dfa.intersect(part());
+  return dfa ?? regexDfa(ANY_TEXT);
 }
 
 /** The DFA of exactly the strings `values`. */
@@ -266,34 +303,17 @@ function automatonBody(
     ...(forbiddenFormats.length > 0 ? ["'not' of a format"] : []),
     ...(min > 0 || max !== null ? ["minLength/maxLength"] : []),
   ].join(" with ");
-  let dfa: Dfa | null = null;
-  const and = (own: Dfa): void => {
-    dfa = dfa === null ? own : dfa.intersect(own);
-  };
+  let dfa: Dfa;
   try {
-    if (format !== null) and(formatDfa(format));
-    for (const f of forbiddenFormats) and(formatDfa(f).complement(CodePointSet.all()));
+    dfa = stringLanguage({ patterns, forbidden, format, forbiddenFormats });
   } catch (error) {
+    if (error instanceof RegexError)
+      throw regexBadRequest(error, error.pattern ?? "", ctx.param, ` at ${path}/pattern`);
     if (error instanceof AutomatonTooLarge) tooLarge(ctx, what, path);
     throw error;
   }
-  const constraints = [
-    ...patterns.map((pattern) => ({ pattern, negate: false })),
-    ...forbidden.map((pattern) => ({ pattern, negate: true })),
-  ];
-  for (const { pattern, negate } of constraints) {
-    try {
-      const matching = patternDfa(pattern, true);
-      and(negate ? matching.complement(CodePointSet.all()) : matching);
-    } catch (error) {
-      if (error instanceof RegexError)
-        throw regexBadRequest(error, pattern, ctx.param, ` at ${path}/pattern`);
-      if (error instanceof AutomatonTooLarge) tooLarge(ctx, what, path);
-      throw error;
-    }
-  }
   try {
-    const result = automatonExpression(ctx.b, (dfa as Dfa | null)!.minimize(), {
+    const result = automatonExpression(ctx.b, dfa.minimize(), {
       mode: "json",
       hint: `${hint}-str`,
       min,
