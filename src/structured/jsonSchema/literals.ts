@@ -3,6 +3,7 @@
  * first checked against the keywords beside it (JSON Schema applies all of them). A value that fails one is
  * dropped; a keyword we cannot check for that value is a 400, never ignored.
  */
+import { LruCache } from "../lru.ts";
 import { echoed } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { formatDfa, INTEGER_FORMATS, isSupportedFormat, type SupportedFormat } from "./formats.ts";
@@ -18,7 +19,7 @@ import { canonical } from "./merge.ts";
 /** Array keywords {@link literalFits} cannot check (it checks `minItems`, `maxItems`, `uniqueItems`). */
 const ARRAY_KEYWORDS_UNCHECKED = ["items", "prefixItems", "additionalItems"];
 
-/** Whether the string `value` satisfies `s`'s string keywords; 400 for a supported `format` (not checked here). */
+/** Whether the string `value` satisfies `s`'s string keywords (a supported `format` through its automaton). */
 function stringFits(ctx: CompileContext, value: string, s: SchemaObject, path: string): boolean {
   const length = [...value].length;
   if (typeof s.minLength === "number" && length < s.minLength) return false;
@@ -27,14 +28,11 @@ function stringFits(ctx: CompileContext, value: string, s: SchemaObject, path: s
   if (typeof s.format === "string" && isSupportedFormat(s.format) && !formatDfa(s.format).matches(value))
     return false;
   for (const pattern of stringPatterns(s)) {
-    let re: RegExp;
-    try {
-      re = new RegExp(pattern, "u");
-    } catch {
+    const re = regexOrNull(pattern);
+    if (re === null)
       ctx.fail(
         `Unsupported combination at ${path}: 'enum'/'const' with a 'pattern' JavaScript cannot run ("${echoed(pattern)}").`,
       );
-    }
     if (!re.test(value)) return false;
   }
   for (const format of stringNotFormats(s)) {
@@ -47,13 +45,20 @@ function stringFits(ctx: CompileContext, value: string, s: SchemaObject, path: s
   return true;
 }
 
-/** `pattern` as a `u`-flag RegExp, or null when JavaScript cannot compile it. */
+const compiledPatterns = new LruCache<string, RegExp | null>(256);
+
+/** `pattern` as a `u`-flag RegExp (compiled once per pattern), or null when JavaScript cannot compile it. */
 function regexOrNull(pattern: string): RegExp | null {
-  try {
-    return new RegExp(pattern, "u");
-  } catch {
-    return null;
+  let re = compiledPatterns.get(pattern);
+  if (re === undefined) {
+    try {
+      re = new RegExp(pattern, "u");
+    } catch {
+      re = null;
+    }
+    compiledPatterns.set(pattern, re);
   }
+  return re;
 }
 
 /** Whether the number `value` satisfies `s`'s numeric keywords (`multipleOf` as ajv checks it). */
