@@ -209,3 +209,39 @@ describe("anchors inside and lookaheads", () => {
     assert.throws(() => jsonSchemaToGbnf({ type: "string", pattern: "(?=^a)" }), /lookahead/);
   });
 });
+
+describe("random patterns (seeded)", () => {
+  it("the automaton under search semantics agrees with RegExp.test on every short string", () => {
+    let seed = 7;
+    const rand = (): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed / 0x7fffffff;
+    };
+    const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
+    const gen = (depth: number): string => {
+      const r = rand();
+      if (depth > 3 || r < 0.3) return pick(["a", "b", "[ab]", "[^a]", ".", "\\n"]);
+      if (r < 0.45) return gen(depth + 1) + gen(depth + 1);
+      if (r < 0.55) return `(?:${gen(depth + 1)}|${gen(depth + 1)})`;
+      if (r < 0.7) return `(?:${gen(depth + 1)})${pick(["*", "+", "?", "{2}", "{0,2}"])}`;
+      if (r < 0.78) return pick(["^", "$"]) + gen(depth + 1);
+      if (r < 0.86) return gen(depth + 1) + pick(["^", "$"]);
+      return `(?${pick(["=", "!"])}${gen(depth + 1)})`;
+    };
+    const samples = strings(["a", "b", "\n"], 4);
+    let compared = 0;
+    for (let i = 0; i < 150; i++) {
+      const pattern = gen(0);
+      let dfa: ReturnType<typeof patternDfa>;
+      try {
+        dfa = patternDfa(pattern, true);
+      } catch {
+        continue; // '^' inside a lookahead, or a quantified anchor: refused
+      }
+      const re = new RegExp(pattern, "u");
+      for (const text of samples) assert.equal(dfa.matches(text), re.test(text), `${pattern} on '${text}'`);
+      compared++;
+    }
+    assert.ok(compared > 100);
+  });
+});
