@@ -252,8 +252,11 @@ export function parseRegex(pattern: string): RegexNode {
       const inner = parseAlternation();
       if (peek() !== ")") invalid("missing closing parenthesis", at);
       pos++;
-      // A group is one atom: `(a+)?` quantifies the group, which is not a "multiple repeat".
-      return inner.type === "repeat" ? { type: "seq", items: [inner] } : inner;
+      // A group is one atom: `(a+)?` quantifies the group, which is not a "multiple repeat", and
+      // `(?:^)*` or `(?:(?=a))?` quantify a group, which ECMA-262 allows (unlike `^*` and `(?=a)*`).
+      const bare =
+        inner.type === "repeat" || inner.type === "start" || inner.type === "end" || inner.type === "look";
+      return bare ? { type: "seq", items: [inner] } : inner;
     }
     if (c === ")") return invalid("unbalanced parenthesis", at);
     if (c === "[") return readClass();
