@@ -35,6 +35,7 @@ import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
 import {
   checkSchemaKeywords,
   isConstraint,
+  NON_INTEGER,
   OBJECT_KEYWORDS,
   resolveLocalRef,
   type Schema,
@@ -236,7 +237,8 @@ function inferTypes(s: SchemaObject): TypeName[] {
   if (has("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"))
     out.push("array");
   if (has("minLength", "maxLength", "pattern", "format")) out.push("string");
-  if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")) out.push("number");
+  if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NON_INTEGER))
+    out.push("number");
   return out;
 }
 
@@ -439,8 +441,12 @@ class SchemaCompiler implements CompileContext {
     if ("if" in s) s = this.conditional(s, path) as SchemaObject;
     if ("allOf" in s) return this.body(this.flatten(s, path, depth), path, hint, depth + 1);
     if ("anyOf" in s || "oneOf" in s) return this.union(s, path, hint, depth);
-    const types: TypeName[] =
+    let types: TypeName[] =
       "type" in s ? (Array.isArray(s.type) ? (s.type as TypeName[]) : [s.type as TypeName]) : inferTypes(s);
+    if (s[NON_INTEGER] === true) {
+      types = types.filter((t) => t !== "integer");
+      if (types.length === 0) this.unsatisfiable(`the schema at ${path} allows only integers and no integer.`);
+    }
     if ("const" in s || "enum" in s) return this.literals(s, path, "type" in s ? types : null);
     if (types.length === 0) return jsonValueRule(this.b);
     if (types.length > 1) {
@@ -463,7 +469,9 @@ class SchemaCompiler implements CompileContext {
       case "integer":
       case "number":
         if ("multipleOf" in s) return this.body(this.multiples(s, path), path, hint, depth + 1);
-        return types[0] === "integer" ? integerBody(this, s, path) : numberBody(this, s, path);
+        return types[0] === "integer"
+          ? integerBody(this, s, path)
+          : numberBody(this, s, path, s[NON_INTEGER] === true);
       case "boolean":
         return jsonBooleanRule(this.b);
       case "null":
@@ -515,8 +523,8 @@ class SchemaCompiler implements CompileContext {
   /**
    * A schema equivalent to `not: n` beside the keywords `context` (or narrower), or null when we cannot
    * write one. `n` is read as the conjunction of its keywords, so its negation is the disjunction of their
-   * negations: `type` (the other types; `integer` and `number` exclude each other, since the grammar of
-   * `number` also writes integers), `required` (an object lacking one of the names), `properties` whose
+   * negations: `type` (the other types; not `integer` also allows the numbers that are not integers, through
+   * the internal {@link NON_INTEGER}), `required` (an object lacking one of the names), `properties` whose
    * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
    * and `enum`/`const` when `context` lists finitely many values (the others). `true` negates to `false`
    * and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
@@ -548,6 +556,9 @@ class SchemaCompiler implements CompileContext {
             (t) => !types.includes(t) && !(numeric && (t === "number" || t === "integer")),
           );
           disjuncts.push(others.length === 0 ? false : { type: others });
+          // Not an integer, but a number: one with a fraction (integer ⊂ number).
+          if (types.includes("integer") && !types.includes("number"))
+            disjuncts.push({ type: "number", [NON_INTEGER]: true });
           break;
         }
         case "required": {
@@ -830,7 +841,11 @@ class SchemaCompiler implements CompileContext {
         this.fail(
           `Unsupported JSON Schema keyword 'oneOf' at ${path}: its branches may overlap, and excluding the overlap needs a negation that cannot be written`,
         );
-      this.unsatisfiable(`the ${keyword} at ${path} has no satisfiable branch.`);
+      this.unsatisfiable(
+        exclusive
+          ? `no value satisfies exactly one branch of the oneOf at ${path} (each branch has no instance, or every instance of it satisfies another branch too).`
+          : `the ${keyword} at ${path} has no satisfiable branch.`,
+      );
     }
     return [...new Set(alternatives)].join(" | ");
   }

@@ -6,7 +6,7 @@
  * a schema narrower, so ignoring them can only turn "disjoint" into "unknown", never the reverse.
  */
 
-import type { Schema, SchemaObject } from "./keywords.ts";
+import { NON_INTEGER, type Schema, type SchemaObject } from "./keywords.ts";
 import { canonical } from "./merge.ts";
 
 /** JSON types with integers and other numbers apart, so that `integer` ⊂ `number`. */
@@ -198,6 +198,7 @@ function ownClasses(s: SchemaObject, m: Memo, depth: number): Set<TypeClass> {
   }
   if ("const" in s) keep([classOfValue(s.const)]);
   if (Array.isArray(s.enum)) keep(s.enum.map(classOfValue));
+  if (s[NON_INTEGER] === true) keep(ALL_CLASSES.filter((c) => c !== "integer"));
   if (depth < MAX_DEPTH) {
     for (const key of ["anyOf", "oneOf"]) {
       const branches = s[key];

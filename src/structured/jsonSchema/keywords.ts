@@ -54,6 +54,14 @@ export const OBJECT_KEYWORDS = [
   "dependencies",
 ];
 
+/**
+ * An internal keyword that only the compiler writes (a request schema that uses it is refused, see
+ * {@link REFUSED}): `true` means that a number must not be an integer. It is what `not: {type: "integer"}`
+ * leaves of the numbers, e.g. in the `number` branch of `oneOf: [{type: "integer"}, {type: "number"}]`.
+ * Other types are not affected; without `type` the schema is read as a number.
+ */
+export const NON_INTEGER = "$lmserve:nonInteger";
+
 /** Keywords that constrain the output and are compiled (some only in the forms the docs list). */
 export const CONSTRAINTS = new Set([
   "type",
@@ -86,9 +94,13 @@ export const CONSTRAINTS = new Set([
   "exclusiveMaximum",
   "multipleOf",
   "nullable",
+  NON_INTEGER,
 ]);
 
-/** Standard assertions a grammar cannot enforce: refused wherever a compiled subschema uses them. */
+/**
+ * Standard assertions a grammar cannot enforce, and the compiler's internal {@link NON_INTEGER}: refused
+ * wherever a compiled subschema uses them.
+ */
 export const REFUSED = new Set([
   "contains",
   "minContains",
@@ -96,6 +108,7 @@ export const REFUSED = new Set([
   "unevaluatedItems",
   "$dynamicRef",
   "$recursiveRef",
+  NON_INTEGER,
 ]);
 
 /** True when `key` is a keyword the compiler acts on (a constraint, not an annotation or unknown keyword). */

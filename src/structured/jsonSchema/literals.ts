@@ -7,7 +7,7 @@ import { echoed } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
 import type { SchemaObject } from "./keywords.ts";
-import { OBJECT_KEYWORDS } from "./keywords.ts";
+import { NON_INTEGER, OBJECT_KEYWORDS } from "./keywords.ts";
 import { canonical } from "./merge.ts";
 
 /** Array keywords {@link literalFits} cannot check (it checks `minItems`, `maxItems`, `uniqueItems`). */
@@ -41,6 +41,7 @@ function numberFits(value: number, s: SchemaObject): boolean {
   if (typeof s.exclusiveMinimum === "number" && value <= s.exclusiveMinimum) return false;
   if (typeof s.exclusiveMaximum === "number" && value >= s.exclusiveMaximum) return false;
   if (typeof s.multipleOf === "number" && !Number.isInteger(value / s.multipleOf)) return false;
+  if (s[NON_INTEGER] === true && Number.isInteger(value)) return false;
   const range = typeof s.format === "string" ? INTEGER_FORMATS[s.format] : undefined;
   if (range !== undefined) {
     if (!Number.isInteger(value)) return false;

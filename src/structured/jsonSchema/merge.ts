@@ -13,7 +13,14 @@
  *   (or its `items`/`additionalItems` past its tuple), written in the 2020-12 form;
  * - OpenAPI `nullable: true` becomes `null` in the branch's `type` before types intersect.
  */
-import { isConstraint, type Schema, type SchemaObject, TYPE_NAMES, type TypeName } from "./keywords.ts";
+import {
+  isConstraint,
+  NON_INTEGER,
+  type Schema,
+  type SchemaObject,
+  TYPE_NAMES,
+  type TypeName,
+} from "./keywords.ts";
 
 /**
  * Thrown when the conjunction cannot be expressed or is unsatisfiable; the compiler turns it into a 400 or
@@ -181,6 +188,9 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
         break;
       case "uniqueItems":
         out.uniqueItems = Boolean(mine) || Boolean(value);
+        break;
+      case NON_INTEGER:
+        out[key] = mine === true || value === true;
         break;
       case "pattern":
       case "format":

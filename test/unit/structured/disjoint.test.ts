@@ -83,3 +83,10 @@ test("patterns that list exact strings act as listed values for strings", () => 
   // Without `type: string` a number satisfies both patterns.
   assert.equal(disjoint({ pattern: "^Abs$" }, { pattern: "^Add$" }), false);
 });
+
+test("the internal non-integer keyword: disjoint from integers, not from numbers", () => {
+  const fraction = { type: "number", "$lmserve:nonInteger": true };
+  assert.equal(disjoint(fraction, { type: "integer" }), true);
+  assert.equal(disjoint(fraction, { type: "number" }), false);
+  assert.equal(disjoint(fraction, { const: 2 }), true);
+});
