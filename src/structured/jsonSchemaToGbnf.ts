@@ -526,7 +526,8 @@ class SchemaCompiler implements CompileContext {
    * negations: `type` (the other types; not `integer` also allows the numbers that are not integers, through
    * the internal {@link NON_INTEGER}), `required` (an object lacking one of the names), `properties` whose
    * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
-   * and `enum`/`const` when `context` lists finitely many values (the others). `true` negates to `false`
+   * `minimum`/`maximum`/`exclusive*` (a value that is not a number, or a number beyond the bound), `not`
+   * (its schema), and `enum`/`const` when `context` lists finitely many values (the others). `true` negates to `false`
    * and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
    * value's negation cannot be written exactly) adds no disjunct instead of returning null: the result is
    * then a subset of `not: n` (possibly `false`), never null.
@@ -545,10 +546,32 @@ class SchemaCompiler implements CompileContext {
       }
       return out;
     };
-    for (const key of Object.keys(n)) {
+    const keywords = normalizeExclusive(n);
+    let otherThanNumbers = false;
+    for (const key of Object.keys(keywords)) {
       if (!isConstraint(key)) continue;
-      const value = n[key];
+      const value = keywords[key];
       switch (key) {
+        case "minimum":
+        case "exclusiveMinimum":
+        case "maximum":
+        case "exclusiveMaximum": {
+          // A value that is not a number (added once), or a number on the other side of the bound.
+          if (!otherThanNumbers)
+            disjuncts.push({ type: TYPE_NAMES.filter((t) => t !== "number" && t !== "integer") });
+          otherThanNumbers = true;
+          const opposite = {
+            minimum: "exclusiveMaximum",
+            exclusiveMinimum: "maximum",
+            maximum: "exclusiveMinimum",
+            exclusiveMaximum: "minimum",
+          }[key];
+          disjuncts.push({ type: "number", [opposite]: value });
+          break;
+        }
+        case "not":
+          disjuncts.push(value as Schema); // not(not X) is X
+          break;
         case "type": {
           const types = (Array.isArray(value) ? value : [value]) as TypeName[];
           const numeric = types.includes("number") || types.includes("integer");
