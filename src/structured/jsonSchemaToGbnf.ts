@@ -445,7 +445,8 @@ class SchemaCompiler implements CompileContext {
       "type" in s ? (Array.isArray(s.type) ? (s.type as TypeName[]) : [s.type as TypeName]) : inferTypes(s);
     if (s[NON_INTEGER] === true) {
       types = types.filter((t) => t !== "integer");
-      if (types.length === 0) this.unsatisfiable(`the schema at ${path} allows only integers and no integer.`);
+      if (types.length === 0)
+        this.unsatisfiable(`the schema at ${path} allows only integers and no integer.`);
     }
     if ("const" in s || "enum" in s) return this.literals(s, path, "type" in s ? types : null);
     if (types.length === 0) return jsonValueRule(this.b);
@@ -758,7 +759,7 @@ class SchemaCompiler implements CompileContext {
 
   private conjoin(a: Schema, b: Schema, path: string): Schema {
     try {
-      return mergeSchemas(a, b);
+      return mergeSchemas(a, b, { disjoint: (x, y) => this.disjointTest().disjoint(x, y) });
     } catch (error) {
       if (error instanceof MergeError) {
         if (error.unsatisfiable) this.unsatisfiable(`the allOf at ${path} cannot hold: ${error.message}.`);
@@ -873,6 +874,12 @@ class SchemaCompiler implements CompileContext {
     return [...new Set(alternatives)].join(" | ");
   }
 
+  /** The disjointness test of this document (made on first use). */
+  private disjointTest(): DisjointTest {
+    this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
+    return this.disjoint;
+  }
+
   /**
    * For the `oneOf` `branches` beside the keywords `rest`: `[i][j]` is true when branches i and j provably
    * have no instance in common (see {@link provablyDisjoint}), so neither needs to exclude the other,
@@ -880,8 +887,7 @@ class SchemaCompiler implements CompileContext {
    * `path` when the document's disjointness tests are used up.
    */
   private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): (boolean | "empty array")[][] {
-    this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
-    const test = this.disjoint;
+    const test = this.disjointTest();
     const within = (branch: Schema): Schema => (constrains(rest) ? { allOf: [rest, branch] } : branch);
     const out: (boolean | "empty array")[][] = branches.map(() => branches.map(() => false));
     for (let i = 0; i < branches.length; i++) {
