@@ -45,6 +45,7 @@ import {
 } from "./jsonSchema/keywords.ts";
 import { literalFits } from "./jsonSchema/literals.ts";
 import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
+import { multipleOfBody } from "./jsonSchema/multiples.ts";
 import { integerBody, numberBody, stringBody } from "./jsonSchema/scalars.ts";
 import { SubschemaKeys } from "./jsonSchema/subschemaKeys.ts";
 import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
@@ -77,9 +78,6 @@ class UnsatisfiableError extends Error {
     Error.stackTraceLimit = limit;
   }
 }
-
-/** Most multiples a bounded integer `multipleOf` is listed with (as an `enum`). */
-const MAX_LISTED_MULTIPLES = 256;
 
 /** Thrown to undo a compilation that only probed whether a subschema compiles on its own. */
 const PROBED = new Error("probed");
@@ -469,7 +467,8 @@ class SchemaCompiler implements CompileContext {
         return stringBody(this, s, path, hint);
       case "integer":
       case "number":
-        if ("multipleOf" in s) return this.body(this.multiples(s, path), path, hint, depth + 1);
+        if ("multipleOf" in s)
+          return multipleOfBody(this, s, path, types[0] === "integer", s[NON_INTEGER] === true);
         return types[0] === "integer"
           ? integerBody(this, s, path)
           : numberBody(this, s, path, s[NON_INTEGER] === true);
@@ -478,33 +477,6 @@ class SchemaCompiler implements CompileContext {
       case "null":
         return jsonNullRule(this.b);
     }
-  }
-
-  /**
-   * An integer or number schema `s` with an integer `multipleOf` rewritten without it: `multipleOf: 1` as
-   * `type: "integer"` (exact), and bounds holding at most {@link MAX_LISTED_MULTIPLES} multiples as an `enum`
-   * of them (exact for integers; a number is narrowed to its integer multiples). Anything else is a 400
-   * naming `multipleOf`.
-   */
-  private multiples(s: SchemaObject, path: string): Schema {
-    const { multipleOf, ...rest } = s;
-    const m = multipleOf as number;
-    const refuse = (): never => this.fail(`Unsupported JSON Schema keyword 'multipleOf' at ${path}`);
-    if (!Number.isSafeInteger(m)) refuse();
-    if (m === 1) return { ...rest, type: "integer" };
-    const lows = [typeof s.minimum === "number" ? Math.ceil(s.minimum) : -Infinity];
-    if (typeof s.exclusiveMinimum === "number") lows.push(Math.floor(s.exclusiveMinimum) + 1);
-    const highs = [typeof s.maximum === "number" ? Math.floor(s.maximum) : Infinity];
-    if (typeof s.exclusiveMaximum === "number") highs.push(Math.ceil(s.exclusiveMaximum) - 1);
-    const lo = Math.max(...lows);
-    const hi = Math.min(...highs);
-    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi)) refuse();
-    const first = Math.ceil(lo / m) * m;
-    if (first > hi) this.unsatisfiable(`no multiple of ${m} at ${path} lies within its bounds.`);
-    if ((hi - first) / m >= MAX_LISTED_MULTIPLES) refuse();
-    const values: number[] = [];
-    for (let v = first; v <= hi; v += m) values.push(v);
-    return { ...rest, type: "integer", enum: values };
   }
 
   /**
