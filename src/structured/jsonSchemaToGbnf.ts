@@ -731,7 +731,7 @@ class SchemaCompiler implements CompileContext {
 
   private conjoin(a: Schema, b: Schema, path: string): Schema {
     try {
-      return mergeSchemas(a, b, { disjoint: (x, y) => this.disjointTest().disjoint(x, y) });
+      return mergeSchemas(a, b);
     } catch (error) {
       if (error instanceof MergeError) {
         if (error.unsatisfiable) this.unsatisfiable(`the allOf at ${path} cannot hold: ${error.message}.`);
@@ -846,12 +846,6 @@ class SchemaCompiler implements CompileContext {
     return [...new Set(alternatives)].join(" | ");
   }
 
-  /** The disjointness test of this document (made on first use). */
-  private disjointTest(): DisjointTest {
-    this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
-    return this.disjoint;
-  }
-
   /**
    * For the `oneOf` `branches` beside the keywords `rest`: `[i][j]` is true when branches i and j provably
    * have no instance in common (see {@link provablyDisjoint}), so neither needs to exclude the other,
@@ -859,7 +853,8 @@ class SchemaCompiler implements CompileContext {
    * `path` when the document's disjointness tests are used up.
    */
   private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): (boolean | "empty array")[][] {
-    const test = this.disjointTest();
+    this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
+    const test = this.disjoint;
     const within = (branch: Schema): Schema => (constrains(rest) ? { allOf: [rest, branch] } : branch);
     const out: (boolean | "empty array")[][] = branches.map(() => branches.map(() => false));
     for (let i = 0; i < branches.length; i++) {

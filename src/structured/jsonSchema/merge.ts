@@ -98,7 +98,7 @@ export function normalizeExclusive(s: SchemaObject): SchemaObject {
  * which an `anyOf` is an ordinary sibling keyword; two `anyOf` lists combine pairwise (see
  * {@link combineAlternatives}). Throws {@link MergeError} for unsatisfiable or inexpressible combinations.
  */
-export function mergeSchemas(left: Schema, right: Schema, options: MergeOptions = {}): Schema {
+export function mergeSchemas(left: Schema, right: Schema): Schema {
   if (left === true) return right;
   if (right === true) return left;
   if (left === false || right === false) return false;
@@ -213,19 +213,9 @@ export function mergeSchemas(left: Schema, right: Schema, options: MergeOptions 
         throw new MergeError(`allOf cannot merge keyword '${key}'`);
     }
   }
-  if (anyOfs !== null) out.anyOf = combineAlternatives(anyOfs[0], anyOfs[1], out.type, options);
+  if (anyOfs !== null) out.anyOf = combineAlternatives(anyOfs[0], anyOfs[1], out.type);
   return out;
 }
-
-/** Options of {@link mergeSchemas}. */
-export type MergeOptions = {
-  /**
-   * A test that answers true only when no value satisfies both schemas (the compiler passes its `oneOf`
-   * disjointness test). It is asked only when two `anyOf` lists would otherwise combine to more than
-   * {@link MAX_MERGED_ALTERNATIVES} alternatives; default: never asked.
-   */
-  disjoint?: (a: Schema, b: Schema) => boolean;
-};
 
 /** Most nodes {@link sameValue} compares before answering "not known to be equal". */
 const MAX_COMPARED_NODES = 200;
@@ -254,11 +244,10 @@ function ownTypes(s: Schema): TypeName[] | null {
  * The alternatives of `anyOf: xs` ∧ `anyOf: ys` beside `type` (the merged schema's, or undefined): every
  * `x ∧ y`, exactly, with combinations that cannot hold left out: equal schemas give the schema itself
  * (`x ∧ x` is x), `x ∧ y` and `y ∧ x` count once, and a combination whose own `type`s (with `type`) have no
- * type in common is never built. When more than {@link MAX_MERGED_ALTERNATIVES} remain, combinations that
- * `options.disjoint` proves empty are left out too; if still too many, a {@link MergeError}. No combination
+ * type in common is never built. More than {@link MAX_MERGED_ALTERNATIVES} left is a {@link MergeError}; none
  * left means no instance (an unsatisfiable MergeError).
  */
-function combineAlternatives(xs: Schema[], ys: Schema[], type: unknown, options: MergeOptions): Schema[] {
+function combineAlternatives(xs: Schema[], ys: Schema[], type: unknown): Schema[] {
   // One representative per distinct schema, so that equal alternatives (often copies of one `$ref`) match.
   const distinct: Schema[] = [];
   const idOf = (s: Schema): number => {
@@ -287,11 +276,7 @@ function combineAlternatives(xs: Schema[], ys: Schema[], type: unknown, options:
       pairs.push(i === j ? [x, x] : [x, y]);
     });
   });
-  let kept = pairs;
-  if (kept.length > MAX_MERGED_ALTERNATIVES && options.disjoint !== undefined) {
-    const disjoint = options.disjoint;
-    kept = kept.filter(([x, y]) => !disjoint(x, y));
-  }
+  const kept = pairs;
   if (kept.length > MAX_MERGED_ALTERNATIVES)
     throw new MergeError(`allOf of anyOf lists expands to more than ${MAX_MERGED_ALTERNATIVES} alternatives`);
   if (kept.length === 0) throw new MergeError("allOf branches have no anyOf alternatives in common", true);
