@@ -213,17 +213,37 @@ function otherThan(values: unknown[]): Schema | null {
 }
 
 /**
- * What `context` (and the `allOf` branches inside it) says about property `name`, as one schema: the
- * context {@link SchemaCompiler.negate} reads the listed values of a negated property from.
+ * What the conjunction `context` says about objects: the names it requires and, per property name, the
+ * schemas it gives that property, read from it, its `allOf` branches and (through `resolve`) its `$ref`
+ * targets. {@link SchemaCompiler.negate} reads the listed values of a negated property from these, and
+ * leaves out the disjuncts that cannot hold beside them.
  */
-function propertyContext(context: SchemaObject, name: string): SchemaObject {
-  const found: Schema[] = [];
+type ContextFacts = { required: Set<string>; properties: Map<string, Schema[]> };
+
+function contextFacts(context: SchemaObject, resolve: (ref: string) => unknown): ContextFacts {
+  const facts: ContextFacts = { required: new Set(), properties: new Map() };
+  const seen = new Set<unknown>();
   const visit = (s: unknown, depth: number): void => {
-    if (!isObject(s) || depth > MAX_RESOLVE_DEPTH) return;
-    if (isObject(s.properties) && Object.hasOwn(s.properties, name)) found.push(s.properties[name] as Schema);
+    if (!isObject(s) || depth > MAX_RESOLVE_DEPTH || seen.has(s)) return;
+    seen.add(s);
+    if (Array.isArray(s.required)) for (const name of s.required) facts.required.add(name as string);
+    if (isObject(s.properties)) {
+      for (const [name, schema] of Object.entries(s.properties)) {
+        const list = facts.properties.get(name);
+        if (list === undefined) facts.properties.set(name, [schema as Schema]);
+        else list.push(schema as Schema);
+      }
+    }
+    if (typeof s.$ref === "string") visit(resolve(s.$ref), depth + 1);
     if (Array.isArray(s.allOf)) for (const branch of s.allOf) visit(branch, depth + 1);
   };
   visit(context, 0);
+  return facts;
+}
+
+/** What `facts` say about property `name`, as one schema (the context of its negation). */
+function propertyContext(facts: ContextFacts, name: string): SchemaObject {
+  const found = facts.properties.get(name) ?? [];
   return found.length === 1 && isObject(found[0]) ? found[0] : { allOf: found };
 }
 
@@ -521,6 +541,9 @@ class SchemaCompiler implements CompileContext {
     };
     const keywords = normalizeExclusive(n);
     let otherThanNumbers = false;
+    let known: ContextFacts | undefined;
+    const facts = (): ContextFacts =>
+      (known ??= contextFacts(context, (ref) => resolveLocalRef(this.root, ref)));
     for (const key of Object.keys(keywords)) {
       if (!isConstraint(key)) continue;
       const value = keywords[key];
@@ -558,7 +581,8 @@ class SchemaCompiler implements CompileContext {
           break;
         }
         case "required": {
-          const names = value as string[];
+          // (A name the context requires cannot be missing beside it.)
+          const names = (value as string[]).filter((name) => !facts().required.has(name));
           disjuncts.push(
             names.length === 0
               ? false
@@ -569,9 +593,17 @@ class SchemaCompiler implements CompileContext {
         case "properties": {
           // An object that has one of the names with a value failing its schema (one disjunct per name).
           for (const [name, schema] of Object.entries(value as SchemaObject)) {
+            // Beside a context that gives the name this very schema, its value cannot fail it.
+            const key = this.keys.ofSchema(schema);
+            if (
+              facts()
+                .properties.get(name)
+                ?.some((c) => c === schema || this.keys.ofSchema(c) === key)
+            )
+              continue;
             // (Narrowed or not, a property's value is negated exactly or not at all: narrowing inside
             // nested properties costs more than it keeps.)
-            const negated = this.negate(schema as Schema, propertyContext(context, name), depth + 1);
+            const negated = this.negate(schema as Schema, propertyContext(facts(), name), depth + 1);
             if (negated === null) {
               if (narrow) continue;
               return null;
