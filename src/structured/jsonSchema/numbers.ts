@@ -110,6 +110,20 @@ const FRACTION = {
   nonzero: '"." [0-9]{0,15} [1-9]',
 };
 
+/**
+ * Most significant digits of a non-integer (integer part, counting a lone `0`, plus fraction digits): a
+ * decimal of at most 15 significant digits reads back from its double unchanged, so its double is not an
+ * integer (`3000000000005.0000000000000005` is the double 3000000000005).
+ */
+export const MAX_NON_INTEGER_DIGITS = 15;
+
+/** A fraction of 1..n digits with a non-zero digit, written ending in one; null when n < 1. */
+const nonzeroFraction = (n: number): string | null =>
+  n < 1 ? null : n === 1 ? '"." [1-9]' : `"." [0-9]{0,${n - 1}} [1-9]`;
+
+/** How many fraction digits a non-integer with integer part `int` may have ({@link MAX_NON_INTEGER_DIGITS}). */
+const nonIntegerFractionDigits = (int: bigint): number => MAX_NON_INTEGER_DIGITS - int.toString().length;
+
 /** A magnitude bound: integer part, fraction digits (no trailing zero), exclusive. */
 type Magnitude = { int: bigint; frac: string; exclusive: boolean };
 /** A bound on the value `0.d` of remaining fraction digits; null = no bound. */
@@ -178,15 +192,18 @@ function fractionDigits(
 }
 
 /**
- * The fraction part (`""` or `"." digits`) of a magnitude with integer part fixed, within `lo`/`hi`; with
- * `nonzero`, only fractions with a non-zero digit (non-integers).
+ * The fraction part (`""` or `"." digits`) of a magnitude with integer part `int`, within `lo`/`hi`; with
+ * `nonzero`, only fractions with a non-zero digit (non-integers, at most {@link MAX_NON_INTEGER_DIGITS}
+ * significant digits in all).
  */
-function fractionPart(lo: FractionBound, hi: FractionBound, nonzero: boolean): string | null {
+function fractionPart(lo: FractionBound, hi: FractionBound, nonzero: boolean, int: bigint): string | null {
+  const n = nonzero ? nonIntegerFractionDigits(int) : MAX_FRACTION_DIGITS;
   if (lo !== null && lo.digits === "" && !lo.exclusive) lo = null;
-  if (lo === null && hi === null) return nonzero ? FRACTION.nonzero : FRACTION.any;
-  if (lo !== null && lo.digits === "" && hi === null) return FRACTION.nonzero;
+  if (lo === null && hi === null) return nonzero ? nonzeroFraction(n) : FRACTION.any;
+  if (lo !== null && lo.digits === "" && hi === null) return nonzero ? nonzeroFraction(n) : FRACTION.nonzero;
   if (lo === null && hi !== null && hi.digits === "" && !hi.exclusive) return nonzero ? null : FRACTION.zero;
-  const digits = fractionDigits(lo, hi, MAX_FRACTION_DIGITS, true, nonzero);
+  if (n < 1) return null;
+  const digits = fractionDigits(lo, hi, n, true, nonzero);
   const zeroOk = !nonzero && lo === null && (hi === null || hi.digits !== "" || !hi.exclusive);
   if (digits === null) return zeroOk ? '""' : null;
   return zeroOk ? `("." ${wrap(digits)})?` : `"." ${wrap(digits)}`;
@@ -201,23 +218,29 @@ function magnitudes(lo: Magnitude, hi: Magnitude | null, nonzero: boolean): stri
     const order = compareMagnitudes(lo, hi);
     if (order > 0 || (order === 0 && (lo.exclusive || hi.exclusive))) return [];
   }
-  const anyFraction = nonzero ? FRACTION.nonzero : FRACTION.any;
   const fromLo: FractionBound = { digits: lo.frac, exclusive: lo.exclusive };
   const toHi: FractionBound = hi === null ? null : { digits: hi.frac, exclusive: hi.exclusive };
   const withInt = (int: bigint, fraction: string | null): string[] =>
     fraction === null ? [] : [fraction === '""' ? lit(int.toString()) : `${lit(int.toString())} ${fraction}`];
-  if (hi !== null && hi.int === lo.int) return withInt(lo.int, fractionPart(fromLo, toHi, nonzero));
+  if (hi !== null && hi.int === lo.int) return withInt(lo.int, fractionPart(fromLo, toHi, nonzero, lo.int));
   const alts: string[] = [];
   const loMerged = lo.frac === "" && !lo.exclusive;
-  if (!loMerged) alts.push(...withInt(lo.int, fractionPart(fromLo, null, nonzero)));
+  if (!loMerged) alts.push(...withInt(lo.int, fractionPart(fromLo, null, nonzero, lo.int)));
   const intLo = loMerged ? lo.int : lo.int + 1n;
-  if (hi === null) {
-    alts.push(`${wrap(intRange(intLo, null)!)} ${anyFraction}`);
-    return alts;
+  const intHi = hi === null ? null : hi.int - 1n;
+  if (!nonzero) {
+    const whole = intRange(intLo, intHi);
+    if (whole !== null) alts.push(`${wrap(whole)} ${FRACTION.any}`);
+  } else {
+    // Non-integers: fewer fraction digits as the integer part grows (one range per length).
+    for (let k = 1; k < MAX_NON_INTEGER_DIGITS; k++) {
+      const from = k === 1 ? intLo : intLo > 10n ** BigInt(k - 1) ? intLo : 10n ** BigInt(k - 1);
+      const top = 10n ** BigInt(k) - 1n;
+      const part = intRange(from, intHi === null || intHi > top ? top : intHi);
+      if (part !== null) alts.push(`${wrap(part)} ${nonzeroFraction(MAX_NON_INTEGER_DIGITS - k)}`);
+    }
   }
-  const whole = intRange(intLo, hi.int - 1n);
-  if (whole !== null) alts.push(`${wrap(whole)} ${anyFraction}`);
-  alts.push(...withInt(hi.int, fractionPart(null, toHi, nonzero)));
+  if (hi !== null) alts.push(...withInt(hi.int, fractionPart(null, toHi, nonzero, hi.int)));
   return alts;
 }
 

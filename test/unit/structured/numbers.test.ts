@@ -85,8 +85,13 @@ function rangeTests(
           (max === null || (max.exclusive ? x < show(max) : x <= show(max))) &&
           !(text.startsWith("-") && x === 0) &&
           !(nonInteger && Number.isInteger(x));
-        // Non-integers may be written without trailing fraction zeros only (a narrowing of the spelling).
+        // Non-integers may be written without trailing fraction zeros only (a narrowing of the spelling),
+        // and with at most 15 digits in all (so that their doubles are not integers).
         if (ok && nonInteger && /\.\d*0$/.test(text)) continue;
+        if (nonInteger && text.replace(/[-.]/g, "").length > 15) {
+          assert.ok(!matches(text), `${text} has too many digits to stay a non-integer double: ${expr}`);
+          continue;
+        }
         assert.equal(matches(text), ok, `${text} in ${label}: ${expr}`);
       }
     });
@@ -223,7 +228,11 @@ describe("non-integer numbers are exact (issue 19: the number branch of oneOf [i
     "-3",
     "-3.001",
     "0.0000000000000001",
+    "0.00000000000001",
     "12.3456789",
+    "3000000000005.0000000000000005",
+    "3000000000005.05",
+    "-2.9999999999999999",
   ];
   rangeTests(cases, probes, true);
   test("a non-integer in [2, 2] does not exist", () => {
