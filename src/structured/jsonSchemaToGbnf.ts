@@ -220,6 +220,7 @@ function otherThan(values: unknown[]): Schema | null {
  */
 type ContextFacts = { required: Set<string>; properties: Map<string, Schema[]> };
 
+/** The {@link ContextFacts} of `context` (`$ref`s resolved by `resolve`; depth-bounded, each schema once). */
 function contextFacts(context: SchemaObject, resolve: (ref: string) => unknown): ContextFacts {
   const facts: ContextFacts = { required: new Set(), properties: new Map() };
   const seen = new Set<unknown>();
@@ -520,8 +521,9 @@ class SchemaCompiler implements CompileContext {
    * the internal {@link NON_INTEGER}), `required` (an object lacking one of the names), `properties` whose
    * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
    * `minimum`/`maximum`/`exclusive*` (a value that is not a number, or a number beyond the bound), `not`
-   * (its schema), and `enum`/`const` when `context` lists finitely many values (the others). `true` negates to `false`
-   * and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
+   * (its schema), and `enum`/`const` when `context` lists finitely many values (the others). Disjuncts
+   * that cannot hold beside `context` are left out (a name it requires, a property it gives the same
+   * schema; see {@link contextFacts}). `true` negates to `false` and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
    * value's negation cannot be written exactly) adds no disjunct instead of returning null: the result is
    * then a subset of `not: n` (possibly `false`), never null.
    */

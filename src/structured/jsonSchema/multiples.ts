@@ -25,7 +25,10 @@ import type { SchemaObject } from "./keywords.ts";
 import { decimalText, intRange, type NumberBound, shortestDecimal } from "./numbers.ts";
 import { integerBody, integerBounds, numberBounds } from "./scalars.ts";
 
-/** Most multiples listed when the digit rules of a residue condition would be too many. */
+/**
+ * Most multiples listed, where the digit rules of a remainder condition would be too many or where each
+ * multiple must pass the double check one by one.
+ */
 export const MAX_LISTED_MULTIPLES = 256;
 
 /** Most candidates {@link listedMultiples} tries. */
@@ -56,7 +59,7 @@ export type MultipleStep = {
    * {@link MAX_FRACTION_BITS} fraction digits (a grammar writes them all); false when each must be checked
    * (they are then listed).
    */
-  checked: boolean;
+  allPass: boolean;
 };
 
 const gcd = (x: bigint, y: bigint): bigint => {
@@ -109,12 +112,14 @@ export function multipleStep(m: number, integer: boolean): MultipleStep | string
   let power = 1n;
   while (power * 10n * unit <= most) power *= 10n;
   if (power === 1n) return "a multipleOf too small for doubles";
-  return { n, a, limit: power * unit, checked: safe && a <= MAX_FRACTION_BITS };
+  return { n, a, limit: power * unit, allPass: safe && a <= MAX_FRACTION_BITS };
 }
 
-/** `x` (an integer) floor-divided by the positive `d`. */
+/** `x` floor-divided by the positive `d`. */
 const floorDiv = (x: bigint, d: bigint): bigint => (x >= 0n ? x / d : -((-x + d - 1n) / d));
+/** `x` ceiling-divided by the positive `d`. */
 const ceilDiv = (x: bigint, d: bigint): bigint => -floorDiv(-x, d);
+/** `x` mod the positive `n`, in [0, n). */
 const mod = (x: bigint, n: bigint): bigint => ((x % n) + n) % n;
 
 /** Inclusive integer bounds on `x · 2^a` from a number range's decimal bounds. */
@@ -222,6 +227,7 @@ class ResidueRules {
   }
 }
 
+/** `expr` in parentheses when it has spaces and is not one group already. */
 const wrapped = (expr: string): string => (/\s/.test(expr) && !/^\(.*\)$/.test(expr) ? `(${expr})` : expr);
 
 /**
@@ -265,7 +271,7 @@ export function multipleOfBody(
   const step = multipleStep(m, integer);
   if (typeof step === "string")
     ctx.fail(`Unsupported JSON Schema keyword 'multipleOf' at ${path} (${m}: ${step})`);
-  const { n, a, limit, checked } = step as MultipleStep;
+  const { n, a, limit, allPass } = step as MultipleStep;
   const none = (): never => ctx.unsatisfiable(`no multiple of ${m} at ${path} lies within its bounds.`);
   if (nonInteger && a === 0) none();
   // Every integer is a multiple: the integer grammar (its 16-digit integers x give quotients x / m below
@@ -282,7 +288,7 @@ export function multipleOfBody(
   lo = lo === null || lo < 1n - limit ? 1n - limit : lo;
   hi = hi === null || hi > limit - 1n ? limit - 1n : hi;
   if (hi < lo) none();
-  if (!checked) return listedMultiples(lo, hi, n, a, nonInteger, m) ?? none();
+  if (!allPass) return listedMultiples(lo, hi, n, a, nonInteger, m) ?? none();
   const unit = 2n ** BigInt(a);
   const fractions = [...Array(Number(unit)).keys()].map(BigInt).filter((j) => !nonInteger || j !== 0n);
   // The residue the integer part I needs for fraction j: I · 2^a + j ≡ 0 (mod n), n odd when a > 0.

@@ -31,15 +31,15 @@ const exactMultiple = (x: string, m: number): boolean => {
 
 describe("multipleStep", () => {
   test("the dyadic multiples of a decimal multipleOf", () => {
-    assert.deepEqual(multipleStep(0.01, false), { n: 1n, a: 2, limit: 4n * 10n ** 15n, checked: true });
-    assert.deepEqual(multipleStep(0.1, false), { n: 1n, a: 1, limit: 2n * 10n ** 15n, checked: true });
-    assert.deepEqual(multipleStep(0.5, false), { n: 1n, a: 1, limit: 2n * 10n ** 15n, checked: true });
-    assert.deepEqual(multipleStep(0.3, false), { n: 3n, a: 1, limit: 2n * 10n ** 15n, checked: true });
-    assert.deepEqual(multipleStep(12, false), { n: 12n, a: 0, limit: 10n ** 15n, checked: true });
-    assert.deepEqual(multipleStep(0.25, true), { n: 1n, a: 0, limit: 10n ** 15n, checked: true });
+    assert.deepEqual(multipleStep(0.01, false), { n: 1n, a: 2, limit: 4n * 10n ** 15n, allPass: true });
+    assert.deepEqual(multipleStep(0.1, false), { n: 1n, a: 1, limit: 2n * 10n ** 15n, allPass: true });
+    assert.deepEqual(multipleStep(0.5, false), { n: 1n, a: 1, limit: 2n * 10n ** 15n, allPass: true });
+    assert.deepEqual(multipleStep(0.3, false), { n: 3n, a: 1, limit: 2n * 10n ** 15n, allPass: true });
+    assert.deepEqual(multipleStep(12, false), { n: 12n, a: 0, limit: 10n ** 15n, allPass: true });
+    assert.deepEqual(multipleStep(0.25, true), { n: 1n, a: 0, limit: 10n ** 15n, allPass: true });
     // Fractions of more than 6 binary digits, or a double too far from its decimal: listed and checked.
-    assert.equal((multipleStep(1e-7, false) as { checked: boolean }).checked, false);
-    assert.equal((multipleStep(0.07, false) as { checked: boolean }).checked, false);
+    assert.equal((multipleStep(1e-7, false) as { allPass: boolean }).allPass, false);
+    assert.equal((multipleStep(0.07, false) as { allPass: boolean }).allPass, false);
     assert.equal(typeof multipleStep(1e-30, false), "string");
   });
   test("every multiple the grammar may write passes ajv's double check", () => {
@@ -53,7 +53,7 @@ describe("multipleStep", () => {
         fc.boolean(),
         (m, t, integer) => {
           const step = multipleStep(m, integer);
-          if (typeof step === "string" || !step.checked) return;
+          if (typeof step === "string" || !step.allPass) return;
           const y = (t % (step.limit / step.n)) * step.n; // x · 2^a, a multiple of n below the limit
           const abs = y < 0n ? -y : y;
           const text = decimalText({ value: abs * 5n ** BigInt(step.a), scale: step.a });
@@ -67,7 +67,7 @@ describe("multipleStep", () => {
   });
   test("the common decimals need no check of each multiple", () => {
     for (const m of [0.01, 0.1, 0.05, 0.2, 0.25, 0.001, 0.3, 1.5, 2.5, 0.02, 100, 7, 1e-6])
-      assert.equal((multipleStep(m, false) as { checked: boolean }).checked, true, String(m));
+      assert.equal((multipleStep(m, false) as { allPass: boolean }).allPass, true, String(m));
   });
 });
 
