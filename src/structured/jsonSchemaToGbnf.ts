@@ -37,6 +37,7 @@ import {
   checkSchemaKeywords,
   EXTRA_PATTERNS,
   isConstraint,
+  NON_INTEGER,
   NOT_FORMATS,
   NOT_PATTERNS,
   OBJECT_KEYWORDS,
@@ -48,6 +49,7 @@ import {
 } from "./jsonSchema/keywords.ts";
 import { literalFits } from "./jsonSchema/literals.ts";
 import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
+import { multipleOfBody } from "./jsonSchema/multiples.ts";
 import { integerBody, keyLanguage, numberBody, stringBody } from "./jsonSchema/scalars.ts";
 import { SubschemaKeys } from "./jsonSchema/subschemaKeys.ts";
 import type { Dfa } from "./regexAutomaton.ts";
@@ -81,9 +83,6 @@ class UnsatisfiableError extends Error {
     Error.stackTraceLimit = limit;
   }
 }
-
-/** Most multiples a bounded integer `multipleOf` is listed with (as an `enum`). */
-const MAX_LISTED_MULTIPLES = 256;
 
 /** Thrown to undo a compilation that only probed whether a subschema compiles on its own. */
 const PROBED = new Error("probed");
@@ -215,17 +214,38 @@ function otherThan(values: unknown[]): Schema | null {
 const NOT_STRING: TypeName[] = ["object", "array", "number", "boolean", "null"];
 
 /**
- * What `context` (and the `allOf` branches inside it) says about property `name`, as one schema: the
- * context {@link SchemaCompiler.negate} reads the listed values of a negated property from.
+ * What the conjunction `context` says about objects: the names it requires and, per property name, the
+ * schemas it gives that property, read from it, its `allOf` branches and (through `resolve`) its `$ref`
+ * targets. {@link SchemaCompiler.negate} reads the listed values of a negated property from these, and
+ * leaves out the disjuncts that cannot hold beside them.
  */
-function propertyContext(context: SchemaObject, name: string): SchemaObject {
-  const found: Schema[] = [];
+type ContextFacts = { required: Set<string>; properties: Map<string, Schema[]> };
+
+/** The {@link ContextFacts} of `context` (`$ref`s resolved by `resolve`; depth-bounded, each schema once). */
+function contextFacts(context: SchemaObject, resolve: (ref: string) => unknown): ContextFacts {
+  const facts: ContextFacts = { required: new Set(), properties: new Map() };
+  const seen = new Set<unknown>();
   const visit = (s: unknown, depth: number): void => {
-    if (!isObject(s) || depth > MAX_RESOLVE_DEPTH) return;
-    if (isObject(s.properties) && Object.hasOwn(s.properties, name)) found.push(s.properties[name] as Schema);
+    if (!isObject(s) || depth > MAX_RESOLVE_DEPTH || seen.has(s)) return;
+    seen.add(s);
+    if (Array.isArray(s.required)) for (const name of s.required) facts.required.add(name as string);
+    if (isObject(s.properties)) {
+      for (const [name, schema] of Object.entries(s.properties)) {
+        const list = facts.properties.get(name);
+        if (list === undefined) facts.properties.set(name, [schema as Schema]);
+        else list.push(schema as Schema);
+      }
+    }
+    if (typeof s.$ref === "string") visit(resolve(s.$ref), depth + 1);
     if (Array.isArray(s.allOf)) for (const branch of s.allOf) visit(branch, depth + 1);
   };
   visit(context, 0);
+  return facts;
+}
+
+/** What `facts` say about property `name`, as one schema (the context of its negation). */
+function propertyContext(facts: ContextFacts, name: string): SchemaObject {
+  const found = facts.properties.get(name) ?? [];
   return found.length === 1 && isObject(found[0]) ? found[0] : { allOf: found };
 }
 
@@ -238,7 +258,8 @@ function inferTypes(s: SchemaObject): TypeName[] {
     out.push("array");
   if (has("minLength", "maxLength", "pattern", "format", EXTRA_PATTERNS, NOT_PATTERNS, NOT_FORMATS))
     out.push("string");
-  if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")) out.push("number");
+  if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NON_INTEGER))
+    out.push("number");
   return out;
 }
 
@@ -441,8 +462,13 @@ class SchemaCompiler implements CompileContext {
     if ("if" in s) s = this.conditional(s, path) as SchemaObject;
     if ("allOf" in s) return this.body(this.flatten(s, path, depth), path, hint, depth + 1);
     if ("anyOf" in s || "oneOf" in s) return this.union(s, path, hint, depth);
-    const types: TypeName[] =
+    let types: TypeName[] =
       "type" in s ? (Array.isArray(s.type) ? (s.type as TypeName[]) : [s.type as TypeName]) : inferTypes(s);
+    if (s[NON_INTEGER] === true) {
+      types = types.filter((t) => t !== "integer");
+      if (types.length === 0)
+        this.unsatisfiable(`the schema at ${path} allows only integers and no integer.`);
+    }
     if ("const" in s || "enum" in s) return this.literals(s, path, "type" in s ? types : null);
     if (types.length === 0) return jsonValueRule(this.b);
     if (types.length > 1) {
@@ -463,40 +489,16 @@ class SchemaCompiler implements CompileContext {
         return stringBody(this, s, path, hint);
       case "integer":
       case "number":
-        if ("multipleOf" in s) return this.body(this.multiples(s, path), path, hint, depth + 1);
-        return types[0] === "integer" ? integerBody(this, s, path) : numberBody(this, s, path);
+        if ("multipleOf" in s)
+          return multipleOfBody(this, s, path, types[0] === "integer", s[NON_INTEGER] === true);
+        return types[0] === "integer"
+          ? integerBody(this, s, path)
+          : numberBody(this, s, path, s[NON_INTEGER] === true);
       case "boolean":
         return jsonBooleanRule(this.b);
       case "null":
         return jsonNullRule(this.b);
     }
-  }
-
-  /**
-   * An integer or number schema `s` with an integer `multipleOf` rewritten without it: `multipleOf: 1` as
-   * `type: "integer"` (exact), and bounds holding at most {@link MAX_LISTED_MULTIPLES} multiples as an `enum`
-   * of them (exact for integers; a number is narrowed to its integer multiples). Anything else is a 400
-   * naming `multipleOf`.
-   */
-  private multiples(s: SchemaObject, path: string): Schema {
-    const { multipleOf, ...rest } = s;
-    const m = multipleOf as number;
-    const refuse = (): never => this.fail(`Unsupported JSON Schema keyword 'multipleOf' at ${path}`);
-    if (!Number.isSafeInteger(m)) refuse();
-    if (m === 1) return { ...rest, type: "integer" };
-    const lows = [typeof s.minimum === "number" ? Math.ceil(s.minimum) : -Infinity];
-    if (typeof s.exclusiveMinimum === "number") lows.push(Math.floor(s.exclusiveMinimum) + 1);
-    const highs = [typeof s.maximum === "number" ? Math.floor(s.maximum) : Infinity];
-    if (typeof s.exclusiveMaximum === "number") highs.push(Math.ceil(s.exclusiveMaximum) - 1);
-    const lo = Math.max(...lows);
-    const hi = Math.min(...highs);
-    if (!Number.isSafeInteger(lo) || !Number.isSafeInteger(hi)) refuse();
-    const first = Math.ceil(lo / m) * m;
-    if (first > hi) this.unsatisfiable(`no multiple of ${m} at ${path} lies within its bounds.`);
-    if ((hi - first) / m >= MAX_LISTED_MULTIPLES) refuse();
-    const values: number[] = [];
-    for (let v = first; v <= hi; v += m) values.push(v);
-    return { ...rest, type: "integer", enum: values };
   }
 
   /**
@@ -516,11 +518,13 @@ class SchemaCompiler implements CompileContext {
   /**
    * A schema equivalent to `not: n` beside the keywords `context` (or narrower), or null when we cannot
    * write one. `n` is read as the conjunction of its keywords, so its negation is the disjunction of their
-   * negations: `type` (the other types; `integer` and `number` exclude each other, since the grammar of
-   * `number` also writes integers), `required` (an object lacking one of the names), `properties` whose
+   * negations: `type` (the other types; not `integer` also allows the numbers that are not integers, through
+   * the internal {@link NON_INTEGER}), `required` (an object lacking one of the names), `properties` whose
    * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
-   * and `enum`/`const` when `context` lists finitely many values (the others). `true` negates to `false`
-   * and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
+   * `minimum`/`maximum`/`exclusive*` (a value that is not a number, or a number beyond the bound), `not`
+   * (its schema), and `enum`/`const` when `context` lists finitely many values (the others). Disjuncts
+   * that cannot hold beside `context` are left out (a name it requires, a property it gives the same
+   * schema; see {@link contextFacts}). `true` negates to `false` and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
    * value's negation cannot be written exactly) adds no disjunct instead of returning null: the result is
    * then a subset of `not: n` (possibly `false`), never null.
    */
@@ -557,10 +561,35 @@ class SchemaCompiler implements CompileContext {
       }
       return out;
     };
-    for (const key of Object.keys(n)) {
+    const keywords = normalizeExclusive(n);
+    let otherThanNumbers = false;
+    let known: ContextFacts | undefined;
+    const facts = (): ContextFacts =>
+      (known ??= contextFacts(context, (ref) => resolveLocalRef(this.root, ref)));
+    for (const key of Object.keys(keywords)) {
       if (!isConstraint(key)) continue;
-      const value = n[key];
+      const value = keywords[key];
       switch (key) {
+        case "minimum":
+        case "exclusiveMinimum":
+        case "maximum":
+        case "exclusiveMaximum": {
+          // A value that is not a number (added once), or a number on the other side of the bound.
+          if (!otherThanNumbers)
+            disjuncts.push({ type: TYPE_NAMES.filter((t) => t !== "number" && t !== "integer") });
+          otherThanNumbers = true;
+          const opposite = {
+            minimum: "exclusiveMaximum",
+            exclusiveMinimum: "maximum",
+            maximum: "exclusiveMinimum",
+            exclusiveMaximum: "minimum",
+          }[key];
+          disjuncts.push({ type: "number", [opposite]: value });
+          break;
+        }
+        case "not":
+          disjuncts.push(value as Schema); // not(not X) is X
+          break;
         case "type": {
           const types = (Array.isArray(value) ? value : [value]) as TypeName[];
           const numeric = types.includes("number") || types.includes("integer");
@@ -568,10 +597,14 @@ class SchemaCompiler implements CompileContext {
             (t) => !types.includes(t) && !(numeric && (t === "number" || t === "integer")),
           );
           disjuncts.push(others.length === 0 ? false : { type: others });
+          // Not an integer, but a number: one with a fraction (integer ⊂ number).
+          if (types.includes("integer") && !types.includes("number"))
+            disjuncts.push({ type: "number", [NON_INTEGER]: true });
           break;
         }
         case "required": {
-          const names = value as string[];
+          // (A name the context requires cannot be missing beside it.)
+          const names = (value as string[]).filter((name) => !facts().required.has(name));
           disjuncts.push(
             names.length === 0
               ? false
@@ -582,9 +615,17 @@ class SchemaCompiler implements CompileContext {
         case "properties": {
           // An object that has one of the names with a value failing its schema (one disjunct per name).
           for (const [name, schema] of Object.entries(value as SchemaObject)) {
+            // Beside a context that gives the name this very schema, its value cannot fail it.
+            const key = this.keys.ofSchema(schema);
+            if (
+              facts()
+                .properties.get(name)
+                ?.some((c) => c === schema || this.keys.ofSchema(c) === key)
+            )
+              continue;
             // (Narrowed or not, a property's value is negated exactly or not at all: narrowing inside
             // nested properties costs more than it keeps.)
-            const negated = this.negate(schema as Schema, propertyContext(context, name), depth + 1);
+            const negated = this.negate(schema as Schema, propertyContext(facts(), name), depth + 1);
             if (negated === null) {
               if (narrow) continue;
               return null;
@@ -594,9 +635,6 @@ class SchemaCompiler implements CompileContext {
           }
           break;
         }
-        case "not":
-          disjuncts.push(value as Schema); // ¬¬X = X
-          break;
         case "format": {
           // An annotation-only format (unknown) always holds: its negation adds nothing.
           if (typeof value !== "string" || !isSupportedFormat(value)) {
@@ -890,7 +928,11 @@ class SchemaCompiler implements CompileContext {
         this.fail(
           `Unsupported JSON Schema keyword 'oneOf' at ${path}: its branches may overlap, and excluding the overlap needs a negation that cannot be written`,
         );
-      this.unsatisfiable(`the ${keyword} at ${path} has no satisfiable branch.`);
+      this.unsatisfiable(
+        exclusive
+          ? `no value satisfies exactly one branch of the oneOf at ${path} (each branch has no instance, or every instance of it satisfies another branch too).`
+          : `the ${keyword} at ${path} has no satisfiable branch.`,
+      );
     }
     return [...new Set(alternatives)].join(" | ");
   }

@@ -8,6 +8,7 @@
 
 import { formatDfa, type SupportedFormat } from "./formats.ts";
 import {
+  NON_INTEGER,
   type Schema,
   type SchemaObject,
   stringNotFormats,
@@ -205,6 +206,7 @@ function ownClasses(s: SchemaObject, m: Memo, depth: number): Set<TypeClass> {
   }
   if ("const" in s) keep([classOfValue(s.const)]);
   if (Array.isArray(s.enum)) keep(s.enum.map(classOfValue));
+  if (s[NON_INTEGER] === true) keep(ALL_CLASSES.filter((c) => c !== "integer"));
   if (depth < MAX_DEPTH) {
     for (const key of ["anyOf", "oneOf"]) {
       const branches = s[key];
@@ -294,6 +296,7 @@ function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: numbe
   const ca = classesOf(a, m, depth);
   const cb = classesOf(b, m, depth);
   if (![...ca].some((c) => cb.has(c))) return true;
+  if (disjointRanges(as, bs, ca, cb)) return true;
   // Listed values (for strings only, also those of a pattern that lists exact strings, like `^(a|b)$`).
   const va = intersectAll(as.map((p) => listedValues(p, onlyStrings(ca))));
   const vb = intersectAll(bs.map((p) => listedValues(p, onlyStrings(cb))));
@@ -339,6 +342,61 @@ function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: numbe
     for (const x of pa.schemas) for (const y of pb.schemas) if (disjoint(x, y, m, depth + 1)) return true;
   }
   return false;
+}
+
+/** A range of numbers: `lo`/`hi` (±Infinity when unbounded) and whether each end is excluded. */
+type Range = { lo: number; loOpen: boolean; hi: number; hiOpen: boolean };
+
+/** The numbers every one of `parts` allows by its `minimum`/`maximum`/`exclusive*` (draft-4 booleans too). */
+function rangeOf(parts: SchemaObject[]): Range {
+  const r: Range = { lo: -Infinity, loOpen: false, hi: Infinity, hiOpen: false };
+  const raise = (v: unknown, open: boolean): void => {
+    if (typeof v !== "number" || v < r.lo || (v === r.lo && (r.loOpen || !open))) return;
+    r.lo = v;
+    r.loOpen = open;
+  };
+  const lower = (v: unknown, open: boolean): void => {
+    if (typeof v !== "number" || v > r.hi || (v === r.hi && (r.hiOpen || !open))) return;
+    r.hi = v;
+    r.hiOpen = open;
+  };
+  for (const p of parts) {
+    raise(p.minimum, p.exclusiveMinimum === true);
+    raise(p.exclusiveMinimum, true);
+    lower(p.maximum, p.exclusiveMaximum === true);
+    lower(p.exclusiveMaximum, true);
+  }
+  return r;
+}
+
+/**
+ * True when every value both conjunctions admit is a number and their bounds leave no number in common (no
+ * integer, when both admit only integers). Bounds compare as the doubles validators read; rounding is
+ * monotonic, so the exact decimals the bounds were written as are apart too.
+ */
+function disjointRanges(
+  as: SchemaObject[],
+  bs: SchemaObject[],
+  ca: Set<TypeClass>,
+  cb: Set<TypeClass>,
+): boolean {
+  const common = [...ca].filter((c) => cb.has(c));
+  if (common.some((c) => c !== "integer" && c !== "fraction")) return false;
+  const a = rangeOf(as);
+  const b = rangeOf(bs);
+  let lo = a.lo;
+  let loOpen = a.loOpen;
+  if (b.lo > lo || (b.lo === lo && b.loOpen)) ({ lo, loOpen } = b);
+  let hi = a.hi;
+  let hiOpen = a.hiOpen;
+  if (b.hi < hi || (b.hi === hi && b.hiOpen)) ({ hi, hiOpen } = b);
+  if (lo > hi || (lo === hi && (loOpen || hiOpen))) return true;
+  // Only integers in common: the least and greatest integers in range (exact below 2^53).
+  if (common.length !== 1 || common[0] !== "integer") return false;
+  if (Math.abs(lo) >= 2 ** 53 || Math.abs(hi) >= 2 ** 53) return false;
+  const first = Number.isInteger(lo) && loOpen ? lo + 1 : Math.ceil(lo);
+  const last = Number.isInteger(hi) && hiOpen ? hi - 1 : Math.floor(hi);
+  return first > last;
 }
 
 /** True when every value both conjunctions admit is an array whose items both admit: none but `[]`. */

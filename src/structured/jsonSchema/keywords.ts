@@ -6,7 +6,7 @@
 import { badRequest } from "../../errors.ts";
 import { parseRegex, RegexError } from "../regexParser.ts";
 import { regexBadRequest } from "../regexToGbnf.ts";
-import { isSupportedFormat, isUnsupportedStandardFormat, SUPPORTED_FORMATS } from "./formats.ts";
+import { isUnsupportedStandardFormat, SUPPORTED_FORMATS } from "./formats.ts";
 
 /** A JSON Schema: a boolean schema or an object of keywords. */
 export type Schema = boolean | SchemaObject;
@@ -55,23 +55,25 @@ export const OBJECT_KEYWORDS = [
 ];
 
 /**
- * Internal keyword of merged schemas (`allOf` with different `pattern`s): the further patterns a string must
- * match besides `pattern`, as a list. The string compiler intersects them all. A client schema using this
- * name gets it checked and enforced like `pattern`.
+ * An internal keyword that only the compiler writes (a request schema that uses it is refused, see
+ * {@link REFUSED}), in merged schemas (`allOf` with different `pattern`s): the further patterns a string must
+ * match besides `pattern`, as a list. The string compiler intersects them all.
  */
-export const EXTRA_PATTERNS = "lmserve:patterns";
+export const EXTRA_PATTERNS = "$lmserve:patterns";
 
 /**
- * Internal keyword of negated schemas (`not: {pattern}`): patterns a string must not match, as a list. The
- * string compiler intersects their complements. A client schema using this name gets it checked and enforced.
+ * An internal keyword that only the compiler writes (refused in requests), in negated schemas
+ * (`not: {pattern}`): patterns a string must not match, as a list. The string compiler intersects their
+ * complements.
  */
-export const NOT_PATTERNS = "lmserve:notPatterns";
+export const NOT_PATTERNS = "$lmserve:notPatterns";
 
 /**
- * Internal keyword of negated schemas (`not: {format}`): supported formats a string must not be, as a list.
- * The string compiler intersects the complements of their automata.
+ * An internal keyword that only the compiler writes (refused in requests), in negated schemas
+ * (`not: {format}`): supported formats a string must not be, as a list. The string compiler intersects the
+ * complements of their automata.
  */
-export const NOT_FORMATS = "lmserve:notFormats";
+export const NOT_FORMATS = "$lmserve:notFormats";
 
 /** The formats a string schema forbids ({@link NOT_FORMATS}). */
 export function stringNotFormats(s: SchemaObject): string[] {
@@ -89,6 +91,14 @@ export function stringPatterns(s: SchemaObject): string[] {
   const extra = Array.isArray(s[EXTRA_PATTERNS]) ? (s[EXTRA_PATTERNS] as string[]) : [];
   return [...own, ...extra];
 }
+
+/**
+ * An internal keyword that only the compiler writes (a request schema that uses it is refused, see
+ * {@link REFUSED}): `true` means that a number must not be an integer. It is what `not: {type: "integer"}`
+ * leaves of the numbers, e.g. in the `number` branch of `oneOf: [{type: "integer"}, {type: "number"}]`.
+ * Other types are not affected; without `type` the schema is read as a number.
+ */
+export const NON_INTEGER = "$lmserve:nonInteger";
 
 /** Keywords that constrain the output and are compiled (some only in the forms the docs list). */
 export const CONSTRAINTS = new Set([
@@ -125,9 +135,14 @@ export const CONSTRAINTS = new Set([
   "exclusiveMaximum",
   "multipleOf",
   "nullable",
+  NON_INTEGER,
 ]);
 
-/** Standard assertions a grammar cannot enforce: refused wherever a compiled subschema uses them. */
+/**
+ * Standard assertions a grammar cannot enforce, and the compiler's internal keywords ({@link NON_INTEGER},
+ * {@link EXTRA_PATTERNS}, {@link NOT_PATTERNS}, {@link NOT_FORMATS}): refused wherever a request schema uses
+ * them.
+ */
 export const REFUSED = new Set([
   "contains",
   "minContains",
@@ -135,6 +150,10 @@ export const REFUSED = new Set([
   "unevaluatedItems",
   "$dynamicRef",
   "$recursiveRef",
+  NON_INTEGER,
+  EXTRA_PATTERNS,
+  NOT_PATTERNS,
+  NOT_FORMATS,
 ]);
 
 /** True when `key` is a keyword the compiler acts on (a constraint, not an annotation or unknown keyword). */
@@ -235,9 +254,6 @@ const KEY_GROUPS = new Map<string, number>([
     "nullable",
     "format",
     "pattern",
-    EXTRA_PATTERNS,
-    NOT_PATTERNS,
-    NOT_FORMATS,
   ].map((k) => [k, G_SCALAR] as [string, number]),
 ]);
 
@@ -390,19 +406,6 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
       }
     }
     if ("pattern" in s) checkRegex(s.pattern, sub("pattern"));
-    if (NOT_FORMATS in s) {
-      const list = s[NOT_FORMATS];
-      if (!Array.isArray(list) || !list.every((f) => typeof f === "string" && isSupportedFormat(f)))
-        bad(NOT_FORMATS, "an array of supported formats");
-    }
-    for (const key of [EXTRA_PATTERNS, NOT_PATTERNS]) {
-      if (!(key in s)) continue;
-      const list = s[key];
-      if (!Array.isArray(list)) bad(key, "an array of strings");
-      (list as unknown[]).forEach((pattern, i) => {
-        checkRegex(pattern, { up: sub(key), key: String(i) });
-      });
-    }
   };
   walk(root, "#");
 }

@@ -8,6 +8,7 @@ import { echoed } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { formatDfa, INTEGER_FORMATS, isSupportedFormat, type SupportedFormat } from "./formats.ts";
 import {
+  NON_INTEGER,
   OBJECT_KEYWORDS,
   type SchemaObject,
   stringNotFormats,
@@ -68,6 +69,7 @@ function numberFits(value: number, s: SchemaObject): boolean {
   if (typeof s.exclusiveMinimum === "number" && value <= s.exclusiveMinimum) return false;
   if (typeof s.exclusiveMaximum === "number" && value >= s.exclusiveMaximum) return false;
   if (typeof s.multipleOf === "number" && !Number.isInteger(value / s.multipleOf)) return false;
+  if (s[NON_INTEGER] === true && Number.isInteger(value)) return false;
   const range = typeof s.format === "string" ? INTEGER_FORMATS[s.format] : undefined;
   if (range !== undefined) {
     if (!Number.isInteger(value)) return false;

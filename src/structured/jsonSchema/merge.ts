@@ -16,6 +16,7 @@
 import {
   EXTRA_PATTERNS,
   isConstraint,
+  NON_INTEGER,
   NOT_FORMATS,
   NOT_PATTERNS,
   type Schema,
@@ -97,18 +98,21 @@ export function normalizeExclusive(s: SchemaObject): SchemaObject {
 /**
  * The conjunction of two schemas without `$ref`/`allOf` at their top level (the caller resolves those).
  * A `oneOf` stays a `oneOf` (two of them nest: `oneOf[Xi] ∧ oneOf[Y]` is `oneOf[Xi ∧ oneOf[Y]]`), beside
- * which an `anyOf` is an ordinary sibling keyword. Throws {@link MergeError} for unsatisfiable or inexpressible combinations.
+ * which an `anyOf` is an ordinary sibling keyword; two `anyOf` lists combine pairwise (see
+ * {@link combineAlternatives}). Throws {@link MergeError} for unsatisfiable or inexpressible combinations.
  */
 export function mergeSchemas(left: Schema, right: Schema): Schema {
   if (left === true) return right;
   if (right === true) return left;
   if (left === false || right === false) return false;
+  if (left === right) return left; // x ∧ x is x (a schema merged with itself, e.g. through two $refs)
   const a = nullableAsType(normalizeExclusive(left));
   const b = nullableAsType(normalizeExclusive(right));
   const out: SchemaObject = {};
   for (const key in a) if (!SHAPE_KEYWORDS.has(key)) out[key] = a[key];
   const required = [...new Set([...((a.required as string[]) ?? []), ...((b.required as string[]) ?? [])])];
   Object.assign(out, mergeObjectShape(a, b, required), mergeArrayShape(a, b));
+  let anyOfs: [Schema[], Schema[]] | null = null;
   for (const [key, value] of Object.entries(b)) {
     if (!isConstraint(key) || SHAPE_KEYWORDS.has(key)) continue;
     if (!(key in out)) {
@@ -163,7 +167,7 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
         out.propertyNames = both(mine, value);
         break;
       case "not":
-        out.not = { anyOf: [mine, value] };
+        if (!sameValue(mine, value)) out.not = { anyOf: [mine, value] };
         break;
       case "multipleOf": {
         const x = mine as number;
@@ -191,6 +195,9 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
       case "uniqueItems":
         out.uniqueItems = Boolean(mine) || Boolean(value);
         break;
+      case NON_INTEGER:
+        out[key] = mine === true || value === true;
+        break;
       case "pattern":
         // Both must match: the second joins the list the string compiler intersects.
         if (mine !== value) out[EXTRA_PATTERNS] = [...new Set([...extraPatterns(out), value as string])];
@@ -206,29 +213,90 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
         break;
       case "oneOf":
         // Exactly one Xi, and exactly one Yj: exactly one of the Xi ∧ oneOf[Y] (the oneOf[Y] is common).
-        out.oneOf = (mine as unknown[]).map((x) => both(x, { oneOf: value }));
+        // (oneOf[X] ∧ oneOf[X] is oneOf[X].)
+        if (!sameValue(mine, value)) out.oneOf = (mine as unknown[]).map((x) => both(x, { oneOf: value }));
         break;
-      case "anyOf": {
-        const pairs: SchemaObject[] = [];
-        for (const x of mine as unknown[]) for (const y of value as unknown[]) pairs.push(both(x, y));
-        if (pairs.length > MAX_MERGED_ALTERNATIVES) {
-          throw new MergeError(
-            `allOf of anyOf lists expands to more than ${MAX_MERGED_ALTERNATIVES} alternatives`,
-          );
-        }
-        out.anyOf = pairs;
+      case "anyOf":
+        if (sameValue(mine, value)) break; // anyOf[X] ∧ anyOf[X] is anyOf[X]
+        anyOfs = [mine as Schema[], value as Schema[]]; // combined below, once `type` is merged
         break;
-      }
       default:
         throw new MergeError(`allOf cannot merge keyword '${key}'`);
     }
   }
+  if (anyOfs !== null) out.anyOf = combineAlternatives(anyOfs[0], anyOfs[1], out.type);
   return out;
 }
 
 /** The patterns already listed under {@link EXTRA_PATTERNS} in `s`. */
 function extraPatterns(s: SchemaObject): string[] {
   return Array.isArray(s[EXTRA_PATTERNS]) ? (s[EXTRA_PATTERNS] as string[]) : [];
+}
+
+/** Most nodes {@link sameValue} compares before answering "not known to be equal". */
+const MAX_COMPARED_NODES = 200;
+
+/** True only when `a` and `b` are equal JSON (objects with the same keys in any order); false when unsure. */
+function sameValue(a: unknown, b: unknown, budget = { nodes: MAX_COMPARED_NODES }): boolean {
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (--budget.nodes < 0 || Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a);
+  if (ka.length !== Object.keys(b).length) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  return ka.every((k) => Object.hasOwn(y, k) && sameValue(x[k], y[k], budget));
+}
+
+/** The type names that a schema's own `type` (with OpenAPI `nullable`) allows; null when it has no `type`. */
+function ownTypes(s: Schema): TypeName[] | null {
+  if (typeof s === "boolean") return s ? null : [];
+  if (!("type" in s)) return null;
+  const types = typeSet(s.type);
+  return s.nullable === true && !types.includes("null") ? [...types, "null"] : types;
+}
+
+/**
+ * The alternatives of `anyOf: xs` ∧ `anyOf: ys` beside `type` (the merged schema's, or undefined): every
+ * `x ∧ y`, exactly, with combinations that cannot hold left out: equal schemas give the schema itself
+ * (`x ∧ x` is x), `x ∧ y` and `y ∧ x` count once, and a combination whose own `type`s (with `type`) have no
+ * type in common is never built. More than {@link MAX_MERGED_ALTERNATIVES} left is a {@link MergeError}; none
+ * left means no instance (an unsatisfiable MergeError).
+ */
+function combineAlternatives(xs: Schema[], ys: Schema[], type: unknown): Schema[] {
+  // One representative per distinct schema, so that equal alternatives (often copies of one `$ref`) match.
+  const distinct: Schema[] = [];
+  const idOf = (s: Schema): number => {
+    const found = distinct.findIndex((d) => sameValue(d, s));
+    if (found >= 0) return found;
+    distinct.push(s);
+    return distinct.length - 1;
+  };
+  const outer = type === undefined ? null : typeSet(type);
+  const seen = new Set<string>();
+  const pairs: [Schema, Schema][] = [];
+  const xIds = xs.map(idOf);
+  const yIds = ys.map(idOf);
+  xs.forEach((x, xi) => {
+    ys.forEach((y, yi) => {
+      const i = xIds[xi]!;
+      const j = yIds[yi]!;
+      const key = i < j ? `${i},${j}` : `${j},${i}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      let types: TypeName[] | null = null;
+      for (const t of [ownTypes(x), ownTypes(y), outer]) {
+        if (t !== null) types = types === null ? t : intersectTypes(types, t);
+      }
+      if (types !== null && types.length === 0) return;
+      pairs.push(i === j ? [x, x] : [x, y]);
+    });
+  });
+  const kept = pairs;
+  if (kept.length > MAX_MERGED_ALTERNATIVES)
+    throw new MergeError(`allOf of anyOf lists expands to more than ${MAX_MERGED_ALTERNATIVES} alternatives`);
+  if (kept.length === 0) throw new MergeError("allOf branches have no anyOf alternatives in common", true);
+  return kept.map(([x, y]) => (x === y ? x : both(x, y)));
 }
 
 /** The keywords that say which members an object may have ({@link mergeObjectShape} merges them together). */
@@ -247,9 +315,12 @@ function oneSided(a: SchemaObject, b: SchemaObject, keys: string[]): SchemaObjec
   return Object.fromEntries(keys.filter((k) => k in only).map((k) => [k, only[k]]));
 }
 
-/** The conjunction of `parts` as one schema: `true` for none, `false` if any is false, the schema itself for one. */
+/**
+ * The conjunction of `parts` as one schema: `true` for none, `false` if any is false, the schema itself for
+ * one (equal parts count once).
+ */
 function conjunction(parts: Schema[]): Schema {
-  const kept = parts.filter((p) => p !== true);
+  const kept = parts.filter((p, i) => p !== true && !parts.slice(0, i).some((q) => sameValue(p, q)));
   if (kept.includes(false)) return false;
   if (kept.length === 0) return true;
   return kept.length === 1 ? kept[0]! : { allOf: kept };

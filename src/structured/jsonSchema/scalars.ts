@@ -44,7 +44,7 @@ import {
   stringNotPatterns,
   stringPatterns,
 } from "./keywords.ts";
-import { integerRange, MAX_FRACTION_DIGITS, type NumberBound, numberRange } from "./numbers.ts";
+import { doubleSafeBound, integerBound, integerRange, type NumberBound, numberRange } from "./numbers.ts";
 
 /**
  * The GBNF body of a string schema: `json-char{min,max}`, a `format`, or `pattern`s between quotes. One
@@ -393,93 +393,88 @@ function lengthBoundPattern(
   return exprs.length > 1 ? `(${exprs.join(" | ")})` : group(exprs[0]!);
 }
 
-/** An integer bound as bigint; refuses bounds outside the safe-integer range. */
-function bigBound(ctx: CompileContext, value: number, keyword: string, path: string): bigint {
-  if (!Number.isSafeInteger(value))
-    ctx.fail(`Unsupported '${keyword}' ${value} at ${path}: bounds must be within ±2^53.`);
-  return BigInt(value);
-}
-
-/** Exact integer range grammar from `minimum`/`maximum`/`exclusive*` (fractional bounds rounded inwards). */
-export function integerBody(ctx: CompileContext, s: SchemaObject, path: string): string {
+/**
+ * Lower and upper integer bounds of `s` (`minimum`/`maximum`/`exclusive*`, fractional bounds rounded inwards,
+ * bounds beyond ±2^53 at their exact double value, see {@link integerBound}, and an integer `format`'s
+ * range); null where unbounded.
+ */
+export function integerBounds(s: SchemaObject): { lo: bigint | null; hi: bigint | null } {
   const lows: bigint[] = [];
   const highs: bigint[] = [];
-  if (typeof s.minimum === "number") lows.push(bigBound(ctx, Math.ceil(s.minimum), "minimum", path));
-  if (typeof s.exclusiveMinimum === "number") {
-    lows.push(bigBound(ctx, Math.floor(s.exclusiveMinimum), "exclusiveMinimum", path) + 1n);
-  }
-  if (typeof s.maximum === "number") highs.push(bigBound(ctx, Math.floor(s.maximum), "maximum", path));
+  if (typeof s.minimum === "number") lows.push(integerBound(s.minimum, false, true));
+  if (typeof s.exclusiveMinimum === "number") lows.push(integerBound(s.exclusiveMinimum, true, true));
+  if (typeof s.maximum === "number") highs.push(integerBound(s.maximum, false, false));
+  if (typeof s.exclusiveMaximum === "number") highs.push(integerBound(s.exclusiveMaximum, true, false));
   const range = typeof s.format === "string" ? INTEGER_FORMATS[s.format] : undefined;
   if (range !== undefined) {
     lows.push(range[0]);
     highs.push(range[1]);
   }
-  if (typeof s.exclusiveMaximum === "number") {
-    highs.push(bigBound(ctx, Math.ceil(s.exclusiveMaximum), "exclusiveMaximum", path) - 1n);
-  }
-  if (lows.length === 0 && highs.length === 0) return jsonIntegerRule(ctx.b);
   const pick = (values: bigint[], better: (x: bigint, y: bigint) => boolean): bigint | null => {
     let best: bigint | null = null;
     for (const v of values) if (best === null || better(v, best)) best = v;
     return best;
   };
-  const lo = pick(lows, (x, y) => x > y);
-  const hi = pick(highs, (x, y) => x < y);
+  return { lo: pick(lows, (x, y) => x > y), hi: pick(highs, (x, y) => x < y) };
+}
+
+/** Exact integer range grammar from `minimum`/`maximum`/`exclusive*` and integer `format`s ({@link integerBounds}). */
+export function integerBody(ctx: CompileContext, s: SchemaObject, path: string): string {
+  const { lo, hi } = integerBounds(s);
+  if (lo === null && hi === null) return jsonIntegerRule(ctx.b);
   const expr = integerRange(lo, hi);
   if (expr === null) ctx.unsatisfiable(`no integer at ${path} satisfies its minimum/maximum.`);
   return expr as string;
 }
 
-/**
- * `value` as an exact decimal `{value: digits, scale}` from its shortest round-trip spelling (so `0.1` is
- * one tenth, not the nearest double), or null when it needs more than {@link MAX_FRACTION_DIGITS} decimals.
- */
-export function decimalBound(value: number, exclusive: boolean): NumberBound | null {
-  const m = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(value));
-  if (m === null) return null;
-  let digits = m[2]! + (m[3] ?? "");
-  let scale = (m[3] ?? "").length - Number(m[4] ?? 0);
-  if (scale < 0) {
-    digits += "0".repeat(-scale);
-    scale = 0;
-  }
-  if (scale > MAX_FRACTION_DIGITS) return null;
-  const magnitude = BigInt(digits);
-  return { value: m[1] === "-" ? -magnitude : magnitude, scale, exclusive };
-}
+/** `a` compared with `b` as exact decimals: negative, zero or positive. */
+const compareBounds = (a: NumberBound, b: NumberBound): number => {
+  const sa = a.scale ?? 0;
+  const sb = b.scale ?? 0;
+  const x = a.value * 10n ** BigInt(Math.max(0, sb - sa));
+  const y = b.value * 10n ** BigInt(Math.max(0, sa - sb));
+  return x < y ? -1 : x > y ? 1 : 0;
+};
 
 /**
- * Exact number grammar for decimal bounds (`minimum`, `maximum`, `exclusive*`, and the ranges of the
- * integer `format`s `int32`/`int64`/...). A bound with more than {@link MAX_FRACTION_DIGITS} decimals is
- * refused with 400.
+ * Lower and upper decimal bounds of `s` for the number grammar (`minimum`/`maximum`/`exclusive*` through
+ * {@link doubleSafeBound}, and an integer `format`'s range), the tighter of each kind; null where unbounded.
  */
-export function numberBody(ctx: CompileContext, s: SchemaObject, path: string): string {
-  const value = (a: NumberBound): number => Number(a.value) / 10 ** (a.scale ?? 0);
-  const bound = (keyword: string, exclusive: boolean): NumberBound | null => {
-    const v = s[keyword];
-    if (typeof v !== "number") return null;
-    const out = decimalBound(v, exclusive);
-    if (out === null)
-      ctx.fail(
-        `Unsupported '${keyword}' ${v} at ${path}: bounds may have at most ${MAX_FRACTION_DIGITS} decimals.`,
-      );
-    return out;
-  };
+export function numberBounds(s: SchemaObject): { lo: NumberBound | null; hi: NumberBound | null } {
   const tighter = (a: NumberBound | null, b: NumberBound | null, lower: boolean): NumberBound | null => {
     if (a === null) return b;
     if (b === null) return a;
-    if (value(a) === value(b)) return a.exclusive ? a : b;
-    return value(a) > value(b) === lower ? a : b;
+    const order = compareBounds(a, b);
+    if (order === 0) return a.exclusive ? a : b;
+    return order > 0 === lower ? a : b;
   };
+  const bound = (keyword: string, exclusive: boolean, lower: boolean): NumberBound | null => {
+    const v = s[keyword];
+    return typeof v === "number" ? doubleSafeBound(v, exclusive, lower) : null;
+  };
+  let lo = tighter(bound("minimum", false, true), bound("exclusiveMinimum", true, true), true);
+  let hi = tighter(bound("maximum", false, false), bound("exclusiveMaximum", true, false), false);
   const range = typeof s.format === "string" ? INTEGER_FORMATS[s.format] : undefined;
-  let lo = tighter(bound("minimum", false), bound("exclusiveMinimum", true), true);
-  let hi = tighter(bound("maximum", false), bound("exclusiveMaximum", true), false);
   if (range !== undefined) {
     lo = tighter(lo, { value: range[0], exclusive: false }, true);
     hi = tighter(hi, { value: range[1], exclusive: false }, false);
   }
-  if (lo === null && hi === null) return jsonNumberRule(ctx.b);
-  const expr = numberRange(lo, hi);
-  if (expr === null) ctx.unsatisfiable(`no number at ${path} satisfies its minimum/maximum.`);
+  return { lo, hi };
+}
+
+/**
+ * Exact number grammar for decimal bounds (`minimum`, `maximum`, `exclusive*`, and the ranges of the
+ * integer `format`s `int32`/`int64`/...; see {@link numberBounds}), without exponent when bounded. With
+ * `nonInteger`, only numbers with a non-zero fraction digit (no exponent, no trailing zero: a narrowing of
+ * the spelling, not of the values up to 16 decimals).
+ */
+export function numberBody(ctx: CompileContext, s: SchemaObject, path: string, nonInteger = false): string {
+  const { lo, hi } = numberBounds(s);
+  if (lo === null && hi === null && !nonInteger) return jsonNumberRule(ctx.b);
+  const expr = numberRange(lo, hi, nonInteger);
+  if (expr === null)
+    ctx.unsatisfiable(
+      `no ${nonInteger ? "non-integer " : ""}number at ${path} satisfies its minimum/maximum.`,
+    );
   return expr as string;
 }

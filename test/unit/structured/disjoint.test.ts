@@ -83,3 +83,38 @@ test("patterns that list exact strings act as listed values for strings", () => 
   // Without `type: string` a number satisfies both patterns.
   assert.equal(disjoint({ pattern: "^Abs$" }, { pattern: "^Add$" }), false);
 });
+
+test("the internal non-integer keyword: disjoint from integers, not from numbers", () => {
+  const fraction = { type: "number", "$lmserve:nonInteger": true };
+  assert.equal(disjoint(fraction, { type: "integer" }), true);
+  assert.equal(disjoint(fraction, { type: "number" }), false);
+  assert.equal(disjoint(fraction, { const: 2 }), true);
+});
+
+test("numbers: ranges with no number (or no integer) in common", () => {
+  const num = (bounds: object) => ({ type: "number", ...bounds });
+  const int = (bounds: object) => ({ type: "integer", ...bounds });
+  assert.equal(disjoint(num({ maximum: 0 }), num({ exclusiveMinimum: 0 })), true);
+  assert.equal(disjoint(num({ maximum: 0 }), num({ minimum: 0 })), false);
+  assert.equal(disjoint(num({ exclusiveMaximum: 0 }), num({ minimum: 0 })), true);
+  assert.equal(disjoint(num({ minimum: 0, maximum: 10 }), num({ minimum: 11 })), true);
+  assert.equal(disjoint(num({ minimum: 0, maximum: 10 }), num({ minimum: 10.5 })), true);
+  assert.equal(disjoint(num({ maximum: 10.5 }), num({ minimum: 10.2 })), false);
+  // Draft-4 boolean exclusive bounds.
+  assert.equal(disjoint(num({ maximum: 5, exclusiveMaximum: true }), num({ minimum: 5 })), true);
+  assert.equal(disjoint(num({ maximum: 5, exclusiveMaximum: false }), num({ minimum: 5 })), false);
+  // Integers: no integer in (10, 11).
+  assert.equal(disjoint(int({ maximum: 10.5 }), int({ minimum: 10.2 })), true);
+  assert.equal(disjoint(num({ maximum: 10.5 }), int({ minimum: 10.2 })), true);
+  assert.equal(disjoint(int({ exclusiveMaximum: 11 }), num({ exclusiveMinimum: 10 })), true);
+  assert.equal(disjoint(num({ exclusiveMaximum: 11 }), num({ exclusiveMinimum: 10 })), false);
+  // A value of another type may satisfy both: bounds say nothing about it.
+  assert.equal(disjoint({ maximum: 0 }, { exclusiveMinimum: 0 }), false);
+  assert.equal(disjoint({ type: ["number", "null"], maximum: 0 }, num({ exclusiveMinimum: 0 })), true);
+  assert.equal(
+    disjoint({ type: ["number", "null"], maximum: 0 }, { type: ["number", "null"], minimum: 1 }),
+    false,
+  );
+  // Bounds from allOf branches count.
+  assert.equal(disjoint({ allOf: [num({}), { maximum: -1 }] }, int({ minimum: 0 })), true);
+});
