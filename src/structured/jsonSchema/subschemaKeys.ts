@@ -42,8 +42,11 @@ export class SubschemaKeys {
 
   /**
    * The key of `schema` as a schema: like {@link of}, but the annotations at its top level (`title`,
-   * `description`, …, see {@link ANNOTATIONS}) are left out, since they do not change what it accepts.
-   * Annotations of nested subschemas still count (a cache miss at worst).
+   * `description`, …, see {@link ANNOTATIONS}) are left out, since they do not change what it accepts, and
+   * a top-level `required` whose names are all declared in its `properties` counts as a set (the compiler
+   * writes declared members in declared order, so the order of such a list changes nothing; `allOf` and
+   * dependency rewrites list the same names in different orders). Nested subschemas count as JSON (a cache
+   * miss at worst).
    */
   ofSchema(schema: unknown): number {
     if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return this.of(schema);
@@ -61,9 +64,23 @@ export class SubschemaKeys {
     const record = value as Record<string, unknown>;
     for (const k in record) {
       if (skipAnnotations && ANNOTATIONS.has(k)) continue;
-      out += `${this.of(k)}:${this.of(record[k])},`;
+      const value = skipAnnotations && k === "required" ? this.requiredSet(record) : undefined;
+      out += `${this.of(k)}:${value ?? this.of(record[k])},`;
     }
     return `${out}}`;
+  }
+
+  /**
+   * The key of `schema.required` as a set (its names' keys in ascending order), when it lists strings that
+   * `schema.properties` all declares; undefined otherwise (the list then counts in its order).
+   */
+  private requiredSet(schema: Record<string, unknown>): number | undefined {
+    const names = schema.required;
+    const declared = schema.properties;
+    if (!Array.isArray(names) || typeof declared !== "object" || declared === null) return undefined;
+    if (!names.every((name) => typeof name === "string" && Object.hasOwn(declared, name))) return undefined;
+    const keys = names.map((name: string) => this.of(name)).sort((a, b) => a - b);
+    return this.intern(`r[${keys.join(",")}]`);
   }
 
   private intern(text: string): number {
