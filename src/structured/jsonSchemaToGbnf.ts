@@ -370,7 +370,9 @@ class SchemaCompiler implements CompileContext {
 
   /**
    * A single GBNF symbol (rule name or literal) for `schema`. A subschema equal to one compiled before
-   * (same keywords and values, top-level annotations aside) gets that one's symbol without compiling again.
+   * (same keywords and values, top-level annotations aside) gets that one's symbol without compiling again;
+   * {@link bodyOf} compiles its rewrites (`allOf` merges, `not`, dependency splits, `multipleOf` lists)
+   * through here too, so schemas that rewrite to equal ones share one compilation.
    */
   value(schema: Schema, path: string, hint: string, depth: number): string {
     const key = this.keys.ofSchema(schema);
@@ -432,12 +434,12 @@ class SchemaCompiler implements CompileContext {
       if (negated === null) this.fail(`Unsupported JSON Schema keyword 'not' at ${path}`);
       if (negated !== true) {
         const allOf = [...((rest.allOf as Schema[] | undefined) ?? []), negated];
-        return this.body({ ...rest, allOf }, path, hint, depth + 1);
+        return this.value({ ...rest, allOf }, path, hint, depth + 1);
       }
       s = rest;
     }
     if ("if" in s) s = this.conditional(s, path) as SchemaObject;
-    if ("allOf" in s) return this.body(this.flatten(s, path, depth), path, hint, depth + 1);
+    if ("allOf" in s) return this.value(this.flatten(s, path, depth), path, hint, depth + 1);
     if ("anyOf" in s || "oneOf" in s) return this.union(s, path, hint, depth);
     const types: TypeName[] =
       "type" in s ? (Array.isArray(s.type) ? (s.type as TypeName[]) : [s.type as TypeName]) : inferTypes(s);
@@ -449,7 +451,7 @@ class SchemaCompiler implements CompileContext {
     switch (types[0]!) {
       case "object":
         refuseUnenforced(this, s, path, ["propertyNames"]);
-        if (hasDependencies(s)) return this.body(splitDependency(s), path, hint, depth + 1);
+        if (hasDependencies(s)) return this.value(splitDependency(s), path, hint, depth + 1);
         return objectBody(this, s, path, hint);
       case "array":
         if (s.uniqueItems === true) {
@@ -462,7 +464,7 @@ class SchemaCompiler implements CompileContext {
         return stringBody(this, s, path, hint);
       case "integer":
       case "number":
-        if ("multipleOf" in s) return this.body(this.multiples(s, path), path, hint, depth + 1);
+        if ("multipleOf" in s) return this.value(this.multiples(s, path), path, hint, depth + 1);
         return types[0] === "integer" ? integerBody(this, s, path) : numberBody(this, s, path);
       case "boolean":
         return jsonBooleanRule(this.b);
