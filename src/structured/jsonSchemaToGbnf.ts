@@ -303,6 +303,8 @@ class SchemaCompiler implements CompileContext {
   private readonly flattened = new WeakMap<SchemaObject, Schema>();
   /** Structural keys of subschemas, so that equal subschemas are compiled once. */
   private readonly keys = new SubschemaKeys();
+  /** The representative object of each subschema key (see {@link canonicalSchema}). */
+  private readonly canonicalSchemas = new Map<number, SchemaObject>();
   /** The symbol {@link value} returned, by subschema key; entries are undone with the rules they name. */
   private readonly symbols = new Map<number, string>();
   /** The keys of {@link symbols} in insertion order (what {@link attempt} undoes from the end). */
@@ -846,12 +848,15 @@ class SchemaCompiler implements CompileContext {
   private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): (boolean | "empty array")[][] {
     this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
     const test = this.disjoint;
-    const within = (branch: Schema): Schema => (constrains(rest) ? { allOf: [rest, branch] } : branch);
+    // (One object per structure: the test remembers its answers per object pair.)
+    const parts = branches.map((branch) =>
+      this.canonicalSchema(constrains(rest) ? { allOf: [rest, branch] } : branch),
+    );
     const out: (boolean | "empty array")[][] = branches.map(() => branches.map(() => false));
     for (let i = 0; i < branches.length; i++) {
       for (let j = i + 1; j < branches.length; j++) {
-        const a = within(branches[i]!);
-        const b = within(branches[j]!);
+        const a = parts[i]!;
+        const b = parts[j]!;
         const d = test.disjoint(a, b) ? true : test.onlyEmptyArrayInCommon(a, b) ? "empty array" : false;
         out[i]![j] = d;
         out[j]![i] = d;
@@ -863,6 +868,19 @@ class SchemaCompiler implements CompileContext {
         `Unsupported JSON Schema keyword 'oneOf' at ${path}: the schema's oneOf branches are too many or too deep to tell apart`,
       );
     return out;
+  }
+
+  /**
+   * The first schema object seen with the structural key of `s` (see {@link SubschemaKeys.ofSchema}), or
+   * `s` itself when it is the first: caches kept per object then serve equal schemas built apart.
+   */
+  private canonicalSchema(s: Schema): Schema {
+    if (typeof s === "boolean") return s;
+    const key = this.keys.ofSchema(s);
+    const known = this.canonicalSchemas.get(key);
+    if (known !== undefined) return known;
+    this.canonicalSchemas.set(key, s);
+    return s;
   }
 
   /**
