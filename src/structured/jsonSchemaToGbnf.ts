@@ -370,6 +370,15 @@ class SchemaCompiler implements CompileContext {
     return finish(this.b, this.param);
   }
 
+  refuteMerge(schema: Schema, path: string): void {
+    if (typeof schema === "boolean" || !("allOf" in schema || "$ref" in schema)) return;
+    try {
+      this.flatten(schema, path, 0);
+    } catch (error) {
+      if (error instanceof UnsatisfiableError) throw error;
+    }
+  }
+
   /**
    * A single GBNF symbol (rule name or literal) for `schema`. A subschema equal to one compiled before
    * (same keywords and values, top-level annotations aside) gets that one's symbol without compiling again;

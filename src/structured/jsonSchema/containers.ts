@@ -64,6 +64,13 @@ export function objectBody(ctx: CompileContext, s: SchemaObject, path: string, h
   const child = (name: string): string => (hint === "root" ? name : `${hint}-${name}`);
   type Member = { name: string; kv: string; required: boolean };
   const members: Member[] = [];
+  // A required member whose schema merges to nothing leaves no instance: found before the members ahead of
+  // it are compiled (and then undone).
+  for (const name of names) {
+    if (!required.has(name)) continue;
+    const { schema, where } = schemaFor(name);
+    if (schema !== false) ctx.refuteMerge(schema, where);
+  }
   for (const name of names) {
     const { schema, where } = schemaFor(name);
     const isRequired = required.has(name);
