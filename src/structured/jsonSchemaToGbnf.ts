@@ -44,6 +44,7 @@ import {
 } from "./jsonSchema/keywords.ts";
 import { literalFits } from "./jsonSchema/literals.ts";
 import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
+import { dependencyPresence } from "./jsonSchema/presence.ts";
 import { integerBody, numberBody, stringBody } from "./jsonSchema/scalars.ts";
 import { SubschemaKeys } from "./jsonSchema/subschemaKeys.ts";
 import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
@@ -462,7 +463,13 @@ class SchemaCompiler implements CompileContext {
     switch (types[0]!) {
       case "object":
         refuseUnenforced(this, s, path, ["propertyNames"]);
-        if (hasDependencies(s)) return this.value(splitDependency(s), path, hint, depth + 1);
+        if (hasDependencies(s)) {
+          // Dependencies that only say which members are present are compiled as one object with a
+          // presence constraint; others are split into alternatives, one trigger at a time.
+          const presence = "minProperties" in s || "maxProperties" in s ? null : dependencyPresence(s);
+          if (presence === null) return this.value(splitDependency(s), path, hint, depth + 1);
+          return objectBody(this, s, path, hint, presence);
+        }
         return objectBody(this, s, path, hint);
       case "array":
         if (s.uniqueItems === true) {

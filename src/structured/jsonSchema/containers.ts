@@ -11,6 +11,7 @@ import { RegexError } from "../regexParser.ts";
 import { echoed, JSON_ESCAPED, jsonEncoded, regexBadRequest, regexExpression } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { pointerSegment, type Schema, type SchemaObject } from "./keywords.ts";
+import { type Presence, PresenceDiagram } from "./presence.ts";
 
 /** Most (property index × member count) states of an object with `minProperties`/`maxProperties`. */
 const MAX_COUNT_STATES = 5_000;
@@ -34,9 +35,17 @@ function patternMatches(pattern: string, name: string): boolean {
  * with a value satisfying every pattern's schema (narrower than JSON Schema when a key matches only some
  * patterns); a pattern that matches a declared name adds no keys (its keys could repeat a declared one).
  * `minProperties`/`maxProperties` count members; at most one added key counts towards `minProperties`
- * (two added keys could be equal). Throws 400 via `ctx.fail`, or the unsatisfiable error via `ctx`.
+ * (two added keys could be equal). `presence` (declared names only; not with `minProperties`/
+ * `maxProperties`) is what the members present must satisfy besides `required` (see
+ * {@link presenceMembers}). Throws 400 via `ctx.fail`, or the unsatisfiable error via `ctx`.
  */
-export function objectBody(ctx: CompileContext, s: SchemaObject, path: string, hint: string): string {
+export function objectBody(
+  ctx: CompileContext,
+  s: SchemaObject,
+  path: string,
+  hint: string,
+  presence?: Presence,
+): string {
   const b = ctx.b;
   const declared = (s.properties as Record<string, Schema> | undefined) ?? {};
   const patterns = Object.entries((s.patternProperties as Record<string, Schema> | undefined) ?? {});
@@ -133,6 +142,7 @@ export function objectBody(ctx: CompileContext, s: SchemaObject, path: string, h
   const min = (s.minProperties as number | undefined) ?? 0;
   const max = (s.maxProperties as number | undefined) ?? null;
   if (min > 0 || max !== null) return countedMembers(ctx, members, extraKv, min, max, path, hint);
+  if (presence !== undefined) return presenceMembers(ctx, members, extraKv, presence, path, hint);
   return orderedMembers(b, members, extraKv, hint);
 }
 
@@ -166,6 +176,71 @@ function orderedMembers(
   if (r === n && extraKv !== null) alternatives.push(seq([extraKv, extraPart]));
   const body = alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(" | ")})`;
   return r === n ? `"{" ${WS} (${body} ${WS})? "}"` : `"{" ${WS} ${body} ${WS} "}"`;
+}
+
+/**
+ * `{...}` like {@link orderedMembers} whose present members satisfy `presence` (a member it names that is
+ * not among `members`, because its schema has no instance, is absent) and `required`: one rule per state
+ * of the formula's decision diagram over the members in order (see `presence.ts`) and position, instead of
+ * one object per combination of dependency triggers. Throws the unsatisfiable error when no member set
+ * satisfies it.
+ */
+function presenceMembers(
+  ctx: CompileContext,
+  members: { name: string; kv: string; required: boolean }[],
+  extraKv: string | null,
+  presence: Presence,
+  path: string,
+  hint: string,
+): string {
+  const b = ctx.b;
+  const n = members.length;
+  const diagram = new PresenceDiagram(n);
+  const index = new Map(members.map((m, i) => [m.name, i]));
+  let root = diagram.of(presence, (name) => index.get(name));
+  for (const [i, m] of members.entries()) if (m.required) root = diagram.and(root, diagram.variable(i));
+  if (root === PresenceDiagram.FALSE)
+    ctx.unsatisfiable(`no member set of the object at ${path} satisfies its dependencies.`);
+  const extrasAfter = extraKv === null ? '""' : `("," ${WS} ${extraKv})*`;
+  // after(k, u): the members from k on (each after a comma) and the added keys, in state u; null: none fits.
+  const memo = new Map<string, string | null>();
+  const after = (k: number, u: number): string | null => {
+    if (u === PresenceDiagram.FALSE) return null;
+    if (k === n) return extrasAfter;
+    const key = `${k},${u}`;
+    if (memo.has(key)) return memo.get(key)!;
+    const item = `"," ${WS} ${members[k]!.kv}`;
+    let body: string;
+    if (diagram.level(u) > k) {
+      const rest = after(k + 1, u)!;
+      body = rest === '""' ? `(${item})?` : `(${item})? ${rest}`;
+    } else {
+      const alts: string[] = [];
+      const present = after(k + 1, diagram.high(u));
+      if (present !== null) alts.push(present === '""' ? item : `${item} ${present}`);
+      const absent = after(k + 1, diagram.low(u));
+      if (absent !== null) alts.push(absent);
+      body = alts.join(" | ");
+    }
+    const symbol = isAtomicExpression(body) ? body : b.rule(`${hint}-rest`, body);
+    memo.set(key, symbol);
+    return symbol;
+  };
+  // The first member written (no comma before it): each member that can be first, along the path where
+  // every member before it is absent.
+  const first: string[] = [];
+  let u = root;
+  for (let k = 0; k < n && u !== PresenceDiagram.FALSE; k++) {
+    const atK = diagram.level(u) === k;
+    const rest = after(k + 1, atK ? diagram.high(u) : u);
+    if (rest !== null) first.push(rest === '""' ? members[k]!.kv : `${members[k]!.kv} ${rest}`);
+    if (atK) u = diagram.low(u);
+  }
+  const empty = u === PresenceDiagram.TRUE;
+  if (empty && extraKv !== null) first.push(`${extraKv} ${extrasAfter}`);
+  if (first.length === 0) return `"{" ${WS} "}"`;
+  const body = first.length === 1 ? first[0]! : `(${first.join(" | ")})`;
+  return empty ? `"{" ${WS} (${body} ${WS})? "}"` : `"{" ${WS} ${body} ${WS} "}"`;
 }
 
 /**
