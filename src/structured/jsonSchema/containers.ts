@@ -347,13 +347,25 @@ export function codePointTrie(strings: readonly string[]): CodePointTrie {
   return root;
 }
 
-/** Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`, JSON-escape aware). */
+/**
+ * Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`,
+ * JSON-escape aware), made once per list of names.
+ */
 function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
+  return b.once(`other-key\u0000${names.join("\u0000")}`, () => otherKeyTrie(b, names, hint));
+}
+
+function otherKeyTrie(b: GbnfBuilder, names: string[], hint: string): string {
   const root = codePointTrie(names);
   const ch = jsonCharRule(b);
+  const sizes = new Map<CodePointTrie, number>();
   const size = (node: CodePointTrie): number => {
-    let n = 1;
-    for (const next of node.children.values()) n += size(next);
+    let n = sizes.get(node);
+    if (n === undefined) {
+      n = 1;
+      for (const next of node.children.values()) n += size(next);
+      sizes.set(node, n);
+    }
     return n;
   };
   const visit = (node: CodePointTrie): string => {
@@ -368,11 +380,21 @@ function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
         alts.push(`${literal} ${item}${next.end ? "" : "?"}`);
       }
     }
-    const excluded = CodePointSet.of([...node.children.keys()].map((cp) => [cp, cp] as const)).union(
-      JSON_ESCAPED,
-    );
-    alts.push(`(${gbnfCharClass(excluded.complement())} | ${jsonEscapeRule(b)}) ${ch}*`);
+    alts.push(`(${otherChar(node)} | ${jsonEscapeRule(b)}) ${ch}*`);
     return alts.join(" | ");
+  };
+  // The class of unescaped characters other than a node's next ones (many nodes have the same ones).
+  const classes = new Map<string, string>();
+  const otherChar = (node: CodePointTrie): string => {
+    const next = [...node.children.keys()];
+    const key = next.join(",");
+    let cls = classes.get(key);
+    if (cls === undefined) {
+      const excluded = CodePointSet.of(next.map((cp) => [cp, cp] as const)).union(JSON_ESCAPED);
+      cls = gbnfCharClass(excluded.complement());
+      classes.set(key, cls);
+    }
+    return cls;
   };
   return b.rule(hint, `"\\"" (${visit(root)})${root.end ? "" : "?"} "\\""`);
 }
