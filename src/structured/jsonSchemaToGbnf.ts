@@ -332,6 +332,8 @@ class SchemaCompiler implements CompileContext {
   private readonly flattened = new WeakMap<SchemaObject, Schema>();
   /** Structural keys of subschemas, so that equal subschemas are compiled once. */
   private readonly keys = new SubschemaKeys();
+  /** Results of {@link otherThan} by the listed values (one object each, so later caches hit). */
+  private readonly complements = new Map<string, Schema | null>();
   /** The representative object of each subschema key (see {@link canonicalSchema}). */
   private readonly canonicalSchemas = new Map<number, SchemaObject>();
   /** The symbol {@link value} returned, by subschema key; entries are undone with the rules they name. */
@@ -646,7 +648,7 @@ class SchemaCompiler implements CompileContext {
           const listed = new Set(values.map(canonical));
           const candidates = this.finiteValues(context, 0);
           if (candidates === null) {
-            const other = otherThan(values);
+            const other = this.otherThan(values, listed);
             if (other === null) {
               if (narrow) break;
               return null;
@@ -919,6 +921,17 @@ class SchemaCompiler implements CompileContext {
         `Unsupported JSON Schema keyword 'oneOf' at ${path}: the schema's oneOf branches are too many or too deep to tell apart`,
       );
     return out;
+  }
+
+  /** {@link otherThan} of `values` (whose canonical JSON texts are `listed`), made once per value set. */
+  private otherThan(values: unknown[], listed: Set<string>): Schema | null {
+    const key = [...listed].sort().join("\u0000");
+    let other = this.complements.get(key);
+    if (other === undefined) {
+      other = otherThan(values);
+      this.complements.set(key, other);
+    }
+    return other;
   }
 
   /**
