@@ -30,6 +30,16 @@ const TERMINAL = -1;
 type Rule = Element[][];
 /** The empty alternative (shared: alternatives are not changed once their rule is added). */
 const EMPTY: Element[] = [];
+/** An alternative cut after its first element, a terminal (shared, like {@link EMPTY}). */
+const FIRST_TERMINAL: Element[] = [TERMINAL];
+
+/** `alt` up to its first terminal (its whole self when it has none, or that is its last element). */
+function leading(alt: Element[]): Element[] {
+  if (alt.length === 0) return EMPTY;
+  if (alt[0] === TERMINAL) return FIRST_TERMINAL;
+  const end = alt.indexOf(TERMINAL);
+  return end < 0 || end === alt.length - 1 ? alt : alt.slice(0, end + 1);
+}
 
 /** What {@link checkGbnf} learned about a valid grammar. */
 export type GbnfInfo = {
@@ -60,6 +70,15 @@ const isHexCode = (code: number): boolean =>
  * {@link GbnfSyntaxError} with llama.cpp's message on any error.
  */
 export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
+  return parseGbnf(text, rootRule, false);
+}
+
+/**
+ * {@link checkGbnf}. Without `whole`, each alternative is kept only up to its first terminal (all that the
+ * left-recursion check reads), so that a large grammar leaves little for the garbage collector to copy; an
+ * undefined rule is then found again with whole alternatives, for llama.cpp's message naming the same rule.
+ */
+function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
   const src = text;
   /** Ids of the rule names written in the text. */
   const symbolIds = new Map<string, number>();
@@ -113,6 +132,7 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
     return id;
   };
   const addRule = (id: number, rule: Rule): void => {
+    if (!whole) for (let i = 0; i < rule.length; i++) rule[i] = leading(rule[i]!);
     rules[id] = rule;
   };
 
@@ -361,6 +381,9 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   let pos = parseSpace(0, true);
   while (pos < src.length) pos = parseRule(pos);
 
+  // Every id without a rule was made by a reference to a name that is never defined.
+  if (!whole && (rules.length < idNames.length || rules.includes(undefined)))
+    return parseGbnf(text, rootRule, true);
   for (let id = 0; id < rules.length; id++) {
     const rule = rules[id];
     if (rule === undefined)
