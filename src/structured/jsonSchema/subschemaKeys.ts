@@ -5,6 +5,9 @@
  */
 import { ANNOTATIONS } from "./keywords.ts";
 
+/** A key as two UTF-16 code units (keys are below 2^32), the unit {@link SubschemaKeys} shapes are written in. */
+const unit = (key: number): string => String.fromCharCode(key & 0xffff, key >>> 16);
+
 /**
  * Interns JSON values into small integer keys in time linear in their size: an object's key is computed from
  * its members' keys, so a nested subschema is read once, however often its ancestors are keyed. Objects are
@@ -57,17 +60,25 @@ export class SubschemaKeys {
     return key;
   }
 
+  /**
+   * The text an object or array is interned by: `[` or `{` and its items' keys, or its members' name and
+   * value keys, each as two UTF-16 units (see {@link unit}; fixed width, so no separators are needed).
+   */
   private shape(value: object, skipAnnotations: boolean): string {
-    if (Array.isArray(value)) return `[${value.map((v) => this.of(v)).join(",")}]`;
+    if (Array.isArray(value)) {
+      let out = "[";
+      for (const item of value) out += unit(this.of(item));
+      return out;
+    }
     // Member names are written as their string keys: shorter than the names, and as unambiguous.
     let out = "{";
     const record = value as Record<string, unknown>;
     for (const k in record) {
       if (skipAnnotations && ANNOTATIONS.has(k)) continue;
       const value = skipAnnotations && k === "required" ? this.requiredSet(record) : undefined;
-      out += `${this.of(k)}:${value ?? this.of(record[k])},`;
+      out += unit(this.of(k)) + unit(value ?? this.of(record[k]));
     }
-    return `${out}}`;
+    return out;
   }
 
   /**
@@ -80,7 +91,7 @@ export class SubschemaKeys {
     if (!Array.isArray(names) || typeof declared !== "object" || declared === null) return undefined;
     if (!names.every((name) => typeof name === "string" && Object.hasOwn(declared, name))) return undefined;
     const keys = names.map((name: string) => this.of(name)).sort((a, b) => a - b);
-    return this.intern(`r[${keys.join(",")}]`);
+    return this.intern(`r${keys.map(unit).join("")}`);
   }
 
   private intern(text: string): number {
