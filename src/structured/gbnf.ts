@@ -106,6 +106,9 @@ export function group(expr: string): string {
   return isAtomicExpression(expr) ? expr : `(${expr})`;
 }
 
+/** A hint that is a rule name as it is: name characters, not starting or ending with `-`. */
+const PLAIN_NAME = /^[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$/;
+
 /**
  * Collects GBNF rules under unique names and renders the grammar with `root` first.
  * Names are sanitised to llama.cpp's rule-name alphabet `[a-zA-Z0-9-]`; a taken name gets a numeric suffix.
@@ -127,7 +130,9 @@ export class GbnfBuilder {
    * (`root`, `ws`, `json-*`, `integral-part`) are never handed out: such hints get an `x-` prefix.
    */
   reserve(hint: string): string {
-    let base = hint.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "r";
+    let base = PLAIN_NAME.test(hint)
+      ? hint
+      : hint.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "r";
     // Long hints (nested paths, `$ref`s with long common prefixes) keep their distinctive end.
     if (base.length > 32) {
       const tail = base.slice(-32);
