@@ -330,6 +330,8 @@ class SchemaCompiler implements CompileContext {
   private readonly refs = new Map<string, string>();
   /** Results of {@link flatten} by subschema object. */
   private readonly flattened = new WeakMap<SchemaObject, Schema>();
+  /** Results of {@link flatten} by subschema key (see {@link SubschemaKeys.ofSchema}). */
+  private readonly mergedByKey = new Map<number, Schema>();
   /** Structural keys of subschemas, so that equal subschemas are compiled once. */
   private readonly keys = new SubschemaKeys();
   /** Results of {@link otherThan} by the listed values (one object each, so later caches hit). */
@@ -741,12 +743,17 @@ class SchemaCompiler implements CompileContext {
   private flatten(s: Schema, path: string, depth: number): Schema {
     if (depth > MAX_RESOLVE_DEPTH)
       this.fail(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
-    if (typeof s === "boolean") return s;
-    // The merge of a subschema of the document depends only on it: `$ref` targets and `allOf` branches
-    // that many places share are merged once.
+    if (typeof s === "boolean" || !("$ref" in s || "allOf" in s || "if" in s)) return s;
+    // The merge of a subschema depends only on its structure: `$ref` targets and `allOf` branches that
+    // many places share, and equal conjunctions built apart (oneOf exclusions), are merged once.
     const known = this.flattened.get(s);
     if (known !== undefined) return known;
-    const merged = this.flattenObject(s, path, depth);
+    const key = this.keys.ofSchema(s);
+    let merged = this.mergedByKey.get(key);
+    if (merged === undefined) {
+      merged = this.flattenObject(s, path, depth);
+      this.mergedByKey.set(key, merged);
+    }
     this.flattened.set(s, merged);
     return merged;
   }
