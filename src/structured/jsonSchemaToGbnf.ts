@@ -328,6 +328,8 @@ class SchemaCompiler implements CompileContext {
   /** The `oneOf` disjointness test of this document (made on first use). */
   private disjoint: DisjointTest | undefined;
   private readonly refs = new Map<string, string>();
+  /** The targets of local `$ref`s by their text (see {@link resolveRef}). */
+  private readonly resolved = new Map<string, unknown>();
   /** Results of {@link flatten} by subschema object. */
   private readonly flattened = new WeakMap<SchemaObject, Schema>();
   /** Results of {@link flatten} by subschema key (see {@link SubschemaKeys.ofSchema}). */
@@ -634,7 +636,7 @@ class SchemaCompiler implements CompileContext {
           break;
         }
         case "$ref": {
-          const target = resolveLocalRef(this.root, value as string);
+          const target = this.resolveRef(value as string);
           if (typeof target !== "boolean" && !isObject(target)) {
             if (narrow) break;
             return null;
@@ -685,7 +687,7 @@ class SchemaCompiler implements CompileContext {
     if ("const" in schema) values = [schema.const];
     else if (Array.isArray(schema.enum)) values = schema.enum;
     else if (typeof schema.$ref === "string") {
-      const target = resolveLocalRef(this.root, schema.$ref);
+      const target = this.resolveRef(schema.$ref);
       if (typeof target === "boolean" || isObject(target)) values = this.finiteValues(target, depth + 1);
     }
     if (values === null && Array.isArray(schema.allOf)) {
@@ -729,10 +731,18 @@ class SchemaCompiler implements CompileContext {
     return name;
   }
 
+  /** {@link resolveLocalRef} in the root document, looked up once per `$ref` text. */
+  private resolveRef(ref: string): unknown {
+    if (this.resolved.has(ref)) return this.resolved.get(ref);
+    const node = resolveLocalRef(this.root, ref);
+    this.resolved.set(ref, node);
+    return node;
+  }
+
   private resolvePointer(ref: string): Schema {
     if (!/^#(\/|$)/.test(ref))
       this.fail(`Unsupported $ref '${echoed(ref)}': only JSON pointers are supported.`);
-    const node = resolveLocalRef(this.root, ref);
+    const node = this.resolveRef(ref);
     if (node === undefined) this.fail(`Unresolvable $ref '${echoed(ref)}'.`);
     if (typeof node !== "boolean" && !isObject(node))
       this.fail(`$ref '${echoed(ref)}' does not point to a schema.`);
@@ -906,7 +916,7 @@ class SchemaCompiler implements CompileContext {
    * `path` when the document's disjointness tests are used up.
    */
   private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): (boolean | "empty array")[][] {
-    this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
+    this.disjoint ??= provablyDisjoint((ref) => this.resolveRef(ref));
     const test = this.disjoint;
     // (One object per structure: the test remembers its answers per object pair.)
     const parts = branches.map((branch) =>
