@@ -5,6 +5,7 @@
  */
 import { echoed } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
+import { ecmaRegex } from "./ecmaRegex.ts";
 import { INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
 import type { SchemaObject } from "./keywords.ts";
 import { OBJECT_KEYWORDS } from "./keywords.ts";
@@ -13,37 +14,17 @@ import { canonical } from "./merge.ts";
 /** Array keywords {@link literalFits} cannot check (it checks `minItems`, `maxItems`, `uniqueItems`). */
 const ARRAY_KEYWORDS_UNCHECKED = ["items", "prefixItems", "additionalItems"];
 
-/** Most patterns {@link patternRegex} keeps compiled (it forgets them all when full). */
-const MAX_COMPILED_PATTERNS = 256;
-const compiledPatterns = new Map<string, RegExp | null>();
-
-/**
- * `pattern` as an ECMA-262 `u` regex, or null when JavaScript cannot run it; compiled once for the many
- * listed values a pattern is checked against (a `oneOf` exclusion can hold hundreds).
- */
-function patternRegex(pattern: string): RegExp | null {
-  let re = compiledPatterns.get(pattern);
-  if (re === undefined) {
-    try {
-      re = new RegExp(pattern, "u");
-    } catch {
-      re = null;
-    }
-    if (compiledPatterns.size >= MAX_COMPILED_PATTERNS) compiledPatterns.clear();
-    compiledPatterns.set(pattern, re);
-  }
-  return re;
-}
-
 /** Whether the string `value` satisfies `s`'s string keywords; 400 for a supported `format` (not checked here). */
 function stringFits(ctx: CompileContext, value: string, s: SchemaObject, path: string): boolean {
-  const length = [...value].length;
-  if (typeof s.minLength === "number" && length < s.minLength) return false;
-  if (typeof s.maxLength === "number" && length > s.maxLength) return false;
+  if (typeof s.minLength === "number" || typeof s.maxLength === "number") {
+    const length = [...value].length;
+    if (typeof s.minLength === "number" && length < s.minLength) return false;
+    if (typeof s.maxLength === "number" && length > s.maxLength) return false;
+  }
   if (typeof s.format === "string" && isSupportedFormat(s.format))
     ctx.fail(`Unsupported combination at ${path}: 'enum'/'const' string values with 'format'.`);
   if (typeof s.pattern === "string") {
-    const re = patternRegex(s.pattern);
+    const re = ecmaRegex(s.pattern);
     if (re === null)
       ctx.fail(
         `Unsupported combination at ${path}: 'enum'/'const' with a 'pattern' JavaScript cannot run ("${echoed(s.pattern)}").`,
