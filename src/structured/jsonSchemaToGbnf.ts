@@ -220,13 +220,15 @@ function otherThan(values: unknown[]): Schema | null {
  */
 function propertyContext(context: SchemaObject, name: string): SchemaObject {
   const found: Schema[] = [];
-  const visit = (s: unknown, depth: number): void => {
-    if (!isObject(s) || depth > MAX_RESOLVE_DEPTH) return;
-    if (isObject(s.properties) && Object.hasOwn(s.properties, name)) found.push(s.properties[name] as Schema);
-    if (Array.isArray(s.allOf)) for (const branch of s.allOf) visit(branch, depth + 1);
-  };
-  visit(context, 0);
+  collectProperty(context, name, 0, found);
   return found.length === 1 && isObject(found[0]) ? found[0] : { allOf: found };
+}
+
+/** Appends to `found` the schemas `s` and its `allOf` branches give property `name` (see {@link propertyContext}). */
+function collectProperty(s: unknown, name: string, depth: number, found: Schema[]): void {
+  if (!isObject(s) || depth > MAX_RESOLVE_DEPTH) return;
+  if (isObject(s.properties) && Object.hasOwn(s.properties, name)) found.push(s.properties[name] as Schema);
+  if (Array.isArray(s.allOf)) for (const branch of s.allOf) collectProperty(branch, name, depth + 1, found);
 }
 
 /**
@@ -259,15 +261,18 @@ function listedUnion(branches: Schema[], exclusive: boolean): unknown[] | null {
 
 /** Types implied by type-specific keywords when `type` is absent (as llama.cpp treats `properties` as object). */
 function inferTypes(s: SchemaObject): TypeName[] {
-  const has = (...keys: string[]): boolean => keys.some((k) => k in s);
   const out: TypeName[] = [];
-  if (has(...OBJECT_KEYWORDS)) out.push("object");
-  if (has("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"))
-    out.push("array");
-  if (has("minLength", "maxLength", "pattern", "format")) out.push("string");
-  if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")) out.push("number");
+  if (OBJECT_KEYWORDS.some((k) => k in s)) out.push("object");
+  if (ARRAY_KEYWORDS.some((k) => k in s)) out.push("array");
+  if (STRING_KEYWORDS.some((k) => k in s)) out.push("string");
+  if (NUMBER_KEYWORDS.some((k) => k in s)) out.push("number");
   return out;
 }
+
+/** The keywords that make {@link inferTypes} read a schema without `type` as an array, string or number. */
+const ARRAY_KEYWORDS = ["items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"];
+const STRING_KEYWORDS = ["minLength", "maxLength", "pattern", "format"];
+const NUMBER_KEYWORDS = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"];
 
 /** Writes the whitespace rule `ws`: the default body, or `pattern` compiled as a full-match regex. */
 function defineWhitespace(b: GbnfBuilder, pattern: string | undefined): void {
@@ -582,15 +587,6 @@ class SchemaCompiler implements CompileContext {
     if (n === false) return true;
     if (depth > MAX_RESOLVE_DEPTH) return narrow ? false : null;
     const disjuncts: Schema[] = [];
-    const each = (list: unknown): Schema[] | null => {
-      const out: Schema[] = [];
-      for (const branch of list as Schema[]) {
-        const negated = this.negate(branch, context, depth + 1, narrow);
-        if (negated === null) return null;
-        out.push(negated);
-      }
-      return out;
-    };
     for (const key of Object.keys(n)) {
       if (!isConstraint(key)) continue;
       const value = n[key];
@@ -630,7 +626,7 @@ class SchemaCompiler implements CompileContext {
         }
         case "anyOf":
         case "allOf": {
-          const negated = each(value);
+          const negated = this.negateEach(value as Schema[], context, depth + 1, narrow);
           if (negated === null) return null;
           disjuncts.push(key === "anyOf" ? { allOf: negated } : { anyOf: negated });
           break;
@@ -673,6 +669,17 @@ class SchemaCompiler implements CompileContext {
     if (possible.some((d) => d === true)) return true;
     if (possible.length === 0) return false;
     return possible.length === 1 ? possible[0]! : { anyOf: possible };
+  }
+
+  /** The {@link negate}s of `list`, or null when one cannot be written. */
+  private negateEach(list: Schema[], context: SchemaObject, depth: number, narrow: boolean): Schema[] | null {
+    const out: Schema[] = [];
+    for (const branch of list) {
+      const negated = this.negate(branch, context, depth, narrow);
+      if (negated === null) return null;
+      out.push(negated);
+    }
+    return out;
   }
 
   /**

@@ -10,6 +10,7 @@ import { jsonCharRule, jsonEscapeRule, jsonStringRule, jsonValueRule, WS } from 
 import { RegexError } from "../regexParser.ts";
 import { echoed, JSON_ESCAPED, jsonEncoded, regexBadRequest, regexExpression } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
+import { ecmaRegex } from "./ecmaRegex.ts";
 import { pointerSegment, type Schema, type SchemaObject } from "./keywords.ts";
 import { type Presence, PresenceDiagram } from "./presence.ts";
 
@@ -21,11 +22,49 @@ const allOf = (schemas: Schema[]): Schema => (schemas.length === 1 ? schemas[0]!
 
 /** Whether the ECMA-262 regex `pattern` matches `name`; true when JavaScript cannot run it (so its schema applies, which only narrows). */
 function patternMatches(pattern: string, name: string): boolean {
-  try {
-    return new RegExp(pattern, "u").test(name);
-  } catch {
-    return true;
+  return ecmaRegex(pattern)?.test(name) ?? true;
+}
+
+/** What {@link memberSchema} reads of an object schema at JSON pointer `path`. */
+type ObjectParts = {
+  path: string;
+  declared: Record<string, Schema>;
+  patterns: [string, Schema][];
+  /** The schema of undeclared keys (`additionalProperties`, or the compiler's default). */
+  additional: Schema;
+  /** Whether `additionalProperties` (or `unevaluatedProperties: false`) is written. */
+  explicit: boolean;
+};
+
+/**
+ * The schema of member `name` of `object` (its declared schema and the patterns it matches, else the
+ * patterns, else `additionalProperties`), and the JSON pointer errors name. (Module-level, as the other
+ * helpers of {@link objectBody}: under tsx's keepNames every closure made per call costs a defineProperty.)
+ */
+function memberSchema(object: ObjectParts, name: string): { schema: Schema; where: string } {
+  const { path, declared, patterns, additional, explicit } = object;
+  const matching = patterns.filter(([pattern]) => patternMatches(pattern, name)).map(([, x]) => x);
+  const where = `${path}/properties/${pointerSegment(name)}`;
+  if (Object.hasOwn(declared, name)) {
+    const own = declared[name] as Schema;
+    return { schema: matching.length === 0 ? own : { allOf: [own, ...matching] }, where };
   }
+  if (matching.length > 0) return { schema: allOf(matching), where: `${path}/patternProperties` };
+  return {
+    schema: additional === false && !explicit ? true : additional,
+    where: `${path}/additionalProperties`,
+  };
+}
+
+/** The rule hint of member `name` of the object named by `hint`. */
+const childHint = (hint: string, name: string): string => (hint === "root" ? name : `${hint}-${name}`);
+
+/** The rule of member `name` (`"name": value`), its value compiled at `where`. */
+function memberKv(ctx: CompileContext, name: string, schema: Schema, where: string, hint: string): string {
+  return ctx.b.rule(
+    `${childHint(hint, name)}-kv`,
+    `${gbnfLiteral(JSON.stringify(name))} ":" ${WS} ${ctx.value(schema, where, childHint(hint, name), 0)}`,
+  );
 }
 
 /**
@@ -55,33 +94,20 @@ export function objectBody(
     s.unevaluatedProperties === false
       ? false
       : ((s.additionalProperties as Schema | undefined) ?? !("properties" in s || "patternProperties" in s));
-  const schemaFor = (name: string): { schema: Schema; where: string } => {
-    const matching = patterns.filter(([pattern]) => patternMatches(pattern, name)).map(([, x]) => x);
-    const where = `${path}/properties/${pointerSegment(name)}`;
-    if (Object.hasOwn(declared, name)) {
-      const own = declared[name] as Schema;
-      return { schema: matching.length === 0 ? own : { allOf: [own, ...matching] }, where };
-    }
-    if (matching.length > 0) return { schema: allOf(matching), where: `${path}/patternProperties` };
-    return {
-      schema: additional === false && !explicit ? true : additional,
-      where: `${path}/additionalProperties`,
-    };
-  };
+  const object: ObjectParts = { path, declared, patterns, additional, explicit };
   const names = [...Object.keys(declared)];
   for (const name of required) if (!Object.hasOwn(declared, name)) names.push(name);
-  const child = (name: string): string => (hint === "root" ? name : `${hint}-${name}`);
   type Member = { name: string; kv: string; required: boolean };
   const members: Member[] = [];
   // A required member whose schema merges to nothing leaves no instance: found before the members ahead of
   // it are compiled (and then undone).
   for (const name of names) {
     if (!required.has(name)) continue;
-    const { schema, where } = schemaFor(name);
+    const { schema, where } = memberSchema(object, name);
     if (schema !== false) ctx.refuteMerge(schema, where);
   }
   for (const name of names) {
-    const { schema, where } = schemaFor(name);
+    const { schema, where } = memberSchema(object, name);
     const isRequired = required.has(name);
     if (schema === false) {
       if (!isRequired) continue;
@@ -89,12 +115,9 @@ export function objectBody(
         ctx.unsatisfiable(`required property '${echoed(name)}' at ${path} is not allowed by its schema.`);
       }
     }
-    const compile = (): string =>
-      b.rule(
-        `${child(name)}-kv`,
-        `${gbnfLiteral(JSON.stringify(name))} ":" ${WS} ${ctx.value(schema === false ? false : schema, where, child(name), 0)}`,
-      );
-    const kv = isRequired ? compile() : ctx.attempt(compile);
+    const kv = isRequired
+      ? memberKv(ctx, name, schema, where, hint)
+      : ctx.attempt(() => memberKv(ctx, name, schema, where, hint));
     if (kv !== null) members.push({ name, kv, required: isRequired });
   }
   const extras: string[] = [];
@@ -106,12 +129,13 @@ export function objectBody(
             ctx.value(
               patterns.length === 0 ? additional : { allOf: [additional, ...patterns.map(([, x]) => x)] },
               `${path}/additionalProperties`,
-              child("additional"),
+              childHint(hint, "additional"),
               0,
             ),
           );
     if (value !== null) {
-      const key = names.length === 0 ? jsonStringRule(b) : otherKeyRule(b, names, child("other-key"));
+      const key =
+        names.length === 0 ? jsonStringRule(b) : otherKeyRule(b, names, childHint(hint, "other-key"));
       extras.push(`${key} ":" ${WS} ${value}`);
     }
   }
@@ -133,18 +157,29 @@ export function objectBody(
       keys.length === 0
         ? null
         : ctx.attempt(() =>
-            ctx.value(allOf(patterns.map(([, x]) => x)), `${path}/patternProperties`, child("pattern"), 0),
+            ctx.value(
+              allOf(patterns.map(([, x]) => x)),
+              `${path}/patternProperties`,
+              childHint(hint, "pattern"),
+              0,
+            ),
           );
     if (value !== null)
       extras.push(`${keys.length === 1 ? keys[0] : `(${keys.join(" | ")})`} ":" ${WS} ${value}`);
   }
-  const extraKv = extras.length === 0 ? null : b.rule(child("additional-kv"), extras.join(" | "));
+  const extraKv = extras.length === 0 ? null : b.rule(childHint(hint, "additional-kv"), extras.join(" | "));
   const min = (s.minProperties as number | undefined) ?? 0;
   const max = (s.maxProperties as number | undefined) ?? null;
   if (min > 0 || max !== null) return countedMembers(ctx, members, extraKv, min, max, path, hint);
   if (presence !== undefined) return presenceMembers(ctx, members, extraKv, presence, path, hint);
   return orderedMembers(b, members, extraKv, hint);
 }
+
+/** `parts` joined by spaces, empty ones left out. */
+const joinParts = (parts: string[]): string => parts.filter((x) => x !== "").join(" ");
+
+/** `parts` joined by spaces, empty ones and empty literals left out. */
+const joinItems = (parts: string[]): string => parts.filter((x) => x !== "" && x !== '""').join(" ");
 
 /** `{...}` with `members` in order (required ones always, optional ones or not), then any number of `extraKv`. */
 function orderedMembers(
@@ -163,17 +198,17 @@ function orderedMembers(
   const r = firstRequired < 0 ? n : firstRequired;
   const parts = kvs.map((kv, i) => (members[i]!.required ? `"," ${WS} ${kv}` : `("," ${WS} ${kv})?`));
   const extraPart = extraKv === null ? "" : `("," ${WS} ${extraKv})*`;
-  const seq = (items: string[]): string => items.filter((x) => x !== "").join(" ");
   const lastStart = Math.min(r, n - 1);
   const alternatives: string[] = [];
   const tails: string[] = [];
-  tails[lastStart + 1] = seq([...parts.slice(lastStart + 1), extraPart]);
+  tails[lastStart + 1] = joinParts([...parts.slice(lastStart + 1), extraPart]);
   if (lastStart > 0 && tails[lastStart + 1] !== "" && !isAtomicExpression(tails[lastStart + 1]!)) {
     tails[lastStart + 1] = b.rule(`${hint}-rest`, tails[lastStart + 1]!);
   }
-  for (let i = lastStart; i >= 1; i--) tails[i] = b.rule(`${hint}-rest`, seq([parts[i]!, tails[i + 1]!]));
-  for (let j = 0; j <= lastStart; j++) alternatives.push(seq([kvs[j]!, tails[j + 1]!]));
-  if (r === n && extraKv !== null) alternatives.push(seq([extraKv, extraPart]));
+  for (let i = lastStart; i >= 1; i--)
+    tails[i] = b.rule(`${hint}-rest`, joinParts([parts[i]!, tails[i + 1]!]));
+  for (let j = 0; j <= lastStart; j++) alternatives.push(joinParts([kvs[j]!, tails[j + 1]!]));
+  if (r === n && extraKv !== null) alternatives.push(joinParts([extraKv, extraPart]));
   const body = alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(" | ")})`;
   return r === n ? `"{" ${WS} (${body} ${WS})? "}"` : `"{" ${WS} ${body} ${WS} "}"`;
 }
@@ -450,18 +485,17 @@ export function arrayBody(ctx: CompileContext, s: SchemaObject, path: string, hi
       throw error;
     }
   };
-  const seq = (parts: string[]): string => parts.filter((x) => x !== "" && x !== '""').join(" ");
   let list: string;
   if (prefix.length === 0) {
-    list = seq([restItem!, repeatRest(restItem!, min - 1, max === null ? null : max - 1)]);
+    list = joinItems([restItem!, repeatRest(restItem!, min - 1, max === null ? null : max - 1)]);
   } else {
     const k = items.length;
     let after = restItem === null ? "" : repeatRest(restItem, min - k, max === null ? null : max - k);
     for (let i = k - 1; i >= 1; i--) {
-      const step = seq([`"," ${WS} ${items[i]!}`, after]);
+      const step = joinItems([`"," ${WS} ${items[i]!}`, after]);
       after = i >= min ? `(${step})?` : step;
     }
-    list = seq([items[0]!, after]);
+    list = joinItems([items[0]!, after]);
   }
   return min === 0 ? `"[" ${WS} (${list} ${WS})? "]"` : `"[" ${WS} ${list} ${WS} "]"`;
 }

@@ -183,21 +183,23 @@ function listedValues(s: SchemaObject, strings = false): Set<string> | null {
   return values;
 }
 
+/** The classes of `set` that `allowed` has too. */
+function kept(set: Set<TypeClass>, allowed: Iterable<TypeClass>): Set<TypeClass> {
+  const a = new Set(allowed);
+  return new Set([...set].filter((c) => a.has(c)));
+}
+
 /** The type classes a single schema object's own `type`/`nullable`/`const`/`enum`/`anyOf`/`oneOf` admit. */
 function ownClasses(s: SchemaObject, m: Memo, depth: number): Set<TypeClass> {
   let set = new Set<TypeClass>(ALL_CLASSES);
-  const keep = (allowed: Iterable<TypeClass>): void => {
-    const a = new Set(allowed);
-    set = new Set([...set].filter((c) => a.has(c)));
-  };
   if ("type" in s) {
     const types = Array.isArray(s.type) ? s.type : [s.type];
     const classes = types.flatMap(classesOfType);
     if (s.nullable === true) classes.push("null"); // OpenAPI: a validator may read it; admitting more is safe
-    keep(classes);
+    set = kept(set, classes);
   }
-  if ("const" in s) keep([classOfValue(s.const)]);
-  if (Array.isArray(s.enum)) keep(s.enum.map(classOfValue));
+  if ("const" in s) set = kept(set, [classOfValue(s.const)]);
+  if (Array.isArray(s.enum)) set = kept(set, s.enum.map(classOfValue));
   if (depth < MAX_DEPTH) {
     for (const key of ["anyOf", "oneOf"]) {
       const branches = s[key];
@@ -205,7 +207,7 @@ function ownClasses(s: SchemaObject, m: Memo, depth: number): Set<TypeClass> {
       const union = new Set<TypeClass>();
       for (const branch of branches as Schema[])
         for (const c of classesOf(branch, m, depth + 1)) union.add(c);
-      keep(union);
+      set = kept(set, union);
     }
   }
   return set;
