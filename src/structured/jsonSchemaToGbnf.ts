@@ -250,9 +250,13 @@ function listedUnion(branches: Schema[], exclusive: boolean): unknown[] | null {
       else return null; // other keywords, or both enum and const
     }
     if (values === null) return null;
-    for (const key of new Set(values.map(canonical))) {
+    const inBranch = new Set<string>();
+    for (const value of values) {
+      const key = canonical(value);
+      if (inBranch.has(key)) continue;
+      inBranch.add(key);
       const seen = counts.get(key);
-      if (seen === undefined) counts.set(key, { value: values.find((v) => canonical(v) === key), count: 1 });
+      if (seen === undefined) counts.set(key, { value, count: 1 });
       else seen.count++;
     }
   }
@@ -410,6 +414,7 @@ class SchemaCompiler implements CompileContext {
     return finish(this.b, this.param);
   }
 
+  /** See {@link CompileContext.refuteMerge}: the merge's own "no instance" error, nothing else. */
   refuteMerge(schema: Schema, path: string): void {
     if (typeof schema === "boolean" || !("allOf" in schema || "$ref" in schema)) return;
     try {
@@ -648,7 +653,7 @@ class SchemaCompiler implements CompileContext {
           const listed = new Set(values.map(canonical));
           const candidates = this.finiteValues(context, 0);
           if (candidates === null) {
-            const other = this.otherThan(values, listed);
+            const other = this.complementOf(values, listed);
             if (other === null) {
               if (narrow) break;
               return null;
@@ -947,8 +952,11 @@ class SchemaCompiler implements CompileContext {
     return out;
   }
 
-  /** {@link otherThan} of `values` (whose canonical JSON texts are `listed`), made once per value set. */
-  private otherThan(values: unknown[], listed: Set<string>): Schema | null {
+  /**
+   * {@link otherThan} of `values` (whose canonical JSON texts are `listed`), made once per set of values (the
+   * first order seen writes the pattern; any order has the same language).
+   */
+  private complementOf(values: unknown[], listed: Set<string>): Schema | null {
     const key = [...listed].sort().join("\u0000");
     let other = this.complements.get(key);
     if (other === undefined) {
