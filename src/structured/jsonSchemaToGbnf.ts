@@ -44,7 +44,7 @@ import {
 } from "./jsonSchema/keywords.ts";
 import { literalFits } from "./jsonSchema/literals.ts";
 import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
-import { dependencyPresence } from "./jsonSchema/presence.ts";
+import { dependencyPresence, MAX_PRESENCE_NODES, PresenceTooLarge } from "./jsonSchema/presence.ts";
 import { integerBody, numberBody, stringBody } from "./jsonSchema/scalars.ts";
 import { SubschemaKeys } from "./jsonSchema/subschemaKeys.ts";
 import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
@@ -512,7 +512,16 @@ class SchemaCompiler implements CompileContext {
           // presence constraint; others are split into alternatives, one trigger at a time.
           const presence = "minProperties" in s || "maxProperties" in s ? null : dependencyPresence(s);
           if (presence === null) return this.value(splitDependency(s), path, hint, depth + 1);
-          return objectBody(this, s, path, hint, presence);
+          try {
+            return objectBody(this, s, path, hint, presence);
+          } catch (error) {
+            if (!(error instanceof PresenceTooLarge)) throw error;
+            // Splitting would write at least as many objects as the diagram has states.
+            const keyword = DEPENDENCY_KEYWORDS.find((k) => k in s)!;
+            this.fail(
+              `Unsupported JSON Schema keyword '${keyword}' at ${path}: its dependencies combine into more than ${MAX_PRESENCE_NODES} member states`,
+            );
+          }
         }
         return objectBody(this, s, path, hint);
       case "array":

@@ -120,6 +120,19 @@ function mentioned(p: Presence, out: string[] = []): string[] {
   return out;
 }
 
+/**
+ * Most nodes of one {@link PresenceDiagram} (the benchmark's dependencies need at most 162); the compiler
+ * refuses a formula whose diagram grows past it (see {@link PresenceTooLarge}).
+ */
+export const MAX_PRESENCE_NODES = 10_000;
+
+/** Thrown when a {@link PresenceDiagram} would exceed {@link MAX_PRESENCE_NODES} nodes. */
+export class PresenceTooLarge extends Error {
+  constructor() {
+    super(`a presence diagram of more than ${MAX_PRESENCE_NODES} nodes`);
+  }
+}
+
 /** {@link PresenceDiagram.FALSE}: no member set satisfies the formula. */
 const FALSE = 0;
 /** {@link PresenceDiagram.TRUE}: every member set does. */
@@ -129,7 +142,8 @@ const TRUE = 1;
  * A reduced ordered BDD over the presence of `size` members (variable `i` is member `i` in declared order).
  * Nodes are numbers: {@link FALSE}, {@link TRUE}, or an internal node with a level, a `low` child (member
  * absent) and a `high` child (member present). Equal nodes are shared, so the nodes at a level are the
- * distinct states an object can be in there.
+ * distinct states an object can be in there. Throws {@link PresenceTooLarge} past
+ * {@link MAX_PRESENCE_NODES} nodes.
  */
 export class PresenceDiagram {
   static readonly FALSE = FALSE;
@@ -228,6 +242,7 @@ export class PresenceDiagram {
     const known = this.unique.get(key);
     if (known !== undefined) return known;
     const u = this.levels.length;
+    if (u >= MAX_PRESENCE_NODES) throw new PresenceTooLarge();
     this.levels.push(level);
     this.lows.push(low);
     this.highs.push(high);

@@ -6,7 +6,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
-import { dependencyPresence, PresenceDiagram } from "../../../src/structured/jsonSchema/presence.ts";
+import {
+  dependencyPresence,
+  PresenceDiagram,
+  PresenceTooLarge,
+} from "../../../src/structured/jsonSchema/presence.ts";
 import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
 import { ajvValidator } from "../../helpers/structuredAjv.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
@@ -123,4 +127,25 @@ test("a filespec-like object: six triggers and a not-required list stay one smal
   const gbnf = jsonSchemaToGbnf(schema);
   // The split into "trigger absent" / "trigger present" objects wrote about 350 KB here.
   assert.ok(gbnf.length < 40_000, `${gbnf.length} characters`);
+});
+
+test("a presence formula whose diagram is too large is a 400 naming the keyword", () => {
+  // x_i present exactly when y_i is, with every x before every y: the diagram needs 2^14 states midway.
+  const xs = Array.from({ length: 14 }, (_, i) => `x${i}`);
+  const ys = Array.from({ length: 14 }, (_, i) => `y${i}`);
+  const schema = {
+    type: "object",
+    properties: Object.fromEntries([...xs, ...ys].map((name) => [name, { type: "integer" }])),
+    dependencies: Object.fromEntries([...xs.map((x, i) => [x, [ys[i]]]), ...ys.map((y, i) => [y, [xs[i]]])]),
+  };
+  assert.notEqual(dependencyPresence(schema), null);
+  const d = new PresenceDiagram(28);
+  assert.throws(
+    () => d.of(dependencyPresence(schema)!, (name) => [...xs, ...ys].indexOf(name)),
+    PresenceTooLarge,
+  );
+  assert.throws(
+    () => jsonSchemaToGbnf(schema),
+    (error) => error instanceof ApiError && error.status === 400,
+  );
 });
