@@ -56,6 +56,8 @@ function schemaPresence(schema: Schema, negated: boolean): Presence | null {
           if (member === false) parts.push({ not: { present: name } });
           else if (member !== true && !(isObject(member) && !Object.keys(member).some(isConstraint)))
             return null;
+          // Says nothing, but names the member: merging it would declare an undeclared one.
+          else parts.push({ any: [{ present: name }, { not: { present: name } }] });
         }
         break;
       }

@@ -89,6 +89,9 @@ test("dependencies that say more than which members are present are left to the 
     null,
   );
   assert.equal(dependencyPresence({ ...base, dependencies: { a: ["c"] } }), null); // undeclared name
+  // An undeclared member named with any schema: merging would declare it (our strict default allows it then).
+  assert.equal(dependencyPresence({ ...base, dependencies: { a: { properties: { c: {} } } } }), null);
+  assert.notEqual(dependencyPresence({ ...base, dependencies: { a: { properties: { b: true } } } }), null);
   assert.equal(
     dependencyPresence({ ...base, dependencies: { a: { not: { not: { required: ["b"] } } } } }),
     null,
