@@ -106,6 +106,9 @@ export function group(expr: string): string {
   return isAtomicExpression(expr) ? expr : `(${expr})`;
 }
 
+/** A hint that is a rule name as it is: name characters, not starting or ending with `-`. */
+const PLAIN_NAME = /^[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$/;
+
 /**
  * Collects GBNF rules under unique names and renders the grammar with `root` first.
  * Names are sanitised to llama.cpp's rule-name alphabet `[a-zA-Z0-9-]`; a taken name gets a numeric suffix.
@@ -117,13 +120,19 @@ export class GbnfBuilder {
   private readonly byBody = new Map<string, string>();
   /** Per name base, the numeric suffix {@link reserve} tries first. */
   private readonly suffixes = new Map<string, number>();
+  /** Symbols made by {@link once}, by key. */
+  private readonly made = new Map<string, string>();
+  /** The keys of {@link made} in the order made, with the rule count when each was made. */
+  private readonly madeOrder: { key: string; rules: number }[] = [];
 
   /**
    * Reserves a fresh rule name derived from `hint` (defined later with {@link define}). Names of fixed rules
    * (`root`, `ws`, `json-*`, `integral-part`) are never handed out: such hints get an `x-` prefix.
    */
   reserve(hint: string): string {
-    let base = hint.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "r";
+    let base = PLAIN_NAME.test(hint)
+      ? hint
+      : hint.replace(/[^a-zA-Z0-9-]+/g, "-").replace(/^-+|-+$/g, "") || "r";
     // Long hints (nested paths, `$ref`s with long common prefixes) keep their distinctive end.
     if (base.length > 32) {
       const tail = base.slice(-32);
@@ -176,6 +185,19 @@ export class GbnfBuilder {
     return name;
   }
 
+  /**
+   * The symbol `make` returns for `key` (e.g. a rule built from a list of names), made on the first call
+   * only; a {@link rollback} of any rule reserved before it was made forgets it.
+   */
+  once(key: string, make: () => string): string {
+    const known = this.made.get(key);
+    if (known !== undefined) return known;
+    const symbol = make();
+    this.made.set(key, symbol);
+    this.madeOrder.push({ key, rules: this.order.length });
+    return symbol;
+  }
+
   /** A mark for {@link rollback}: the rules defined so far. */
   checkpoint(): number {
     return this.order.length;
@@ -186,6 +208,8 @@ export class GbnfBuilder {
    * Costs only the dropped rules, however many were defined before.
    */
   rollback(mark: number): void {
+    while (this.madeOrder.length > 0 && this.madeOrder[this.madeOrder.length - 1]!.rules > mark)
+      this.made.delete(this.madeOrder.pop()!.key);
     while (this.order.length > mark) {
       const name = this.order.pop()!;
       const body = this.rules.get(name);

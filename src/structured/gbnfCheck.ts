@@ -28,6 +28,18 @@ type Element = number;
 const TERMINAL = -1;
 /** A rule: its alternatives, each a sequence of elements. */
 type Rule = Element[][];
+/** The empty alternative (shared: alternatives are not changed once their rule is added). */
+const EMPTY: Element[] = [];
+/** An alternative cut after its first element, a terminal (shared, like {@link EMPTY}). */
+const FIRST_TERMINAL: Element[] = [TERMINAL];
+
+/** `alt` up to its first terminal (its whole self when it has none, or that is its last element). */
+function leading(alt: Element[]): Element[] {
+  if (alt.length === 0) return EMPTY;
+  if (alt[0] === TERMINAL) return FIRST_TERMINAL;
+  const end = alt.indexOf(TERMINAL);
+  return end < 0 || end === alt.length - 1 ? alt : alt.slice(0, end + 1);
+}
 
 /** What {@link checkGbnf} learned about a valid grammar. */
 export type GbnfInfo = {
@@ -36,6 +48,14 @@ export type GbnfInfo = {
   /** Names of the rules written in the text. */
   ruleNames: string[];
 };
+
+const SPACE = 32;
+const TAB = 9;
+const LF = 10;
+const CR = 13;
+const HASH = 35;
+const QUOTE = 34;
+const BACKSLASH = 92;
 
 const isDigit = (c: string | undefined): boolean => c !== undefined && c >= "0" && c <= "9";
 /** Whether UTF-16 unit `code` is in llama.cpp's rule-name alphabet `[a-zA-Z0-9-]` (NaN past the end: no). */
@@ -50,6 +70,15 @@ const isHexCode = (code: number): boolean =>
  * {@link GbnfSyntaxError} with llama.cpp's message on any error.
  */
 export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
+  return parseGbnf(text, rootRule, false);
+}
+
+/**
+ * {@link checkGbnf}. Without `whole`, each alternative is kept only up to its first terminal (all that the
+ * left-recursion check reads), so that a large grammar leaves little for the garbage collector to copy; an
+ * undefined rule is then found again with whole alternatives, for llama.cpp's message naming the same rule.
+ */
+function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
   const src = text;
   /** Ids of the rule names written in the text. */
   const symbolIds = new Map<string, number>();
@@ -72,13 +101,28 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   const fail = (message: string, pos: number): never => {
     throw new GbnfSyntaxError(message, pos);
   };
-  const symbolId = (name: string): number => {
-    const existing = symbolIds.get(name);
-    if (existing !== undefined) return existing;
+  /** Ids of written names by a hash of their text (so that a name seen before is found without slicing). */
+  const byHash = new Map<number, number[]>();
+  /** The id of the name written at `start` to `end`, made on first sight (as llama.cpp's `get_symbol_id`). */
+  const symbolAt = (start: number, end: number): number => {
+    let hash = end - start;
+    for (let p = start; p < end; p++) hash = (Math.imul(hash, 31) + src.charCodeAt(p)) | 0;
+    let ids = byHash.get(hash);
+    if (ids !== undefined) {
+      for (const id of ids) {
+        const name = idNames[id]!;
+        if (name.length === end - start && src.startsWith(name, start)) return id;
+      }
+    } else {
+      ids = [];
+      byHash.set(hash, ids);
+    }
+    const name = src.slice(start, end);
     const id = idNames.length;
     symbolIds.set(name, id);
     idNames.push(name);
     generated.push(false);
+    ids.push(id);
     return id;
   };
   const generateSymbolId = (base: string): number => {
@@ -88,17 +132,18 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
     return id;
   };
   const addRule = (id: number, rule: Rule): void => {
+    if (!whole) for (let i = 0; i < rule.length; i++) rule[i] = leading(rule[i]!);
     rules[id] = rule;
   };
 
   const parseSpace = (pos: number, newlineOk: boolean): number => {
     let p = pos;
     for (;;) {
-      const c = src[p];
-      if (c === " " || c === "\t") p++;
-      else if (c === "#") {
-        while (p < src.length && src[p] !== "\r" && src[p] !== "\n") p++;
-      } else if (newlineOk && (c === "\r" || c === "\n")) p++;
+      const c = src.charCodeAt(p);
+      if (c === SPACE || c === TAB) p++;
+      else if (c === HASH) {
+        while (p < src.length && src.charCodeAt(p) !== CR && src.charCodeAt(p) !== LF) p++;
+      } else if (newlineOk && (c === CR || c === LF)) p++;
       else return p;
     }
   };
@@ -147,54 +192,83 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
     return fail(`no vocab to parse token at ${at(pos)}`, pos);
   };
 
+  /**
+   * llama.cpp's `handle_repetitions`: the symbol of `alt` from `lastSymStart` repeated `minTimes` to
+   * `maxTimes` (null: unbounded) times, as generated rules; returns the new `nPrevRules`.
+   */
+  const repeat = (
+    alt: Element[],
+    lastSymStart: number,
+    nPrevRules: number,
+    ruleName: string,
+    minTimes: number,
+    maxTimes: number | null,
+    pos: number,
+  ): number => {
+    if (lastSymStart === alt.length) fail(`expecting preceding item to */+/?/{ at ${at(pos)}`, pos);
+    const prev = alt.slice(lastSymStart);
+    let totalRules = 1;
+    if (maxTimes !== null && maxTimes > 0) totalRules = maxTimes;
+    else if (minTimes > 0) totalRules = minTimes;
+    if (nPrevRules * totalRules >= MAX_REPETITION_THRESHOLD) {
+      fail(
+        "number of rules that are going to be repeated multiplied by the new repetition exceeds sane defaults, please reduce the number of repetitions or rule complexity",
+        pos,
+      );
+    }
+    if (minTimes === 0) alt.length = lastSymStart;
+    else for (let i = 1; i < minTimes; i++) for (const el of prev) alt.push(el);
+    const nOpt = maxTimes === null ? 1 : maxTimes - minTimes;
+    let lastRecId = 0;
+    for (let i = 0; i < nOpt; i++) {
+      const recId = generateSymbolId(ruleName);
+      // (Rules are not changed once added: the first one can be `prev` itself, all share the empty one.)
+      let first = prev;
+      if (i > 0 || maxTimes === null) {
+        first = prev.slice();
+        first.push(maxTimes === null ? recId : lastRecId);
+      }
+      addRule(recId, [first, EMPTY]);
+      lastRecId = recId;
+    }
+    if (nOpt > 0) alt.push(lastRecId);
+    return nPrevRules * totalRules;
+  };
+
   const parseSequence = (start: number, ruleName: string, alt: Element[], nested: boolean): number => {
     let lastSymStart = alt.length;
     let pos = start;
     let nPrevRules = 1;
 
-    const handleRepetitions = (minTimes: number, maxTimes: number | null): void => {
-      if (lastSymStart === alt.length) fail(`expecting preceding item to */+/?/{ at ${at(pos)}`, pos);
-      const prev = alt.slice(lastSymStart);
-      let totalRules = 1;
-      if (maxTimes !== null && maxTimes > 0) totalRules = maxTimes;
-      else if (minTimes > 0) totalRules = minTimes;
-      if (nPrevRules * totalRules >= MAX_REPETITION_THRESHOLD) {
-        fail(
-          "number of rules that are going to be repeated multiplied by the new repetition exceeds sane defaults, please reduce the number of repetitions or rule complexity",
-          pos,
-        );
-      }
-      if (minTimes === 0) alt.length = lastSymStart;
-      else for (let i = 1; i < minTimes; i++) for (const el of prev) alt.push(el);
-      const nOpt = maxTimes === null ? 1 : maxTimes - minTimes;
-      let lastRecId = 0;
-      for (let i = 0; i < nOpt; i++) {
-        const recId = generateSymbolId(ruleName);
-        const first = prev.slice();
-        if (i > 0 || maxTimes === null) first.push(maxTimes === null ? recId : lastRecId);
-        addRule(recId, [first, []]);
-        lastRecId = recId;
-      }
-      if (nOpt > 0) alt.push(lastRecId);
-      nPrevRules *= totalRules;
-    };
-
     while (pos < src.length) {
-      const c = src[pos];
-      if (c === '"') {
+      const code = src.charCodeAt(pos);
+      if (code === QUOTE) {
         pos++;
         lastSymStart = alt.length;
         nPrevRules = 1;
         // One element for the whole literal: only whether an alternative starts with a terminal (and
         // whether it is empty) matters to the checks, and a literal of n characters is n terminals in a row.
+        // (Characters other than `\` advance one UTF-16 unit: a surrogate is never `"` or `\`.)
         const literalStart = pos;
-        while (src[pos] !== '"') {
+        for (let unit = src.charCodeAt(pos); unit !== QUOTE; unit = src.charCodeAt(pos)) {
           if (pos >= src.length) fail("unexpected end of input", pos);
-          pos = parseChar(pos);
+          pos = unit === BACKSLASH ? parseChar(pos) : pos + 1;
         }
         if (pos > literalStart) alt.push(TERMINAL);
         pos = parseSpace(pos + 1, nested);
-      } else if (c === "[") {
+        continue;
+      }
+      if (isWordCode(code)) {
+        const nameEnd = parseName(pos);
+        const id = symbolAt(pos, nameEnd);
+        pos = parseSpace(nameEnd, nested);
+        lastSymStart = alt.length;
+        nPrevRules = 1;
+        alt.push(id);
+        continue;
+      }
+      const c = src[pos];
+      if (c === "[") {
         pos++;
         if (src[pos] === "^") pos++;
         lastSymStart = alt.length;
@@ -216,13 +290,6 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
         nPrevRules = 1;
         alt.push(TERMINAL);
         pos = parseSpace(end, nested);
-      } else if (isWordCode(src.charCodeAt(pos))) {
-        const nameEnd = parseName(pos);
-        const id = symbolId(src.slice(pos, nameEnd));
-        pos = parseSpace(nameEnd, nested);
-        lastSymStart = alt.length;
-        nPrevRules = 1;
-        alt.push(id);
       } else if (c === "(") {
         pos = parseSpace(pos + 1, true);
         const before = idNames.length;
@@ -240,7 +307,15 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
         pos = parseSpace(pos + 1, nested);
       } else if (c === "*" || c === "+" || c === "?") {
         pos = parseSpace(pos + 1, nested);
-        handleRepetitions(c === "+" ? 1 : 0, c === "?" ? 1 : null);
+        nPrevRules = repeat(
+          alt,
+          lastSymStart,
+          nPrevRules,
+          ruleName,
+          c === "+" ? 1 : 0,
+          c === "?" ? 1 : null,
+          pos,
+        );
       } else if (c === "{") {
         pos = parseSpace(pos + 1, nested);
         if (!isDigit(src[pos])) fail(`expecting an int at ${at(pos)}`, pos);
@@ -267,7 +342,7 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
           fail("number of repetitions exceeds sane defaults, please reduce the number of repetitions", pos);
         }
         if (maxTimes !== null && maxTimes > MAX_REPETITION_THRESHOLD) maxTimes = null;
-        handleRepetitions(minTimes, maxTimes);
+        nPrevRules = repeat(alt, lastSymStart, nPrevRules, ruleName, minTimes, maxTimes, pos);
       } else break;
     }
     return pos;
@@ -291,8 +366,8 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   const parseRule = (start: number): number => {
     const nameEnd = parseName(start);
     let pos = parseSpace(nameEnd, false);
-    const name = src.slice(start, nameEnd);
-    const id = symbolId(name);
+    const id = symbolAt(start, nameEnd);
+    const name = idNames[id]!;
     written.push(name);
     if (src.slice(pos, pos + 3) !== "::=") fail(`expecting ::= at ${at(pos)}`, pos);
     pos = parseSpace(pos + 3, true);
@@ -306,6 +381,9 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
   let pos = parseSpace(0, true);
   while (pos < src.length) pos = parseRule(pos);
 
+  // Every id without a rule was made by a reference to a name that is never defined.
+  if (!whole && (rules.length < idNames.length || rules.includes(undefined)))
+    return parseGbnf(text, rootRule, true);
   for (let id = 0; id < rules.length; id++) {
     const rule = rules[id];
     if (rule === undefined)

@@ -50,6 +50,7 @@ import {
 import { literalFits } from "./jsonSchema/literals.ts";
 import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
 import { multipleOfBody } from "./jsonSchema/multiples.ts";
+import { dependencyPresence, MAX_PRESENCE_NODES, PresenceTooLarge } from "./jsonSchema/presence.ts";
 import { integerBody, keyLanguage, numberBody, stringBody } from "./jsonSchema/scalars.ts";
 import { SubschemaKeys } from "./jsonSchema/subschemaKeys.ts";
 import type { Dfa } from "./regexAutomaton.ts";
@@ -249,19 +250,67 @@ function propertyContext(facts: ContextFacts, name: string): SchemaObject {
   return found.length === 1 && isObject(found[0]) ? found[0] : { allOf: found };
 }
 
+/**
+ * When every branch of an `anyOf` (or, with `exclusive`, a `oneOf`) only lists values (`enum`/`const`
+ * beside annotations, or `false`), the values an instance may be: those some branch lists (for `oneOf`,
+ * exactly one branch, as JSON). Else null. The union then compiles as one `enum`, one step instead of one
+ * per branch.
+ */
+function listedUnion(branches: Schema[], exclusive: boolean): unknown[] | null {
+  const counts = new Map<string, { value: unknown; count: number }>();
+  for (const branch of branches) {
+    if (branch === false) continue;
+    if (branch === true) return null;
+    let values: unknown[] | null = null;
+    for (const key of Object.keys(branch)) {
+      if (!isConstraint(key)) continue;
+      if (key === "enum" && Array.isArray(branch.enum) && values === null) values = branch.enum;
+      else if (key === "const" && values === null) values = [branch.const];
+      else return null; // other keywords, or both enum and const
+    }
+    if (values === null) return null;
+    const inBranch = new Set<string>();
+    for (const value of values) {
+      const key = canonical(value);
+      if (inBranch.has(key)) continue;
+      inBranch.add(key);
+      const seen = counts.get(key);
+      if (seen === undefined) counts.set(key, { value, count: 1 });
+      else seen.count++;
+    }
+  }
+  return [...counts.values()].filter((v) => !exclusive || v.count === 1).map((v) => v.value);
+}
+
 /** Types implied by type-specific keywords when `type` is absent (as llama.cpp treats `properties` as object). */
 function inferTypes(s: SchemaObject): TypeName[] {
-  const has = (...keys: string[]): boolean => keys.some((k) => k in s);
   const out: TypeName[] = [];
-  if (has(...OBJECT_KEYWORDS)) out.push("object");
-  if (has("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"))
-    out.push("array");
-  if (has("minLength", "maxLength", "pattern", "format", EXTRA_PATTERNS, NOT_PATTERNS, NOT_FORMATS))
-    out.push("string");
-  if (has("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", NON_INTEGER))
-    out.push("number");
+  if (OBJECT_KEYWORDS.some((k) => k in s)) out.push("object");
+  if (ARRAY_KEYWORDS.some((k) => k in s)) out.push("array");
+  if (STRING_KEYWORDS.some((k) => k in s)) out.push("string");
+  if (NUMBER_KEYWORDS.some((k) => k in s)) out.push("number");
   return out;
 }
+
+/** The keywords that make {@link inferTypes} read a schema without `type` as an array, string or number. */
+const ARRAY_KEYWORDS = ["items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"];
+const STRING_KEYWORDS = [
+  "minLength",
+  "maxLength",
+  "pattern",
+  "format",
+  EXTRA_PATTERNS,
+  NOT_PATTERNS,
+  NOT_FORMATS,
+];
+const NUMBER_KEYWORDS = [
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  NON_INTEGER,
+];
 
 /** Writes the whitespace rule `ws`: the default body, or `pattern` compiled as a full-match regex. */
 function defineWhitespace(b: GbnfBuilder, pattern: string | undefined): void {
@@ -322,10 +371,18 @@ class SchemaCompiler implements CompileContext {
   /** The `oneOf` disjointness test of this document (made on first use). */
   private disjoint: DisjointTest | undefined;
   private readonly refs = new Map<string, string>();
+  /** The targets of local `$ref`s by their text (see {@link resolveRef}). */
+  private readonly resolved = new Map<string, unknown>();
   /** Results of {@link flatten} by subschema object. */
   private readonly flattened = new WeakMap<SchemaObject, Schema>();
+  /** Results of {@link flatten} by subschema key (see {@link SubschemaKeys.ofSchema}). */
+  private readonly mergedByKey = new Map<number, Schema>();
   /** Structural keys of subschemas, so that equal subschemas are compiled once. */
   private readonly keys = new SubschemaKeys();
+  /** Results of {@link otherThan} by the listed values (one object each, so later caches hit). */
+  private readonly complements = new Map<string, Schema | null>();
+  /** The representative object of each subschema key (see {@link canonicalSchema}). */
+  private readonly canonicalSchemas = new Map<number, SchemaObject>();
   /** The symbol {@link value} returned, by subschema key; entries are undone with the rules they name. */
   private readonly symbols = new Map<number, string>();
   /** The keys of {@link symbols} in insertion order (what {@link attempt} undoes from the end). */
@@ -391,9 +448,21 @@ class SchemaCompiler implements CompileContext {
     return finish(this.b, this.param);
   }
 
+  /** See {@link CompileContext.refuteMerge}: the merge's own "no instance" error, nothing else. */
+  refuteMerge(schema: Schema, path: string): void {
+    if (typeof schema === "boolean" || !("allOf" in schema || "$ref" in schema)) return;
+    try {
+      this.flatten(schema, path, 0);
+    } catch (error) {
+      if (error instanceof UnsatisfiableError) throw error;
+    }
+  }
+
   /**
    * A single GBNF symbol (rule name or literal) for `schema`. A subschema equal to one compiled before
-   * (same keywords and values, top-level annotations aside) gets that one's symbol without compiling again.
+   * (same keywords and values, top-level annotations aside) gets that one's symbol without compiling again;
+   * {@link bodyOf} compiles its rewrites (`allOf` merges, `not`, dependency splits, `multipleOf` lists)
+   * through here too, so schemas that rewrite to equal ones share one compilation.
    */
   value(schema: Schema, path: string, hint: string, depth: number): string {
     const key = this.keys.ofSchema(schema);
@@ -455,12 +524,12 @@ class SchemaCompiler implements CompileContext {
       if (negated === null) this.fail(`Unsupported JSON Schema keyword 'not' at ${path}`);
       if (negated !== true) {
         const allOf = [...((rest.allOf as Schema[] | undefined) ?? []), negated];
-        return this.body({ ...rest, allOf }, path, hint, depth + 1);
+        return this.value({ ...rest, allOf }, path, hint, depth + 1);
       }
       s = rest;
     }
     if ("if" in s) s = this.conditional(s, path) as SchemaObject;
-    if ("allOf" in s) return this.body(this.flatten(s, path, depth), path, hint, depth + 1);
+    if ("allOf" in s) return this.value(this.flatten(s, path, depth), path, hint, depth + 1);
     if ("anyOf" in s || "oneOf" in s) return this.union(s, path, hint, depth);
     let types: TypeName[] =
       "type" in s ? (Array.isArray(s.type) ? (s.type as TypeName[]) : [s.type as TypeName]) : inferTypes(s);
@@ -475,9 +544,26 @@ class SchemaCompiler implements CompileContext {
       return types.map((t) => this.value({ ...s, type: t }, path, `${hint}-${t}`, depth + 1)).join(" | ");
     }
     switch (types[0]!) {
-      case "object":
-        if (hasDependencies(s)) return this.body(splitDependency(s), path, hint, depth + 1);
-        return objectBody(this, s, path, hint, this.propertyNames(s, path));
+      case "object": {
+        const keyNames = this.propertyNames(s, path);
+        if (hasDependencies(s)) {
+          // Dependencies that only say which members are present are compiled as one object with a
+          // presence constraint; others are split into alternatives, one trigger at a time.
+          const presence = "minProperties" in s || "maxProperties" in s ? null : dependencyPresence(s);
+          if (presence === null) return this.value(splitDependency(s), path, hint, depth + 1);
+          try {
+            return objectBody(this, s, path, hint, keyNames, presence);
+          } catch (error) {
+            if (!(error instanceof PresenceTooLarge)) throw error;
+            // Splitting would write at least as many objects as the diagram has states.
+            const keyword = DEPENDENCY_KEYWORDS.find((k) => k in s)!;
+            this.fail(
+              `Unsupported JSON Schema keyword '${keyword}' at ${path}: its dependencies combine into more than ${MAX_PRESENCE_NODES} member states`,
+            );
+          }
+        }
+        return objectBody(this, s, path, hint, keyNames);
+      }
       case "array":
         if (s.uniqueItems === true) {
           const items = Array.isArray(s.items) || !("items" in s) ? null : (s.items as Schema);
@@ -516,19 +602,6 @@ class SchemaCompiler implements CompileContext {
   }
 
   /**
-   * A schema equivalent to `not: n` beside the keywords `context` (or narrower), or null when we cannot
-   * write one. `n` is read as the conjunction of its keywords, so its negation is the disjunction of their
-   * negations: `type` (the other types; not `integer` also allows the numbers that are not integers, through
-   * the internal {@link NON_INTEGER}), `required` (an object lacking one of the names), `properties` whose
-   * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
-   * `minimum`/`maximum`/`exclusive*` (a value that is not a number, or a number beyond the bound), `not`
-   * (its schema), and `enum`/`const` when `context` lists finitely many values (the others). Disjuncts
-   * that cannot hold beside `context` are left out (a name it requires, a property it gives the same
-   * schema; see {@link contextFacts}). `true` negates to `false` and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
-   * value's negation cannot be written exactly) adds no disjunct instead of returning null: the result is
-   * then a subset of `not: n` (possibly `false`), never null.
-   */
-  /**
    * The names `s.propertyNames` allows, as an automaton (null: any name), its `$ref`s resolved. Throws 400
    * for what {@link keyLanguage} cannot read.
    */
@@ -547,20 +620,24 @@ class SchemaCompiler implements CompileContext {
     return keyLanguage(this, names, `${path}/propertyNames`);
   }
 
+  /**
+   * A schema equivalent to `not: n` beside the keywords `context` (or narrower), or null when we cannot
+   * write one. `n` is read as the conjunction of its keywords, so its negation is the disjunction of their
+   * negations: `type` (the other types; not `integer` also allows the numbers that are not integers, through
+   * the internal {@link NON_INTEGER}), `required` (an object lacking one of the names), `properties` whose
+   * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
+   * `minimum`/`maximum`/`exclusive*` (a value that is not a number, or a number beyond the bound), `not`
+   * (its schema), and `enum`/`const` when `context` lists finitely many values (the others). Disjuncts
+   * that cannot hold beside `context` are left out (a name it requires, a property it gives the same
+   * schema; see {@link contextFacts}). `true` negates to `false` and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
+   * value's negation cannot be written exactly) adds no disjunct instead of returning null: the result is
+   * then a subset of `not: n` (possibly `false`), never null.
+   */
   private negate(n: Schema, context: SchemaObject, depth: number, narrow = false): Schema | null {
     if (n === true) return false;
     if (n === false) return true;
     if (depth > MAX_RESOLVE_DEPTH) return narrow ? false : null;
     const disjuncts: Schema[] = [];
-    const each = (list: unknown): Schema[] | null => {
-      const out: Schema[] = [];
-      for (const branch of list as Schema[]) {
-        const negated = this.negate(branch, context, depth + 1, narrow);
-        if (negated === null) return null;
-        out.push(negated);
-      }
-      return out;
-    };
     const keywords = normalizeExclusive(n);
     let otherThanNumbers = false;
     let known: ContextFacts | undefined;
@@ -674,13 +751,13 @@ class SchemaCompiler implements CompileContext {
         }
         case "anyOf":
         case "allOf": {
-          const negated = each(value);
+          const negated = this.negateEach(value as Schema[], context, depth + 1, narrow);
           if (negated === null) return null;
           disjuncts.push(key === "anyOf" ? { allOf: negated } : { anyOf: negated });
           break;
         }
         case "$ref": {
-          const target = resolveLocalRef(this.root, value as string);
+          const target = this.resolveRef(value as string);
           if (typeof target !== "boolean" && !isObject(target)) {
             if (narrow) break;
             return null;
@@ -696,7 +773,7 @@ class SchemaCompiler implements CompileContext {
           const listed = new Set(values.map(canonical));
           const candidates = this.finiteValues(context, 0);
           if (candidates === null) {
-            const other = otherThan(values);
+            const other = this.complementOf(values, listed);
             if (other === null) {
               if (narrow) break;
               return null;
@@ -719,6 +796,17 @@ class SchemaCompiler implements CompileContext {
     return possible.length === 1 ? possible[0]! : { anyOf: possible };
   }
 
+  /** The {@link negate}s of `list`, or null when one cannot be written. */
+  private negateEach(list: Schema[], context: SchemaObject, depth: number, narrow: boolean): Schema[] | null {
+    const out: Schema[] = [];
+    for (const branch of list) {
+      const negated = this.negate(branch, context, depth, narrow);
+      if (negated === null) return null;
+      out.push(negated);
+    }
+    return out;
+  }
+
   /**
    * The values `schema` lists when its instances are among finitely many (its `enum` or `const`, those of a
    * `$ref` target or an `allOf` branch that lists them, the union over `anyOf`/`oneOf` branches that all
@@ -731,7 +819,7 @@ class SchemaCompiler implements CompileContext {
     if ("const" in schema) values = [schema.const];
     else if (Array.isArray(schema.enum)) values = schema.enum;
     else if (typeof schema.$ref === "string") {
-      const target = resolveLocalRef(this.root, schema.$ref);
+      const target = this.resolveRef(schema.$ref);
       if (typeof target === "boolean" || isObject(target)) values = this.finiteValues(target, depth + 1);
     }
     if (values === null && Array.isArray(schema.allOf)) {
@@ -775,10 +863,18 @@ class SchemaCompiler implements CompileContext {
     return name;
   }
 
+  /** {@link resolveLocalRef} in the root document, looked up once per `$ref` text. */
+  private resolveRef(ref: string): unknown {
+    if (this.resolved.has(ref)) return this.resolved.get(ref);
+    const node = resolveLocalRef(this.root, ref);
+    this.resolved.set(ref, node);
+    return node;
+  }
+
   private resolvePointer(ref: string): Schema {
     if (!/^#(\/|$)/.test(ref))
       this.fail(`Unsupported $ref '${echoed(ref)}': only JSON pointers are supported.`);
-    const node = resolveLocalRef(this.root, ref);
+    const node = this.resolveRef(ref);
     if (node === undefined) this.fail(`Unresolvable $ref '${echoed(ref)}'.`);
     if (typeof node !== "boolean" && !isObject(node))
       this.fail(`$ref '${echoed(ref)}' does not point to a schema.`);
@@ -789,12 +885,17 @@ class SchemaCompiler implements CompileContext {
   private flatten(s: Schema, path: string, depth: number): Schema {
     if (depth > MAX_RESOLVE_DEPTH)
       this.fail(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
-    if (typeof s === "boolean") return s;
-    // The merge of a subschema of the document depends only on it: `$ref` targets and `allOf` branches
-    // that many places share are merged once.
+    if (typeof s === "boolean" || !("$ref" in s || "allOf" in s || "if" in s)) return s;
+    // The merge of a subschema depends only on its structure: `$ref` targets and `allOf` branches that
+    // many places share, and equal conjunctions built apart (oneOf exclusions), are merged once.
     const known = this.flattened.get(s);
     if (known !== undefined) return known;
-    const merged = this.flattenObject(s, path, depth);
+    const key = this.keys.ofSchema(s);
+    let merged = this.mergedByKey.get(key);
+    if (merged === undefined) {
+      merged = this.flattenObject(s, path, depth);
+      this.mergedByKey.set(key, merged);
+    }
     this.flattened.set(s, merged);
     return merged;
   }
@@ -846,6 +947,13 @@ class SchemaCompiler implements CompileContext {
     const keyword = oneOf !== undefined ? "oneOf" : "anyOf";
     const branches = (oneOf ?? anyOf) as Schema[];
     const exclusive = keyword === "oneOf" && branches.length > 1;
+    if (unevaluatedProperties === undefined) {
+      const listed = listedUnion(branches, exclusive);
+      if (listed !== null) {
+        const values: Schema = { enum: listed };
+        return this.body(constrains(rest) ? { allOf: [rest, values] } : values, path, hint, depth + 1);
+      }
+    }
     const disjoint = exclusive ? this.disjointPairs(rest, branches, path) : null;
     // The negations of the other branches that branch i may overlap, or null when one cannot be written.
     // (Where a negation cannot be written exactly, a narrower one is used: branch i then loses more.)
@@ -944,14 +1052,17 @@ class SchemaCompiler implements CompileContext {
    * `path` when the document's disjointness tests are used up.
    */
   private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): (boolean | "empty array")[][] {
-    this.disjoint ??= provablyDisjoint((ref) => resolveLocalRef(this.root, ref));
+    this.disjoint ??= provablyDisjoint((ref) => this.resolveRef(ref));
     const test = this.disjoint;
-    const within = (branch: Schema): Schema => (constrains(rest) ? { allOf: [rest, branch] } : branch);
+    // (One object per structure: the test remembers its answers per object pair.)
+    const parts = branches.map((branch) =>
+      this.canonicalSchema(constrains(rest) ? { allOf: [rest, branch] } : branch),
+    );
     const out: (boolean | "empty array")[][] = branches.map(() => branches.map(() => false));
     for (let i = 0; i < branches.length; i++) {
       for (let j = i + 1; j < branches.length; j++) {
-        const a = within(branches[i]!);
-        const b = within(branches[j]!);
+        const a = parts[i]!;
+        const b = parts[j]!;
         const d = test.disjoint(a, b) ? true : test.onlyEmptyArrayInCommon(a, b) ? "empty array" : false;
         out[i]![j] = d;
         out[j]![i] = d;
@@ -963,6 +1074,33 @@ class SchemaCompiler implements CompileContext {
         `Unsupported JSON Schema keyword 'oneOf' at ${path}: the schema's oneOf branches are too many or too deep to tell apart`,
       );
     return out;
+  }
+
+  /**
+   * {@link otherThan} of `values` (whose canonical JSON texts are `listed`), made once per set of values (the
+   * first order seen writes the pattern; any order has the same language).
+   */
+  private complementOf(values: unknown[], listed: Set<string>): Schema | null {
+    const key = [...listed].sort().join("\u0000");
+    let other = this.complements.get(key);
+    if (other === undefined) {
+      other = otherThan(values);
+      this.complements.set(key, other);
+    }
+    return other;
+  }
+
+  /**
+   * The first schema object seen with the structural key of `s` (see {@link SubschemaKeys.ofSchema}), or
+   * `s` itself when it is the first: caches kept per object then serve equal schemas built apart.
+   */
+  private canonicalSchema(s: Schema): Schema {
+    if (typeof s === "boolean") return s;
+    const key = this.keys.ofSchema(s);
+    const known = this.canonicalSchemas.get(key);
+    if (known !== undefined) return known;
+    this.canonicalSchemas.set(key, s);
+    return s;
   }
 
   /**

@@ -18,7 +18,9 @@ import {
   regexExpression,
 } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
+import { ecmaRegex } from "./ecmaRegex.ts";
 import { pointerSegment, type Schema, type SchemaObject } from "./keywords.ts";
+import { type Presence, PresenceDiagram } from "./presence.ts";
 import { keyExpression } from "./scalars.ts";
 
 /** Most (property index × member count) states of an object with `minProperties`/`maxProperties`. */
@@ -29,11 +31,49 @@ const allOf = (schemas: Schema[]): Schema => (schemas.length === 1 ? schemas[0]!
 
 /** Whether the ECMA-262 regex `pattern` matches `name`; true when JavaScript cannot run it (so its schema applies, which only narrows). */
 function patternMatches(pattern: string, name: string): boolean {
-  try {
-    return new RegExp(pattern, "u").test(name);
-  } catch {
-    return true;
+  return ecmaRegex(pattern)?.test(name) ?? true;
+}
+
+/** What {@link memberSchema} reads of an object schema at JSON pointer `path`. */
+type ObjectParts = {
+  path: string;
+  declared: Record<string, Schema>;
+  patterns: [string, Schema][];
+  /** The schema of undeclared keys (`additionalProperties`, or the compiler's default). */
+  additional: Schema;
+  /** Whether `additionalProperties` (or `unevaluatedProperties: false`) is written. */
+  explicit: boolean;
+};
+
+/**
+ * The schema of member `name` of `object` (its declared schema and the patterns it matches, else the
+ * patterns, else `additionalProperties`), and the JSON pointer errors name. (Module-level, as the other
+ * helpers of {@link objectBody}: under tsx's keepNames every closure made per call costs a defineProperty.)
+ */
+function memberSchema(object: ObjectParts, name: string): { schema: Schema; where: string } {
+  const { path, declared, patterns, additional, explicit } = object;
+  const matching = patterns.filter(([pattern]) => patternMatches(pattern, name)).map(([, x]) => x);
+  const where = `${path}/properties/${pointerSegment(name)}`;
+  if (Object.hasOwn(declared, name)) {
+    const own = declared[name] as Schema;
+    return { schema: matching.length === 0 ? own : { allOf: [own, ...matching] }, where };
   }
+  if (matching.length > 0) return { schema: allOf(matching), where: `${path}/patternProperties` };
+  return {
+    schema: additional === false && !explicit ? true : additional,
+    where: `${path}/additionalProperties`,
+  };
+}
+
+/** The rule hint of member `name` of the object named by `hint`. */
+const childHint = (hint: string, name: string): string => (hint === "root" ? name : `${hint}-${name}`);
+
+/** The rule of member `name` (`"name": value`), its value compiled at `where`. */
+function memberKv(ctx: CompileContext, name: string, schema: Schema, where: string, hint: string): string {
+  return ctx.b.rule(
+    `${childHint(hint, name)}-kv`,
+    `${gbnfLiteral(JSON.stringify(name))} ":" ${WS} ${ctx.value(schema, where, childHint(hint, name), 0)}`,
+  );
 }
 
 /**
@@ -43,7 +83,9 @@ function patternMatches(pattern: string, name: string): boolean {
  * with a value satisfying every pattern's schema (narrower than JSON Schema when a key matches only some
  * patterns); a pattern that matches a declared name adds no keys (its keys could repeat a declared one).
  * `minProperties`/`maxProperties` count members; at most one added key counts towards `minProperties`
- * (two added keys could be equal). Throws 400 via `ctx.fail`, or the unsatisfiable error via `ctx`.
+ * (two added keys could be equal). `presence` (declared names only; not with `minProperties`/
+ * `maxProperties`) is what the members present must satisfy besides `required` (see
+ * {@link presenceMembers}). Throws 400 via `ctx.fail`, or the unsatisfiable error via `ctx`.
  */
 export function objectBody(
   ctx: CompileContext,
@@ -51,6 +93,7 @@ export function objectBody(
   path: string,
   hint: string,
   keyNames: Dfa | null = null,
+  presence?: Presence,
 ): string {
   const b = ctx.b;
   const declared = (s.properties as Record<string, Schema> | undefined) ?? {};
@@ -61,27 +104,20 @@ export function objectBody(
     s.unevaluatedProperties === false
       ? false
       : ((s.additionalProperties as Schema | undefined) ?? !("properties" in s || "patternProperties" in s));
-  const schemaFor = (name: string): { schema: Schema; where: string } => {
-    const matching = patterns.filter(([pattern]) => patternMatches(pattern, name)).map(([, x]) => x);
-    const where = `${path}/properties/${pointerSegment(name)}`;
-    if (Object.hasOwn(declared, name)) {
-      const own = declared[name] as Schema;
-      return { schema: matching.length === 0 ? own : { allOf: [own, ...matching] }, where };
-    }
-    if (matching.length > 0) return { schema: allOf(matching), where: `${path}/patternProperties` };
-    return {
-      schema: additional === false && !explicit ? true : additional,
-      where: `${path}/additionalProperties`,
-    };
-  };
+  const object: ObjectParts = { path, declared, patterns, additional, explicit };
   const names = [...Object.keys(declared)];
   for (const name of required) if (!Object.hasOwn(declared, name)) names.push(name);
-  const child = (name: string): string => (hint === "root" ? name : `${hint}-${name}`);
   type Member = { name: string; kv: string; required: boolean };
   const members: Member[] = [];
+  // A required member whose schema merges to nothing leaves no instance: found before the members ahead of
+  // it are compiled (and then undone).
   for (const name of names) {
-    const { schema: own, where } = schemaFor(name);
-    const schema = keyNames !== null && !keyNames.matches(name) ? false : own; // ruled out by `propertyNames`
+    if (!required.has(name)) continue;
+    const { schema, where } = namedMember(object, name, keyNames);
+    if (schema !== false) ctx.refuteMerge(schema, where);
+  }
+  for (const name of names) {
+    const { schema, where } = namedMember(object, name, keyNames);
     const isRequired = required.has(name);
     if (schema === false) {
       if (!isRequired) continue;
@@ -89,12 +125,9 @@ export function objectBody(
         ctx.unsatisfiable(`required property '${echoed(name)}' at ${path} is not allowed by its schema.`);
       }
     }
-    const compile = (): string =>
-      b.rule(
-        `${child(name)}-kv`,
-        `${gbnfLiteral(JSON.stringify(name))} ":" ${WS} ${ctx.value(schema === false ? false : schema, where, child(name), 0)}`,
-      );
-    const kv = isRequired ? compile() : ctx.attempt(compile);
+    const kv = isRequired
+      ? memberKv(ctx, name, schema, where, hint)
+      : ctx.attempt(() => memberKv(ctx, name, schema, where, hint));
     if (kv !== null) members.push({ name, kv, required: isRequired });
   }
   const extras: string[] = [];
@@ -109,7 +142,7 @@ export function objectBody(
             ctx.value(
               exact ? additional : { allOf: [additional, ...patterns.map(([, x]) => x)] },
               `${path}/additionalProperties`,
-              child("additional"),
+              childHint(hint, "additional"),
               0,
             ),
           );
@@ -122,11 +155,11 @@ export function objectBody(
               names,
               patterns.map(([pattern]) => pattern),
               `${path}/propertyNames`,
-              child("other-key"),
+              childHint(hint, "other-key"),
             )
           : names.length === 0
             ? jsonStringRule(b)
-            : otherKeyRule(b, names, child("other-key"));
+            : otherKeyRule(b, names, childHint(hint, "other-key"));
       if (key !== null) extras.push(`${key} ":" ${WS} ${value}`);
     }
   }
@@ -153,17 +186,39 @@ export function objectBody(
       keys.length === 0
         ? null
         : ctx.attempt(() =>
-            ctx.value(allOf(patterns.map(([, x]) => x)), `${path}/patternProperties`, child("pattern"), 0),
+            ctx.value(
+              allOf(patterns.map(([, x]) => x)),
+              `${path}/patternProperties`,
+              childHint(hint, "pattern"),
+              0,
+            ),
           );
     if (value !== null)
       extras.push(`${keys.length === 1 ? keys[0] : `(${keys.join(" | ")})`} ":" ${WS} ${value}`);
   }
-  const extraKv = extras.length === 0 ? null : b.rule(child("additional-kv"), extras.join(" | "));
+  const extraKv = extras.length === 0 ? null : b.rule(childHint(hint, "additional-kv"), extras.join(" | "));
   const min = (s.minProperties as number | undefined) ?? 0;
   const max = (s.maxProperties as number | undefined) ?? null;
   if (min > 0 || max !== null) return countedMembers(ctx, members, extraKv, min, max, path, hint);
+  if (presence !== undefined) return presenceMembers(ctx, members, extraKv, presence, path, hint);
   return orderedMembers(b, members, extraKv, hint);
 }
+
+/** {@link memberSchema}, or `false` for a name that `propertyNames` (its automaton `keyNames`) rules out. */
+function namedMember(
+  object: ObjectParts,
+  name: string,
+  keyNames: Dfa | null,
+): { schema: Schema; where: string } {
+  const member = memberSchema(object, name);
+  return keyNames !== null && !keyNames.matches(name) ? { schema: false, where: member.where } : member;
+}
+
+/** `parts` joined by spaces, empty ones left out. */
+const joinParts = (parts: string[]): string => parts.filter((x) => x !== "").join(" ");
+
+/** `parts` joined by spaces, empty ones and empty literals left out. */
+const joinItems = (parts: string[]): string => parts.filter((x) => x !== "" && x !== '""').join(" ");
 
 /** `{...}` with `members` in order (required ones always, optional ones or not), then any number of `extraKv`. */
 function orderedMembers(
@@ -182,19 +237,84 @@ function orderedMembers(
   const r = firstRequired < 0 ? n : firstRequired;
   const parts = kvs.map((kv, i) => (members[i]!.required ? `"," ${WS} ${kv}` : `("," ${WS} ${kv})?`));
   const extraPart = extraKv === null ? "" : `("," ${WS} ${extraKv})*`;
-  const seq = (items: string[]): string => items.filter((x) => x !== "").join(" ");
   const lastStart = Math.min(r, n - 1);
   const alternatives: string[] = [];
   const tails: string[] = [];
-  tails[lastStart + 1] = seq([...parts.slice(lastStart + 1), extraPart]);
+  tails[lastStart + 1] = joinParts([...parts.slice(lastStart + 1), extraPart]);
   if (lastStart > 0 && tails[lastStart + 1] !== "" && !isAtomicExpression(tails[lastStart + 1]!)) {
     tails[lastStart + 1] = b.rule(`${hint}-rest`, tails[lastStart + 1]!);
   }
-  for (let i = lastStart; i >= 1; i--) tails[i] = b.rule(`${hint}-rest`, seq([parts[i]!, tails[i + 1]!]));
-  for (let j = 0; j <= lastStart; j++) alternatives.push(seq([kvs[j]!, tails[j + 1]!]));
-  if (r === n && extraKv !== null) alternatives.push(seq([extraKv, extraPart]));
+  for (let i = lastStart; i >= 1; i--)
+    tails[i] = b.rule(`${hint}-rest`, joinParts([parts[i]!, tails[i + 1]!]));
+  for (let j = 0; j <= lastStart; j++) alternatives.push(joinParts([kvs[j]!, tails[j + 1]!]));
+  if (r === n && extraKv !== null) alternatives.push(joinParts([extraKv, extraPart]));
   const body = alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(" | ")})`;
   return r === n ? `"{" ${WS} (${body} ${WS})? "}"` : `"{" ${WS} ${body} ${WS} "}"`;
+}
+
+/**
+ * `{...}` like {@link orderedMembers} whose present members satisfy `presence` (a member it names that is
+ * not among `members`, because its schema has no instance, is absent) and `required`: one rule per state
+ * of the formula's decision diagram over the members in order (see `presence.ts`) and position, instead of
+ * one object per combination of dependency triggers. Throws the unsatisfiable error when no member set
+ * satisfies it.
+ */
+function presenceMembers(
+  ctx: CompileContext,
+  members: { name: string; kv: string; required: boolean }[],
+  extraKv: string | null,
+  presence: Presence,
+  path: string,
+  hint: string,
+): string {
+  const b = ctx.b;
+  const n = members.length;
+  const diagram = new PresenceDiagram(n);
+  const index = new Map(members.map((m, i) => [m.name, i]));
+  let root = diagram.of(presence, (name) => index.get(name));
+  for (const [i, m] of members.entries()) if (m.required) root = diagram.and(root, diagram.variable(i));
+  if (root === PresenceDiagram.FALSE)
+    ctx.unsatisfiable(`no member set of the object at ${path} satisfies its dependencies.`);
+  const extrasAfter = extraKv === null ? '""' : `("," ${WS} ${extraKv})*`;
+  // after(k, u): the members from k on (each after a comma) and the added keys, in state u; null: none fits.
+  const memo = new Map<string, string | null>();
+  const after = (k: number, u: number): string | null => {
+    if (u === PresenceDiagram.FALSE) return null;
+    if (k === n) return extrasAfter;
+    const key = `${k},${u}`;
+    if (memo.has(key)) return memo.get(key)!;
+    const item = `"," ${WS} ${members[k]!.kv}`;
+    let body: string;
+    if (diagram.level(u) > k) {
+      const rest = after(k + 1, u)!;
+      body = rest === '""' ? `(${item})?` : `(${item})? ${rest}`;
+    } else {
+      const alts: string[] = [];
+      const present = after(k + 1, diagram.high(u));
+      if (present !== null) alts.push(present === '""' ? item : `${item} ${present}`);
+      const absent = after(k + 1, diagram.low(u));
+      if (absent !== null) alts.push(absent);
+      body = alts.join(" | ");
+    }
+    const symbol = isAtomicExpression(body) ? body : b.rule(`${hint}-rest`, body);
+    memo.set(key, symbol);
+    return symbol;
+  };
+  // The first member written (no comma before it): each member that can be first, along the path where
+  // every member before it is absent.
+  const first: string[] = [];
+  let u = root;
+  for (let k = 0; k < n && u !== PresenceDiagram.FALSE; k++) {
+    const atK = diagram.level(u) === k;
+    const rest = after(k + 1, atK ? diagram.high(u) : u);
+    if (rest !== null) first.push(rest === '""' ? members[k]!.kv : `${members[k]!.kv} ${rest}`);
+    if (atK) u = diagram.low(u);
+  }
+  const empty = u === PresenceDiagram.TRUE;
+  if (empty && extraKv !== null) first.push(`${extraKv} ${extrasAfter}`);
+  if (first.length === 0) return `"{" ${WS} "}"`;
+  const body = first.length === 1 ? first[0]! : `(${first.join(" | ")})`;
+  return empty ? `"{" ${WS} (${body} ${WS})? "}"` : `"{" ${WS} ${body} ${WS} "}"`;
 }
 
 /**
@@ -301,13 +421,25 @@ export function codePointTrie(strings: readonly string[]): CodePointTrie {
   return root;
 }
 
-/** Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`, JSON-escape aware). */
+/**
+ * Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`,
+ * JSON-escape aware), made once per list of names.
+ */
 function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
+  return b.once(`other-key\u0000${names.join("\u0000")}`, () => otherKeyTrie(b, names, hint));
+}
+
+function otherKeyTrie(b: GbnfBuilder, names: string[], hint: string): string {
   const root = codePointTrie(names);
   const ch = jsonCharRule(b);
+  const sizes = new Map<CodePointTrie, number>();
   const size = (node: CodePointTrie): number => {
-    let n = 1;
-    for (const next of node.children.values()) n += size(next);
+    let n = sizes.get(node);
+    if (n === undefined) {
+      n = 1;
+      for (const next of node.children.values()) n += size(next);
+      sizes.set(node, n);
+    }
     return n;
   };
   const visit = (node: CodePointTrie): string => {
@@ -322,11 +454,21 @@ function otherKeyRule(b: GbnfBuilder, names: string[], hint: string): string {
         alts.push(`${literal} ${item}${next.end ? "" : "?"}`);
       }
     }
-    const excluded = CodePointSet.of([...node.children.keys()].map((cp) => [cp, cp] as const)).union(
-      JSON_ESCAPED,
-    );
-    alts.push(`(${gbnfCharClass(excluded.complement())} | ${jsonEscapeRule(b)}) ${ch}*`);
+    alts.push(`(${otherChar(node)} | ${jsonEscapeRule(b)}) ${ch}*`);
     return alts.join(" | ");
+  };
+  // The class of unescaped characters other than a node's next ones (many nodes have the same ones).
+  const classes = new Map<string, string>();
+  const otherChar = (node: CodePointTrie): string => {
+    const next = [...node.children.keys()];
+    const key = next.join(",");
+    let cls = classes.get(key);
+    if (cls === undefined) {
+      const excluded = CodePointSet.of(next.map((cp) => [cp, cp] as const)).union(JSON_ESCAPED);
+      cls = gbnfCharClass(excluded.complement());
+      classes.set(key, cls);
+    }
+    return cls;
   };
   return b.rule(hint, `"\\"" (${visit(root)})${root.end ? "" : "?"} "\\""`);
 }
@@ -382,18 +524,17 @@ export function arrayBody(ctx: CompileContext, s: SchemaObject, path: string, hi
       throw error;
     }
   };
-  const seq = (parts: string[]): string => parts.filter((x) => x !== "" && x !== '""').join(" ");
   let list: string;
   if (prefix.length === 0) {
-    list = seq([restItem!, repeatRest(restItem!, min - 1, max === null ? null : max - 1)]);
+    list = joinItems([restItem!, repeatRest(restItem!, min - 1, max === null ? null : max - 1)]);
   } else {
     const k = items.length;
     let after = restItem === null ? "" : repeatRest(restItem, min - k, max === null ? null : max - k);
     for (let i = k - 1; i >= 1; i--) {
-      const step = seq([`"," ${WS} ${items[i]!}`, after]);
+      const step = joinItems([`"," ${WS} ${items[i]!}`, after]);
       after = i >= min ? `(${step})?` : step;
     }
-    list = seq([items[0]!, after]);
+    list = joinItems([items[0]!, after]);
   }
   return min === 0 ? `"[" ${WS} (${list} ${WS})? "]"` : `"[" ${WS} ${list} ${WS} "]"`;
 }

@@ -17,6 +17,11 @@ export type CompileContext = {
    * Other errors (400 for unsupported keywords) pass through.
    */
   attempt<T>(fn: () => T): T | null;
+  /**
+   * Throws the "no instance" error when merging `schema`'s `allOf`/`$ref` already shows it has none (a
+   * quick test, before costlier work that would be undone); returns otherwise, whatever else is wrong.
+   */
+  refuteMerge(schema: Schema, path: string): void;
   /** A single GBNF symbol (rule name or literal) for a subschema at JSON pointer `path`. */
   value(schema: Schema, path: string, hint: string, depth: number): string;
 };

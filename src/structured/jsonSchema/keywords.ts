@@ -257,6 +257,11 @@ const KEY_GROUPS = new Map<string, number>([
   ].map((k) => [k, G_SCALAR] as [string, number]),
 ]);
 
+/** Throws the 400 (`param`) for keyword `key` at `at` when its value is not `what`. */
+function badKeyword(param: string, at: Pointer, key: string, what: string): never {
+  throw badRequest(`JSON Schema keyword '${key}' at ${pointerText(at)} must be ${what}.`, param);
+}
+
 /**
  * Walks every subschema of `root` that the compiler can reach (from the root through subschema keywords and
  * local `$ref`s; unreferenced `$defs`/`definitions` are skipped) and throws `ApiError` 400 (`param`) at the
@@ -296,47 +301,51 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
       groups |= KEY_GROUPS.get(key) ?? 0;
     }
     if (groups === 0) return;
-    const bad = (key: string, what: string): never =>
-      fail(`JSON Schema keyword '${key}' at ${pointerText(at)} must be ${what}.`);
-    const sub = (key: string): Pointer => ({ up: at, key });
+    // (No closures per subschema here: under tsx's keepNames each one costs a defineProperty.)
 
     if (groups & G_TYPE && "type" in s) {
       const types = Array.isArray(s.type) ? s.type : [s.type];
-      if (types.length === 0) bad("type", "a type name or a non-empty array of type names");
+      if (types.length === 0) badKeyword(param, at, "type", "a type name or a non-empty array of type names");
       for (const t of types) {
         if (typeof t !== "string" || !(TYPE_NAMES as readonly string[]).includes(t)) {
-          bad("type", `one of ${TYPE_NAMES.join(", ")} (or an array of them), got ${JSON.stringify(t)}`);
+          badKeyword(
+            param,
+            at,
+            "type",
+            `one of ${TYPE_NAMES.join(", ")} (or an array of them), got ${JSON.stringify(t)}`,
+          );
         }
       }
     }
     for (const key of groups & G_MAPS ? SCHEMA_MAPS : []) {
       if (!(key in s)) continue;
       const map = s[key];
-      if (!isObject(map)) bad(key, "an object of schemas");
-      const here = sub(key);
+      if (!isObject(map)) badKeyword(param, at, key, "an object of schemas");
+      const here: Pointer = { up: at, key };
       for (const name in map as SchemaObject) {
         if (key === "patternProperties") checkRegex(name, here);
         walk((map as SchemaObject)[name], { up: here, key: name });
       }
     }
     if (groups & G_DEPENDENCIES && "required" in s && !isNames(s.required))
-      bad("required", "an array of strings");
+      badKeyword(param, at, "required", "an array of strings");
     if (groups & G_DEPENDENCIES && "dependentRequired" in s) {
       if (!isObject(s.dependentRequired) || !Object.values(s.dependentRequired).every(isNames))
-        bad("dependentRequired", "an object of string arrays");
+        badKeyword(param, at, "dependentRequired", "an object of string arrays");
     }
     if (groups & G_DEPENDENCIES && "dependencies" in s) {
-      if (!isObject(s.dependencies)) bad("dependencies", "an object of schemas or string arrays");
+      if (!isObject(s.dependencies))
+        badKeyword(param, at, "dependencies", "an object of schemas or string arrays");
       for (const [name, child] of Object.entries(s.dependencies as SchemaObject)) {
         if (isNames(child)) continue;
-        if (!isSchema(child)) bad("dependencies", "an object of schemas or string arrays");
-        walk(child, { up: sub("dependencies"), key: name });
+        if (!isSchema(child)) badKeyword(param, at, "dependencies", "an object of schemas or string arrays");
+        walk(child, { up: { up: at, key: "dependencies" }, key: name });
       }
     }
     for (const key of groups & G_VALUED ? SCHEMA_VALUED : []) {
       if (key in s) {
-        if (!isSchema(s[key])) bad(key, "a schema or a boolean");
-        walk(s[key], sub(key));
+        if (!isSchema(s[key])) badKeyword(param, at, key, "a schema or a boolean");
+        walk(s[key], { up: at, key });
       }
     }
     if (groups & G_VALUED && "unevaluatedProperties" in s && s.unevaluatedProperties !== false) {
@@ -346,24 +355,24 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
     }
     if (groups & G_ITEMS && "items" in s) {
       if (Array.isArray(s.items)) {
-        const here = sub("items");
+        const here: Pointer = { up: at, key: "items" };
         for (let i = 0; i < s.items.length; i++) walk(s.items[i], { up: here, key: String(i) });
-      } else if (isSchema(s.items)) walk(s.items, sub("items"));
-      else bad("items", "a schema, a boolean or an array of schemas");
+      } else if (isSchema(s.items)) walk(s.items, { up: at, key: "items" });
+      else badKeyword(param, at, "items", "a schema, a boolean or an array of schemas");
     }
     for (const key of groups & G_LISTS ? SCHEMA_LISTS : []) {
       if (!(key in s)) continue;
       const list = s[key];
       if (!Array.isArray(list) || (key !== "prefixItems" && list.length === 0))
-        bad(key, "a non-empty array of schemas");
-      const here = sub(key);
+        badKeyword(param, at, key, "a non-empty array of schemas");
+      const here: Pointer = { up: at, key };
       for (let i = 0; i < (list as unknown[]).length; i++)
         walk((list as unknown[])[i], { up: here, key: String(i) });
     }
     if (groups & G_LISTS && "enum" in s && (!Array.isArray(s.enum) || s.enum.length === 0))
-      bad("enum", "a non-empty array");
+      badKeyword(param, at, "enum", "a non-empty array");
     if (groups & G_REF && "$ref" in s) {
-      if (typeof s.$ref !== "string") bad("$ref", "a string");
+      if (typeof s.$ref !== "string") badKeyword(param, at, "$ref", "a string");
       const ref = s.$ref as string;
       if (!ref.startsWith("#")) {
         fail(
@@ -378,34 +387,35 @@ export function checkSchemaKeywords(root: unknown, param: string): void {
     }
     if (!(groups & G_SCALAR)) return;
     for (const key of COUNTS) {
-      if (key in s && !isCount(s[key])) bad(key, "a non-negative integer");
+      if (key in s && !isCount(s[key])) badKeyword(param, at, key, "a non-negative integer");
     }
-    if ("uniqueItems" in s && typeof s.uniqueItems !== "boolean") bad("uniqueItems", "a boolean");
+    if ("uniqueItems" in s && typeof s.uniqueItems !== "boolean")
+      badKeyword(param, at, "uniqueItems", "a boolean");
     if ("minimum" in s && (typeof s.minimum !== "number" || !Number.isFinite(s.minimum)))
-      bad("minimum", "a number");
+      badKeyword(param, at, "minimum", "a number");
     if ("maximum" in s && (typeof s.maximum !== "number" || !Number.isFinite(s.maximum)))
-      bad("maximum", "a number");
+      badKeyword(param, at, "maximum", "a number");
     if ("multipleOf" in s && (typeof s.multipleOf !== "number" || !(s.multipleOf > 0)))
-      bad("multipleOf", "a number greater than 0");
+      badKeyword(param, at, "multipleOf", "a number greater than 0");
     for (const key of ["exclusiveMinimum", "exclusiveMaximum"]) {
       if (
         key in s &&
         typeof s[key] !== "boolean" &&
         (typeof s[key] !== "number" || !Number.isFinite(s[key]))
       ) {
-        bad(key, "a number (or a boolean, draft 4)");
+        badKeyword(param, at, key, "a number (or a boolean, draft 4)");
       }
     }
-    if ("nullable" in s && typeof s.nullable !== "boolean") bad("nullable", "a boolean");
+    if ("nullable" in s && typeof s.nullable !== "boolean") badKeyword(param, at, "nullable", "a boolean");
     if ("format" in s) {
-      if (typeof s.format !== "string") bad("format", "a string");
+      if (typeof s.format !== "string") badKeyword(param, at, "format", "a string");
       if (isUnsupportedStandardFormat(s.format as string)) {
         fail(
           `Unsupported JSON Schema format '${s.format}' at ${pointerText(at)} (supported: ${SUPPORTED_FORMATS.join(", ")}; formats outside the standard are ignored)`,
         );
       }
     }
-    if ("pattern" in s) checkRegex(s.pattern, sub("pattern"));
+    if ("pattern" in s) checkRegex(s.pattern, { up: at, key: "pattern" });
   };
   walk(root, "#");
 }

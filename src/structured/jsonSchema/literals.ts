@@ -3,9 +3,9 @@
  * first checked against the keywords beside it (JSON Schema applies all of them). A value that fails one is
  * dropped; a keyword we cannot check for that value is a 400, never ignored.
  */
-import { LruCache } from "../lru.ts";
 import { echoed } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
+import { ecmaRegex } from "./ecmaRegex.ts";
 import { formatDfa, INTEGER_FORMATS, isSupportedFormat, type SupportedFormat } from "./formats.ts";
 import {
   NON_INTEGER,
@@ -22,14 +22,16 @@ const ARRAY_KEYWORDS_UNCHECKED = ["items", "prefixItems", "additionalItems"];
 
 /** Whether the string `value` satisfies `s`'s string keywords (a supported `format` through its automaton). */
 function stringFits(ctx: CompileContext, value: string, s: SchemaObject, path: string): boolean {
-  const length = [...value].length;
-  if (typeof s.minLength === "number" && length < s.minLength) return false;
-  if (typeof s.maxLength === "number" && length > s.maxLength) return false;
+  if (typeof s.minLength === "number" || typeof s.maxLength === "number") {
+    const length = [...value].length;
+    if (typeof s.minLength === "number" && length < s.minLength) return false;
+    if (typeof s.maxLength === "number" && length > s.maxLength) return false;
+  }
   // A supported format admits the strings of its grammar (a narrowing of the format, as everywhere).
   if (typeof s.format === "string" && isSupportedFormat(s.format) && !formatDfa(s.format).matches(value))
     return false;
   for (const pattern of stringPatterns(s)) {
-    const re = regexOrNull(pattern);
+    const re = ecmaRegex(pattern);
     if (re === null)
       ctx.fail(
         `Unsupported combination at ${path}: 'enum'/'const' with a 'pattern' JavaScript cannot run ("${echoed(pattern)}").`,
@@ -40,26 +42,10 @@ function stringFits(ctx: CompileContext, value: string, s: SchemaObject, path: s
     if (formatDfa(format as SupportedFormat).matches(value)) return false;
   }
   for (const pattern of stringNotPatterns(s)) {
-    const re = regexOrNull(pattern);
+    const re = ecmaRegex(pattern);
     if (re === null || re.test(value)) return false; // one JavaScript cannot run: leave the value out
   }
   return true;
-}
-
-const compiledPatterns = new LruCache<string, RegExp | null>(256);
-
-/** `pattern` as a `u`-flag RegExp (compiled once per pattern), or null when JavaScript cannot compile it. */
-function regexOrNull(pattern: string): RegExp | null {
-  let re = compiledPatterns.get(pattern);
-  if (re === undefined) {
-    try {
-      re = new RegExp(pattern, "u");
-    } catch {
-      re = null;
-    }
-    compiledPatterns.set(pattern, re);
-  }
-  return re;
 }
 
 /** Whether the number `value` satisfies `s`'s numeric keywords (`multipleOf` as ajv checks it). */

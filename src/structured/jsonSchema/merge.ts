@@ -307,11 +307,14 @@ const ARRAY_SHAPE = ["prefixItems", "items", "additionalItems"];
 
 const SHAPE_KEYWORDS = new Set([...OBJECT_SHAPE, ...ARRAY_SHAPE]);
 
+/** Whether `s` has one of `keys` (a function, not a closure per call: tsx's keepNames names each closure). */
+const hasAny = (s: SchemaObject, keys: string[]): boolean => keys.some((k) => k in s);
+
 /** When at most one of `a` and `b` has any of `keys`: those keywords of that one (nothing to merge); else null. */
 function oneSided(a: SchemaObject, b: SchemaObject, keys: string[]): SchemaObject | null {
-  const has = (s: SchemaObject): boolean => keys.some((k) => k in s);
-  if (has(a) && has(b)) return null;
-  const only = has(a) ? a : b;
+  const inA = hasAny(a, keys);
+  if (inA && hasAny(b, keys)) return null;
+  const only = inA ? a : b;
   return Object.fromEntries(keys.filter((k) => k in only).map((k) => [k, only[k]]));
 }
 

@@ -5,6 +5,9 @@
  */
 import { ANNOTATIONS } from "./keywords.ts";
 
+/** A key as two UTF-16 code units (keys are below 2^32), the unit {@link SubschemaKeys} shapes are written in. */
+const unit = (key: number): string => String.fromCharCode(key & 0xffff, key >>> 16);
+
 /**
  * Interns JSON values into small integer keys in time linear in their size: an object's key is computed from
  * its members' keys, so a nested subschema is read once, however often its ancestors are keyed. Objects are
@@ -42,8 +45,11 @@ export class SubschemaKeys {
 
   /**
    * The key of `schema` as a schema: like {@link of}, but the annotations at its top level (`title`,
-   * `description`, …, see {@link ANNOTATIONS}) are left out, since they do not change what it accepts.
-   * Annotations of nested subschemas still count (a cache miss at worst).
+   * `description`, …, see {@link ANNOTATIONS}) are left out, since they do not change what it accepts, and
+   * a top-level `required` whose names are all declared in its `properties` counts as a set (the compiler
+   * writes declared members in declared order, so the order of such a list changes nothing; `allOf` and
+   * dependency rewrites list the same names in different orders). Nested subschemas count as JSON (a cache
+   * miss at worst).
    */
   ofSchema(schema: unknown): number {
     if (typeof schema !== "object" || schema === null || Array.isArray(schema)) return this.of(schema);
@@ -54,16 +60,38 @@ export class SubschemaKeys {
     return key;
   }
 
+  /**
+   * The text an object or array is interned by: `[` or `{` and its items' keys, or its members' name and
+   * value keys, each as two UTF-16 units (see {@link unit}; fixed width, so no separators are needed).
+   */
   private shape(value: object, skipAnnotations: boolean): string {
-    if (Array.isArray(value)) return `[${value.map((v) => this.of(v)).join(",")}]`;
+    if (Array.isArray(value)) {
+      let out = "[";
+      for (const item of value) out += unit(this.of(item));
+      return out;
+    }
     // Member names are written as their string keys: shorter than the names, and as unambiguous.
     let out = "{";
     const record = value as Record<string, unknown>;
     for (const k in record) {
       if (skipAnnotations && ANNOTATIONS.has(k)) continue;
-      out += `${this.of(k)}:${this.of(record[k])},`;
+      const value = skipAnnotations && k === "required" ? this.requiredSet(record) : undefined;
+      out += unit(this.of(k)) + unit(value ?? this.of(record[k]));
     }
-    return `${out}}`;
+    return out;
+  }
+
+  /**
+   * The key of `schema.required` as a set (its names' keys in ascending order), when it lists strings that
+   * `schema.properties` all declares; undefined otherwise (the list then counts in its order).
+   */
+  private requiredSet(schema: Record<string, unknown>): number | undefined {
+    const names = schema.required;
+    const declared = schema.properties;
+    if (!Array.isArray(names) || typeof declared !== "object" || declared === null) return undefined;
+    if (!names.every((name) => typeof name === "string" && Object.hasOwn(declared, name))) return undefined;
+    const keys = names.map((name: string) => this.of(name)).sort((a, b) => a - b);
+    return this.intern(`r${keys.map(unit).join("")}`);
   }
 
   private intern(text: string): number {
