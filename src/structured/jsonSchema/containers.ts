@@ -457,20 +457,28 @@ function otherKeyTrie(b: GbnfBuilder, names: string[], hint: string): string {
     alts.push(`(${otherChar(node)} | ${jsonEscapeRule(b)}) ${ch}*`);
     return alts.join(" | ");
   };
-  // The class of unescaped characters other than a node's next ones (many nodes have the same ones).
-  const classes = new Map<string, string>();
-  const otherChar = (node: CodePointTrie): string => {
-    const next = [...node.children.keys()];
-    const key = next.join(",");
-    let cls = classes.get(key);
-    if (cls === undefined) {
-      const excluded = CodePointSet.of(next.map((cp) => [cp, cp] as const)).union(JSON_ESCAPED);
-      cls = gbnfCharClass(excluded.complement());
-      classes.set(key, cls);
-    }
-    return cls;
-  };
   return b.rule(hint, `"\\"" (${visit(root)})${root.end ? "" : "?"} "\\""`);
+}
+
+/** Most classes {@link otherChar} keeps (it forgets them all when full). */
+const MAX_OTHER_CHAR_CLASSES = 4096;
+const otherCharClasses = new Map<string, string>();
+
+/**
+ * The class of unescaped JSON string characters other than the next ones of a trie node (many nodes, in
+ * many tries, have the same ones: one letter), made once per set of next characters.
+ */
+function otherChar(node: CodePointTrie): string {
+  const next = [...node.children.keys()];
+  const key = next.join(",");
+  let cls = otherCharClasses.get(key);
+  if (cls === undefined) {
+    const excluded = CodePointSet.of(next.map((cp) => [cp, cp] as const)).union(JSON_ESCAPED);
+    cls = gbnfCharClass(excluded.complement());
+    if (otherCharClasses.size >= MAX_OTHER_CHAR_CLASSES) otherCharClasses.clear();
+    otherCharClasses.set(key, cls);
+  }
+  return cls;
 }
 
 /** The GBNF body of an array schema `s` at JSON pointer `path`. Throws 400 via `ctx.fail` when unsatisfiable. */
