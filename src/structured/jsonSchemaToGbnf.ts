@@ -34,16 +34,19 @@ import type { CompileContext } from "./jsonSchema/context.ts";
 import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
 import { INTEGER_FORMATS, isSupportedFormat } from "./jsonSchema/formats.ts";
 import {
+  ARRAY_KEYWORDS,
   checkSchemaKeywords,
   EXTRA_PATTERNS,
   isConstraint,
   NON_INTEGER,
   NOT_FORMATS,
   NOT_PATTERNS,
+  NUMBER_KEYWORDS,
   OBJECT_KEYWORDS,
   resolveLocalRef,
   type Schema,
   type SchemaObject,
+  STRING_KEYWORDS,
   TYPE_NAMES,
   type TypeName,
 } from "./jsonSchema/keywords.ts";
@@ -293,25 +296,6 @@ function inferTypes(s: SchemaObject): TypeName[] {
 }
 
 /** The keywords that make {@link inferTypes} read a schema without `type` as an array, string or number. */
-const ARRAY_KEYWORDS = ["items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"];
-const STRING_KEYWORDS = [
-  "minLength",
-  "maxLength",
-  "pattern",
-  "format",
-  EXTRA_PATTERNS,
-  NOT_PATTERNS,
-  NOT_FORMATS,
-];
-const NUMBER_KEYWORDS = [
-  "minimum",
-  "maximum",
-  "exclusiveMinimum",
-  "exclusiveMaximum",
-  "multipleOf",
-  NON_INTEGER,
-];
-
 /** Writes the whitespace rule `ws`: the default body, or `pattern` compiled as a full-match regex. */
 function defineWhitespace(b: GbnfBuilder, pattern: string | undefined): void {
   b.reserveExact(WS);

@@ -667,14 +667,7 @@ export function regexDfa(node: RegexNode): Dfa {
           rows.push(-1);
           continue;
         }
-        const sk = subsetKey(next.threads, next.accepts);
-        id = ids.get(sk);
-        if (id === undefined) {
-          id = subsets.length;
-          if (id >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
-          ids.set(sk, id);
-          subsets.push(next);
-        }
+        id = internSubset(ids, subsets, subsetKey(next.threads, next.accepts), next);
         byRaw.set(raw, id);
       }
       rows.push(id);
@@ -771,14 +764,7 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
       let id = byRaw.get(raw);
       if (id === undefined) {
         const next = closure(t, false);
-        const key = keyOf(next);
-        id = next.states.length === 0 && !next.accepts ? -1 : ids.get(key);
-        if (id === undefined) {
-          id = subsets.length;
-          if (id >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
-          ids.set(key, id);
-          subsets.push(next);
-        }
+        id = next.states.length === 0 && !next.accepts ? -1 : internSubset(ids, subsets, keyOf(next), next);
         byRaw.set(raw, id);
       }
       rows.push(id);
@@ -786,4 +772,19 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
     }
   }
   return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();
+}
+
+/**
+ * The DFA state of a subset: its number in `ids` by `key`, or a new one appended to `subsets`. Throws
+ * {@link AutomatonTooLarge} past {@link MAX_DFA_STATES}.
+ */
+function internSubset<T>(ids: Map<string, number>, subsets: T[], key: string, subset: T): number {
+  let id = ids.get(key);
+  if (id === undefined) {
+    id = subsets.length;
+    if (id >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
+    ids.set(key, id);
+    subsets.push(subset);
+  }
+  return id;
 }

@@ -100,6 +100,37 @@ export function stringPatterns(s: SchemaObject): string[] {
  */
 export const NON_INTEGER = "$lmserve:nonInteger";
 
+/** The keywords that apply to arrays only. */
+export const ARRAY_KEYWORDS = [
+  "items",
+  "prefixItems",
+  "additionalItems",
+  "minItems",
+  "maxItems",
+  "uniqueItems",
+];
+
+/** The keywords that apply to strings only (the internal ones included). */
+export const STRING_KEYWORDS = [
+  "minLength",
+  "maxLength",
+  "pattern",
+  "format",
+  EXTRA_PATTERNS,
+  NOT_PATTERNS,
+  NOT_FORMATS,
+];
+
+/** The keywords that apply to numbers only (the internal one included). */
+export const NUMBER_KEYWORDS = [
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  NON_INTEGER,
+];
+
 /** Keywords that constrain the output and are compiled (some only in the forms the docs list). */
 export const CONSTRAINTS = new Set([
   EXTRA_PATTERNS,

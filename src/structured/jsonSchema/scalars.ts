@@ -34,10 +34,13 @@ import {
   type SupportedFormat,
 } from "./formats.ts";
 import {
+  ARRAY_KEYWORDS,
   EXTRA_PATTERNS,
   isConstraint,
   NOT_FORMATS,
   NOT_PATTERNS,
+  NUMBER_KEYWORDS,
+  OBJECT_KEYWORDS,
   type Schema,
   type SchemaObject,
   stringNotFormats,
@@ -215,30 +218,7 @@ function literalsDfa(values: readonly string[]): Dfa {
 }
 
 /** Keywords of other types than string, which hold for every property name. */
-const NON_STRING_KEYWORDS = new Set([
-  "minimum",
-  "maximum",
-  "exclusiveMinimum",
-  "exclusiveMaximum",
-  "multipleOf",
-  "items",
-  "prefixItems",
-  "additionalItems",
-  "minItems",
-  "maxItems",
-  "uniqueItems",
-  "properties",
-  "required",
-  "additionalProperties",
-  "patternProperties",
-  "minProperties",
-  "maxProperties",
-  "dependentRequired",
-  "dependentSchemas",
-  "dependencies",
-  "unevaluatedProperties",
-  "nullable",
-]);
+const NON_STRING_KEYWORDS = new Set([...OBJECT_KEYWORDS, ...ARRAY_KEYWORDS, ...NUMBER_KEYWORDS, "nullable"]);
 
 /**
  * A JSON string key (with its quotes) whose content is in `dfa`, none of `excluded` and matches none of

@@ -8,18 +8,8 @@ import { describe, it } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
 import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
 import { parseRegex, restrictLength } from "../../../src/structured/regexParser.ts";
+import { stringsUpTo } from "../../helpers/strings.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
-
-/** Strings over `alphabet` of every length up to `n` (a small exhaustive sample). */
-function strings(alphabet: string[], n: number): string[] {
-  const out = [""];
-  let layer = [""];
-  for (let i = 0; i < n; i++) {
-    layer = layer.flatMap((s) => alphabet.map((c) => s + c));
-    out.push(...layer);
-  }
-  return out;
-}
 
 /** Asserts that the grammar of `schema` accepts exactly the strings of `samples` that the schema allows. */
 async function assertExact(
@@ -44,7 +34,7 @@ async function assertExact(
 
 describe("pattern with minLength/maxLength", () => {
   it("bounds the single variable part of an anchored pattern", async () => {
-    const samples = strings(["a", "B", "1", "_", "-"], 6);
+    const samples = stringsUpTo(["a", "B", "1", "_", "-"], 6);
     await assertExact({ pattern: "^[A-Za-z0-9_]+$", minLength: 2, maxLength: 4 }, samples);
     await assertExact({ pattern: "^[a-z][a-z0-9_]*$", minLength: 3 }, samples);
     await assertExact({ pattern: "^[a-z][a-z0-9_]*$", maxLength: 2 }, samples);
@@ -52,21 +42,21 @@ describe("pattern with minLength/maxLength", () => {
   });
 
   it("restricts each top-level alternative and drops those without a match of an allowed length", async () => {
-    const samples = strings(["a", "1", "-"], 5);
+    const samples = stringsUpTo(["a", "1", "-"], 5);
     await assertExact({ pattern: "^$|^[a-z][a-z0-9]*$", minLength: 1, maxLength: 3 }, samples);
     await assertExact(
       { pattern: "^-(ab)*$|^1{2,9}$", minLength: 3, maxLength: 4 },
-      strings(["a", "b", "1", "-"], 5),
+      stringsUpTo(["a", "b", "1", "-"], 5),
     );
   });
 
   it("handles an end left open (search semantics) when the rest has a fixed length", async () => {
-    await assertExact({ pattern: "^ab", maxLength: 4 }, strings(["a", "b", "c"], 5));
-    await assertExact({ pattern: "z$", minLength: 2, maxLength: 3 }, strings(["y", "z"], 4));
+    await assertExact({ pattern: "^ab", maxLength: 4 }, stringsUpTo(["a", "b", "c"], 5));
+    await assertExact({ pattern: "z$", minLength: 2, maxLength: 3 }, stringsUpTo(["y", "z"], 4));
   });
 
   it("keeps compiling patterns whose lengths are already implied", async () => {
-    await assertExact({ pattern: "^[0-9]{3}$", minLength: 3, maxLength: 3 }, strings(["1", "a"], 4));
+    await assertExact({ pattern: "^[0-9]{3}$", minLength: 3, maxLength: 3 }, stringsUpTo(["1", "a"], 4));
   });
 
   it("gives no instance when no match has an allowed length", () => {
@@ -81,7 +71,7 @@ describe("pattern with minLength/maxLength", () => {
   });
 
   it("narrows what it cannot intersect exactly: every string the grammar takes is allowed", async () => {
-    const samples = strings(["a", "1", ":", " "], 6);
+    const samples = stringsUpTo(["a", "1", ":", " "], 6);
     for (const schema of [
       { pattern: "^[a-z]+:[0-9]+$", maxLength: 5 },
       { pattern: "^(?:\\S+\\s+){0,9}\\S+$", maxLength: 5 },

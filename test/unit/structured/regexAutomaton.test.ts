@@ -13,25 +13,15 @@ import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
 import { regexDfa } from "../../../src/structured/regexAutomaton.ts";
 import { narrowLength, parseRegex, regexLengthBounds } from "../../../src/structured/regexParser.ts";
 import { patternDfa } from "../../../src/structured/regexToGbnf.ts";
+import { stringsUpTo } from "../../helpers/strings.ts";
 import { FORMATS } from "../../helpers/structuredAjv.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
-
-/** Strings over `alphabet` of every length up to `n`. */
-function strings(alphabet: string[], n: number): string[] {
-  const out = [""];
-  let layer = [""];
-  for (let i = 0; i < n; i++) {
-    layer = layer.flatMap((s) => alphabet.map((c) => s + c));
-    out.push(...layer);
-  }
-  return out;
-}
 
 const dfaOf = (pattern: string) => regexDfa(parseRegex(pattern));
 
 describe("regexDfa", () => {
   it("accepts exactly the strings RegExp fully matches", () => {
-    const samples = strings(["a", "b", "1", " ", "-"], 5);
+    const samples = stringsUpTo(["a", "b", "1", " ", "-"], 5);
     for (const pattern of [
       "a*b",
       "(a|b)*abb",
@@ -54,7 +44,7 @@ describe("regexDfa", () => {
   });
 
   it("intersects and complements exactly", () => {
-    const samples = strings(["a", "b", "c"], 6);
+    const samples = stringsUpTo(["a", "b", "c"], 6);
     const x = dfaOf("[ab]*a[ab]*");
     const y = dfaOf(".{2,4}");
     const both = x.intersect(y);
@@ -69,7 +59,7 @@ describe("regexDfa", () => {
 
 describe("patterns under search semantics", () => {
   it("admit any text at an unanchored end", () => {
-    const samples = strings(["x", "y", "z"], 5);
+    const samples = stringsUpTo(["x", "y", "z"], 5);
     for (const pattern of ["xy", "^xy", "xy$", "^x|z$", "^$|^x+$"]) {
       const dfa = patternDfa(pattern, true);
       const re = new RegExp(pattern, "u");
@@ -128,7 +118,7 @@ describe("narrowLength", () => {
       assert.ok(own.min >= min && (max === null || (own.max !== null && own.max <= max)), pattern);
       const narrowed = regexDfa(tree);
       const whole = dfaOf(pattern);
-      for (const text of strings(["a", "b", "x", "0", ":", " "], 5)) {
+      for (const text of stringsUpTo(["a", "b", "x", "0", ":", " "], 5)) {
         if (narrowed.matches(text)) assert.ok(whole.matches(text), `${pattern} took ${text}`);
       }
     }
@@ -172,7 +162,7 @@ describe("string schemas through automata", () => {
 
 describe("anchors inside and lookaheads", () => {
   it("hold where they stand, as RegExp", () => {
-    const samples = strings(["a", "b", "/", ","], 5);
+    const samples = stringsUpTo(["a", "b", "/", ","], 5);
     for (const pattern of [
       "^([^,]|$)",
       "^(\\/?(a|b*)($|\\/))*$",
@@ -228,7 +218,7 @@ describe("random patterns (seeded)", () => {
       if (r < 0.86) return gen(depth + 1) + pick(["^", "$"]);
       return `(?${pick(["=", "!"])}${gen(depth + 1)})`;
     };
-    const samples = strings(["a", "b", "\n"], 4);
+    const samples = stringsUpTo(["a", "b", "\n"], 4);
     let compared = 0;
     for (let i = 0; i < 150; i++) {
       const pattern = gen(0);
