@@ -133,9 +133,6 @@ export const NUMBER_KEYWORDS = [
 
 /** Keywords that constrain the output and are compiled (some only in the forms the docs list). */
 export const CONSTRAINTS = new Set([
-  EXTRA_PATTERNS,
-  NOT_PATTERNS,
-  NOT_FORMATS,
   "type",
   ...OBJECT_KEYWORDS,
   "enum",
@@ -150,23 +147,10 @@ export const CONSTRAINTS = new Set([
   "$ref",
   "$defs",
   "definitions",
-  "items",
-  "prefixItems",
-  "additionalItems",
-  "minItems",
-  "maxItems",
-  "uniqueItems",
-  "minLength",
-  "maxLength",
-  "pattern",
-  "format",
-  "minimum",
-  "maximum",
-  "exclusiveMinimum",
-  "exclusiveMaximum",
-  "multipleOf",
+  ...ARRAY_KEYWORDS,
+  ...STRING_KEYWORDS,
+  ...NUMBER_KEYWORDS,
   "nullable",
-  NON_INTEGER,
 ]);
 
 /**
