@@ -1,13 +1,16 @@
 /**
  * Regular languages as deterministic finite automata (DFAs) over Unicode code points, for the string
  * constraints a regex tree alone cannot state: a `pattern` intersected with `minLength`/`maxLength`, two
- * `pattern`s at once (`allOf`), a `format` with a `pattern` or lengths, and the complement of a `pattern`
- * (`not`). Built from the parser's {@link RegexNode} trees by Thompson's construction and the subset
- * construction; intersected by the product construction; written as GBNF by `regexToGbnf.ts`.
+ * `pattern`s at once (`allOf`), a `format` with a `pattern` or lengths, the complement of a `pattern` or
+ * `format` (`not`), the names `propertyNames` allows, and patterns with anchors inside or lookaheads. Built
+ * from the parser's {@link RegexNode} trees by Thompson's construction and the subset construction
+ * (lookaheads as obligations carried by each thread); intersected by the product construction; minimised by
+ * Hopcroft's algorithm; written as GBNF by `regexToGbnf.ts`.
  *
  * The alphabet is a partition of U+0000..U+10FFFF into *symbol classes* (maximal ranges no set in the
  * automaton splits), so a state's transitions are one row of class → state. Sizes are bounded
- * ({@link MAX_NFA_STATES}, {@link MAX_DFA_STATES}); a larger automaton throws {@link AutomatonTooLarge}.
+ * ({@link MAX_NFA_STATES}, {@link MAX_DFA_STATES}, {@link MAX_SUBSET_WORK}); a larger automaton throws
+ * {@link AutomatonTooLarge}.
  */
 import { CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
 import { RegexError, type RegexNode } from "./regexParser.ts";
@@ -19,7 +22,7 @@ export const MAX_SUBSET_WORK = 400_000;
 /** Most states of any DFA built here (subset or product construction). */
 export const MAX_DFA_STATES = 4_000;
 
-/** Thrown when an automaton would exceed {@link MAX_NFA_STATES} or {@link MAX_DFA_STATES}. */
+/** Thrown when an automaton would exceed {@link MAX_NFA_STATES}, {@link MAX_DFA_STATES} or {@link MAX_SUBSET_WORK}. */
 export class AutomatonTooLarge extends Error {
   constructor(what: string) {
     super(what);
