@@ -214,8 +214,12 @@ function otherThan(values: unknown[]): Schema | null {
   return { anyOf: branches };
 }
 
-/** Every JSON type but string. */
-const NOT_STRING: TypeName[] = ["object", "array", "number", "boolean", "null"];
+/**
+ * The formats whose automata are exactly the strings validators (ajv-formats) accept, the only ones `not`
+ * can negate: the others are narrowed (`ipv6` in full form only, no leap second in `time`, no trailing dot
+ * or sixth label in `hostname`, the `regex` subset, …), and their complements would take valid instances.
+ */
+const EXACT_FORMATS = new Set(["date", "ipv4", "ip-address"]);
 
 /**
  * What the conjunction `context` says about objects: the names it requires and, per property name, the
@@ -623,7 +627,6 @@ class SchemaCompiler implements CompileContext {
     if (depth > MAX_RESOLVE_DEPTH) return narrow ? false : null;
     const disjuncts: Schema[] = [];
     const keywords = normalizeExclusive(n);
-    let otherThanNumbers = false;
     let known: ContextFacts | undefined;
     const facts = (): ContextFacts =>
       (known ??= contextFacts(context, (ref) => resolveLocalRef(this.root, ref)));
@@ -635,10 +638,7 @@ class SchemaCompiler implements CompileContext {
         case "exclusiveMinimum":
         case "maximum":
         case "exclusiveMaximum": {
-          // A value that is not a number (added once), or a number on the other side of the bound.
-          if (!otherThanNumbers)
-            disjuncts.push({ type: TYPE_NAMES.filter((t) => t !== "number" && t !== "integer") });
-          otherThanNumbers = true;
+          // A number on the other side of the bound (every other value satisfies the bound: no disjunct).
           const opposite = {
             minimum: "exclusiveMaximum",
             exclusiveMinimum: "maximum",
@@ -705,7 +705,13 @@ class SchemaCompiler implements CompileContext {
             }
             break;
           }
-          disjuncts.push({ type: NOT_STRING }, { type: "string", [NOT_FORMATS]: [value] });
+          // Only a format whose automaton is exactly what validators accept can be negated: the complement
+          // of a narrowed one would take valid instances (ipv6's short forms, leap seconds, a trailing dot).
+          if (!EXACT_FORMATS.has(value)) {
+            if (narrow) break;
+            return null;
+          }
+          disjuncts.push({ type: "string", [NOT_FORMATS]: [value] });
           break;
         }
         case NOT_FORMATS:
@@ -716,7 +722,7 @@ class SchemaCompiler implements CompileContext {
         case NOT_PATTERNS:
         case "minLength":
         case "maxLength": {
-          // A value that is not a string, or a string failing this keyword (each pattern of a list alone).
+          // A string failing this keyword (each pattern of a list alone); every other value satisfies it.
           const strings: SchemaObject[] =
             key === "minLength"
               ? (value as number) > 0
@@ -729,7 +735,6 @@ class SchemaCompiler implements CompileContext {
                   : (key === "pattern" ? [value as string] : (value as string[])).map((pattern) => ({
                       [NOT_PATTERNS]: [pattern],
                     }));
-          disjuncts.push({ type: NOT_STRING });
           for (const branch of strings) disjuncts.push({ type: "string", ...branch });
           break;
         }

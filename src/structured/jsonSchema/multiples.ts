@@ -36,6 +36,8 @@ const MAX_LISTING_STEPS = 4096n;
 
 /** Most digit rules (`json-mod-N-…`) one `multipleOf` may write for its remainder condition. */
 export const MAX_RESIDUE_RULES = 256;
+/** Most calls one set of residue rules may make while it searches (a huge `multipleOf` such as 2^60). */
+const MAX_RESIDUE_STEPS = 20_000;
 
 /** Most fraction digits a multiple may need (`2^a` fractions; 0.000001 → a = 6, 64 fractions). */
 const MAX_FRACTION_BITS = 6;
@@ -145,6 +147,10 @@ function scaledBounds(
  */
 class ResidueRules {
   readonly rules = new Map<string, string>();
+  /** Rule names with no strings (remembered, so dead ends are not explored again). */
+  private readonly empty = new Set<string>();
+  /** Calls so far; past {@link MAX_RESIDUE_STEPS} the rules give up like past {@link MAX_RESIDUE_RULES}. */
+  private steps = 0;
   /** The least k with 10^k ≡ 0 (mod n), or null (n has another prime factor than 2 and 5). */
   private readonly zeroPower: number | null;
 
@@ -170,7 +176,8 @@ class ResidueRules {
     }
     const name = `json-mod-${this.n}-${r}-${t}`;
     if (this.rules.has(name)) return name;
-    if (this.rules.size >= MAX_RESIDUE_RULES) throw TOO_MANY_RULES;
+    if (this.empty.has(name)) return null;
+    if (this.rules.size >= MAX_RESIDUE_RULES || ++this.steps > MAX_RESIDUE_STEPS) throw TOO_MANY_RULES;
     this.rules.set(name, ""); // reserved (a cycle cannot happen: r decreases)
     const place = 10n ** BigInt(r - 1) % this.n;
     const byTarget = new Map<string, number[]>();
@@ -181,6 +188,7 @@ class ResidueRules {
     }
     if (byTarget.size === 0) {
       this.rules.delete(name);
+      this.empty.add(name);
       return null;
     }
     const alts = [...byTarget].map(([rest, digits]) => {
@@ -196,6 +204,7 @@ class ResidueRules {
    * digit is not constrained here (callers pass ranges without leading zeros).
    */
   range(lo: string, hi: string, t: bigint): string | null {
+    if (++this.steps > MAX_RESIDUE_STEPS) throw TOO_MANY_RULES;
     if (lo === hi) return mod(BigInt(lo), this.n) === t ? `"${lo}"` : null;
     const r = lo.length - 1;
     const x = Number(lo[0]);
