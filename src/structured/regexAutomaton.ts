@@ -21,6 +21,35 @@ export const MAX_NFA_STATES = 8_000;
 export const MAX_SUBSET_WORK = 400_000;
 /** Most states of any DFA built here (subset or product construction). */
 export const MAX_DFA_STATES = 4_000;
+/**
+ * Most automaton work (NFA-state visits, product transitions, minimisation transitions) one compilation may
+ * spend over all its automata, when run inside {@link withAutomatonBudget}: about 0.3 s here. No schema of
+ * JSONSchemaBench needs more.
+ */
+export const MAX_COMPILE_AUTOMATON_WORK = 400_000;
+
+/** Work left in the current compilation's budget ({@link withAutomatonBudget}); unbounded outside one. */
+let workLeft = Number.POSITIVE_INFINITY;
+
+/**
+ * Runs `fn` with a budget of `work` units for every automaton it builds; past it, the automaton being built
+ * throws {@link AutomatonTooLarge}. Returns `fn`'s result.
+ */
+export function withAutomatonBudget<T>(work: number, fn: () => T): T {
+  const saved = workLeft;
+  workLeft = work;
+  try {
+    return fn();
+  } finally {
+    workLeft = saved;
+  }
+}
+
+/** Charges `units` of work to the current budget. Throws {@link AutomatonTooLarge} when it is spent. */
+function charge(units: number): void {
+  workLeft -= units;
+  if (workLeft < 0) throw new AutomatonTooLarge("the schema's automata need too much work together");
+}
 
 /** Thrown when an automaton would exceed {@link MAX_NFA_STATES}, {@link MAX_DFA_STATES} or {@link MAX_SUBSET_WORK}. */
 export class AutomatonTooLarge extends Error {
@@ -161,6 +190,7 @@ export class Dfa {
   minimize(): Dfa {
     const n = this.size + 1; // state `size` is the dead state
     const k = this.classes;
+    charge(n * k);
     const dead = this.size;
     const complete = new Int32Array(n * k).fill(dead);
     for (let i = 0; i < this.size * k; i++) if (this.next[i]! >= 0) complete[i] = this.next[i]!;
@@ -316,6 +346,7 @@ export class Dfa {
         rows.push(id);
       }
     }
+    charge(rows.length);
     const accept = Uint8Array.from(pairs, ([p, q]) => (a.accept[p]! & b.accept[q]!) as number);
     return new Dfa(starts, Int32Array.from(rows), accept).trim();
   }
@@ -338,6 +369,7 @@ export class Dfa {
         next[q * k + c] = inUniverse[c] ? (t < 0 ? dead : t) : -1;
       }
     }
+    charge(next.length);
     const accept = new Uint8Array(a.size + 1);
     for (let q = 0; q < a.size; q++) accept[q] = a.accept[q] ? 0 : 1;
     accept[dead] = 1;
@@ -676,6 +708,7 @@ export function regexDfa(node: RegexNode): Dfa {
       rows.push(id);
     }
   }
+  charge(work + rows.length);
   return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();
 }
 
@@ -774,6 +807,7 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
       t.length = 0;
     }
   }
+  charge(work + rows.length);
   return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();
 }
 

@@ -71,7 +71,8 @@ export function stringBody(ctx: CompileContext, s: SchemaObject, path: string, h
     if (!lengths || (own.min >= min && (max === null || (own.max !== null && own.max <= max))))
       return quoted(formatRule(ctx.b, format));
     const narrowed = narrowLength(formatTree(format), min, max);
-    if (narrowed !== null)
+    // A narrowing down to the empty string alone (`regex`'s nested groups) is left to the automaton.
+    if (narrowed !== null && (regexLengthBounds(narrowed).max !== 0 || max === 0))
       return quoted(group(regexTreeExpression(ctx.b, narrowed, { mode: "json", hint: `${hint}-${format}` })));
   }
   if (format === null && patterns.length === 1 && !negated) {

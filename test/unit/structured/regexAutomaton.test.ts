@@ -235,3 +235,26 @@ describe("random patterns (seeded)", () => {
     assert.ok(compared > 100);
   });
 });
+
+describe("budgets", () => {
+  it("many heavy automata in one schema are one 400, not a long compile", () => {
+    const properties: Record<string, unknown> = {};
+    for (let i = 0; i < 60; i++) {
+      const [x, y] = ["ab", "cd", "ef", "gh", "ij"][i % 5]!;
+      properties[`p${i}`] = { type: "string", not: { pattern: `^(${x}|${y})*${x}(${x}|${y}){10}$` } };
+    }
+    assert.throws(
+      () => jsonSchemaToGbnf({ type: "object", properties }),
+      (e: unknown) =>
+        e instanceof Error &&
+        /#\/properties\/p\d+/.test(e.message) &&
+        /400|limits/.test(`${(e as { status?: number }).status} ${e.message}`),
+    );
+  });
+
+  it("format regex with maxLength writes more than the empty string", async () => {
+    const matches = await nativeMatcher(jsonSchemaToGbnf({ type: "string", format: "regex", maxLength: 20 }));
+    assert.ok(matches('"^[a-z]+$"'));
+    assert.ok(!matches('"a{2"'));
+  });
+});
