@@ -13,7 +13,7 @@
  * {@link AutomatonTooLarge}.
  */
 import { CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
-import { RegexError, type RegexNode } from "./regexParser.ts";
+import { ANY_TEXT, RegexError, type RegexNode } from "./regexParser.ts";
 
 /** Most states of the intermediate NFA (a `{m,n}` repetition copies its item `n` times). */
 export const MAX_NFA_STATES = 8_000;
@@ -440,14 +440,6 @@ function hasStartAnchor(node: RegexNode): boolean {
   return false;
 }
 
-/** Any text: what a lookahead's item may be followed by. */
-const ANY_TEXT: RegexNode = {
-  type: "repeat",
-  item: { type: "set", set: CodePointSet.all() },
-  min: 0,
-  max: null,
-};
-
 /**
  * A lookahead compiled for the subset construction: the DFA the rest of the input must be accepted by (its
  * item followed by any text, complemented for `(?!...)`), over the main automaton's symbol classes.
@@ -686,27 +678,16 @@ export function regexDfa(node: RegexNode): Dfa {
         }
       }
     }
-    const byRaw = new Map<string, number>();
-    for (let c = 0; c < k; c++) {
-      const seeds = moved[c]!;
-      if (seeds.length === 0) {
-        rows.push(-1);
-        continue;
-      }
-      const raw = seeds.map(key).join(";");
-      let id = byRaw.get(raw);
-      if (id === undefined) {
+    appendRow(
+      rows,
+      moved,
+      (seeds) => seeds.map(key).join(";"),
+      (seeds) => {
         const next = closure(seeds, false);
-        if (next.threads.length === 0 && !next.accepts) {
-          byRaw.set(raw, -1);
-          rows.push(-1);
-          continue;
-        }
-        id = internSubset(ids, subsets, subsetKey(next.threads, next.accepts), next);
-        byRaw.set(raw, id);
-      }
-      rows.push(id);
-    }
+        if (next.threads.length === 0 && !next.accepts) return -1;
+        return internSubset(ids, subsets, subsetKey(next.threads, next.accepts), next);
+      },
+    );
   }
   charge(work + rows.length);
   return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();
@@ -789,26 +770,46 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
     accept.push(accepts ? 1 : 0);
     for (const q of states)
       for (const edge of nfa.edges[q]!) for (const c of edge.classes) targets[c]!.push(edge.to);
-    const byRaw = new Map<string, number>();
-    for (let c = 0; c < k; c++) {
-      const t = targets[c]!;
-      if (t.length === 0) {
-        rows.push(-1);
-        continue;
-      }
-      const raw = t.join(",");
-      let id = byRaw.get(raw);
-      if (id === undefined) {
-        const next = closure(t, false);
-        id = next.states.length === 0 && !next.accepts ? -1 : internSubset(ids, subsets, keyOf(next), next);
-        byRaw.set(raw, id);
-      }
-      rows.push(id);
-      t.length = 0;
-    }
+    appendRow(
+      rows,
+      targets,
+      (seeds) => seeds.join(","),
+      (seeds) => {
+        const next = closure(seeds, false);
+        return next.states.length === 0 && !next.accepts ? -1 : internSubset(ids, subsets, keyOf(next), next);
+      },
+    );
+    for (const t of targets) t.length = 0;
   }
   charge(work + rows.length);
   return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();
+}
+
+/**
+ * Appends to `rows` one DFA state's successor per symbol class: -1 where `moved[c]` (what a code point of
+ * class c reaches: NFA states or threads) is empty, else `successor` of it (-1 for a dead subset). Equal move
+ * lists (by `rawKey`) share one closure.
+ */
+function appendRow<T>(
+  rows: number[],
+  moved: readonly T[][],
+  rawKey: (seeds: T[]) => string,
+  successor: (seeds: T[]) => number,
+): void {
+  const byRaw = new Map<string, number>();
+  for (const seeds of moved) {
+    if (seeds.length === 0) {
+      rows.push(-1);
+      continue;
+    }
+    const raw = rawKey(seeds);
+    let id = byRaw.get(raw);
+    if (id === undefined) {
+      id = successor(seeds);
+      byRaw.set(raw, id);
+    }
+    rows.push(id);
+  }
 }
 
 /**

@@ -35,6 +35,14 @@ export class RegexError extends Error {
   }
 }
 
+/** Any text (`[\s\S]*` over every code point): what an unanchored end admits under search semantics. */
+export const ANY_TEXT: RegexNode = {
+  type: "repeat",
+  item: { type: "set", set: CodePointSet.all() },
+  min: 0,
+  max: null,
+};
+
 /** Largest `{m,n}` bound accepted in a pattern. */
 export const MAX_REGEX_REPEAT = 100_000;
 

@@ -9,7 +9,7 @@ import { GbnfBuilder, gbnfCharClass, gbnfLiteral, group } from "./gbnf.ts";
 import { jsonCharRule } from "./jsonPrimitives.ts";
 import { LruCache } from "./lru.ts";
 import { AutomatonTooLarge, type Dfa, regexDfa } from "./regexAutomaton.ts";
-import { parseRegex, RegexError, type RegexNode, splitAnchors } from "./regexParser.ts";
+import { ANY_TEXT, parseRegex, RegexError, type RegexNode, splitAnchors } from "./regexParser.ts";
 
 /**
  * How matched characters are written: `raw` (the output text is the match) or `json` (the match is the
@@ -136,7 +136,12 @@ export function regexExpression(
     throw new RegexError("unsupported", `a pattern longer than ${MAX_PATTERN_LENGTH} characters`, 0);
   }
   const tree = parseRegex(pattern);
-  if (needsAutomaton(tree)) {
+  let alternatives: ReturnType<typeof splitAnchors>;
+  try {
+    alternatives = splitAnchors(tree);
+  } catch (error) {
+    if (!(error instanceof RegexError)) throw error;
+    // A lookahead or an anchor away from the ends: only an automaton compiles it.
     let result: { expr: string } | null;
     try {
       result = automatonExpression(b, patternDfa(pattern, options.search), { ...options, min: 0, max: null });
@@ -148,7 +153,6 @@ export function regexExpression(
     if (result === null) throw new RegexError("unsupported", "a pattern that matches no string", -1);
     return result.expr;
   }
-  const alternatives = splitAnchors(tree);
   const emitter = new RegexEmitter(b, options.mode, options.hint);
   const any = (): string =>
     `${options.mode === "json" ? jsonCharRule(b) : gbnfCharClass(CodePointSet.all())}*`;
@@ -163,25 +167,6 @@ export function regexExpression(
   });
   return exprs.length === 1 ? exprs[0]! : exprs.join(" | ");
 }
-
-/** True when `tree` has a lookahead or an anchor away from its ends (only automata compile those). */
-function needsAutomaton(tree: RegexNode): boolean {
-  try {
-    splitAnchors(tree);
-    return false;
-  } catch (error) {
-    if (error instanceof RegexError) return true;
-    throw error;
-  }
-}
-
-/** Any text, as the unanchored ends of a pattern under search semantics allow. */
-const ANY_TEXT: RegexNode = {
-  type: "repeat",
-  item: { type: "set", set: CodePointSet.all() },
-  min: 0,
-  max: null,
-};
 
 const patternDfas = new LruCache<string, Dfa>(256);
 

@@ -6,6 +6,7 @@
  * a schema narrower, so ignoring them can only turn "disjoint" into "unknown", never the reverse.
  */
 
+import { ecmaRegex } from "./ecmaRegex.ts";
 import { formatDfa, type SupportedFormat } from "./formats.ts";
 import {
   NON_INTEGER,
@@ -436,15 +437,6 @@ function intersectAll(sets: (Set<string> | null)[]): Set<string> | null {
   return out;
 }
 
-/** `pattern` as an ECMA-262 `u` regex (as validators read it), or null when it does not compile so. */
-function regexOf(pattern: string): RegExp | null {
-  try {
-    return new RegExp(pattern, "u");
-  } catch {
-    return null;
-  }
-}
-
 /**
  * True only when `value` certainly fails one of `parts` (its `type`, listed values, or, for strings, its
  * `pattern`/`minLength`/`maxLength`; for numbers its bounds); false means "not known".
@@ -465,14 +457,14 @@ function failsSome(value: unknown, parts: SchemaObject[]): boolean {
       if (typeof part.minLength === "number" && length < part.minLength) return true;
       if (typeof part.maxLength === "number" && length > part.maxLength) return true;
       for (const pattern of stringPatterns(part)) {
-        const re = regexOf(pattern);
+        const re = ecmaRegex(pattern);
         if (re !== null && !re.test(value)) return true;
       }
       for (const format of stringNotFormats(part)) {
         if (formatDfa(format as SupportedFormat).matches(value)) return true;
       }
       for (const pattern of stringNotPatterns(part)) {
-        const re = regexOf(pattern);
+        const re = ecmaRegex(pattern);
         if (re?.test(value)) return true;
       }
     }

@@ -140,12 +140,17 @@ export const FORMAT_PATTERNS: Record<SupportedFormat, string> = {
 
 const formatTrees = new Map<SupportedFormat, RegexNode>();
 
+/** The tree of the strings `pattern` (anchors at its ends optional) fully matches. */
+function fullMatchTree(pattern: string): RegexNode {
+  const alternatives = splitAnchors(parseRegex(pattern)).map((a) => a.node);
+  return alternatives.length === 1 ? alternatives[0]! : { type: "alt", items: alternatives };
+}
+
 /** The parsed (full-match) tree of a format's pattern; parsed once per process. */
 export function formatTree(format: SupportedFormat): RegexNode {
   let tree = formatTrees.get(format);
   if (tree === undefined) {
-    const alternatives = splitAnchors(parseRegex(FORMAT_PATTERNS[format])).map((a) => a.node);
-    tree = alternatives.length === 1 ? alternatives[0]! : { type: "alt", items: alternatives };
+    tree = fullMatchTree(FORMAT_PATTERNS[format]);
     formatTrees.set(format, tree);
   }
   return tree;
@@ -177,8 +182,7 @@ export function formatDfa(format: SupportedFormat, compact = false): Dfa {
   const pattern = compact ? (COMPACT_PATTERNS[format] ?? FORMAT_PATTERNS[format]) : FORMAT_PATTERNS[format];
   let dfa = formatDfas.get(pattern);
   if (dfa === undefined) {
-    const alternatives = splitAnchors(parseRegex(pattern)).map((a) => a.node);
-    dfa = regexDfa(alternatives.length === 1 ? alternatives[0]! : { type: "alt", items: alternatives });
+    dfa = regexDfa(fullMatchTree(pattern));
     formatDfas.set(pattern, dfa);
   }
   return dfa;

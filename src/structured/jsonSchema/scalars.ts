@@ -9,6 +9,7 @@ import { group } from "../gbnf.ts";
 import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives.ts";
 import { AutomatonTooLarge, type Dfa, regexDfa } from "../regexAutomaton.ts";
 import {
+  ANY_TEXT,
   narrowLength,
   parseRegex,
   RegexError,
@@ -316,14 +317,6 @@ function tooLarge(ctx: CompileContext, what: string, path: string): never {
     `Unsupported combination at ${path}: ${what} cannot be intersected within the grammar size limits.`,
   );
 }
-
-/** Any text, as the unanchored ends of a `pattern` allow (ECMA-262 search semantics). */
-const ANY_TEXT: RegexNode = {
-  type: "repeat",
-  item: { type: "set", set: CodePointSet.all() },
-  min: 0,
-  max: null,
-};
 
 /**
  * `pattern` (search semantics) intersected with string lengths `[min, max]`, as a GBNF expression in JSON
