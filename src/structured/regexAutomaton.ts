@@ -4,8 +4,9 @@
  * `pattern`s at once (`allOf`), a `format` with a `pattern` or lengths, the complement of a `pattern` or
  * `format` (`not`), the names `propertyNames` allows, and patterns with anchors inside or lookaheads. Built
  * from the parser's {@link RegexNode} trees by Thompson's construction and the subset construction
- * (lookaheads as obligations carried by each thread); intersected by the product construction; minimised by
- * Hopcroft's algorithm; written as GBNF by `regexToGbnf.ts`.
+ * (lookaheads as obligations carried by each thread), or directly as a trie for a finite list of strings
+ * ({@link stringsDfa}); intersected by the product construction; minimised by Hopcroft's algorithm (by
+ * merging equal rows when acyclic); written as GBNF by `regexToGbnf.ts`.
  *
  * The alphabet is a partition of U+0000..U+10FFFF into *symbol classes* (maximal ranges no set in the
  * automaton splits), so a state's transitions are one row of class → state. Sizes are bounded
@@ -77,6 +78,8 @@ export class Dfa {
     readonly next: Int32Array,
     /** 1 where the state accepts. */
     readonly accept: Uint8Array,
+    /** True only when the caller knows the automaton is minimal and trimmed. Defaults to false. */
+    private minimal = false,
   ) {
     this.classes = starts.length;
     this.size = accept.length;
@@ -184,13 +187,117 @@ export class Dfa {
   }
 
   /**
-   * The minimal DFA of the same language (Hopcroft's partition refinement over the symbol classes, with the
-   * missing transitions going to an implicit dead state), trimmed.
+   * The minimal DFA of the same language, trimmed (this automaton itself when it is known to be minimal).
+   * An acyclic automaton (a finite language) is minimised by merging states with equal rows from the last
+   * state back (linear time); others by Hopcroft's partition refinement over the symbol classes, with the
+   * missing transitions going to an implicit dead state.
    */
   minimize(): Dfa {
+    if (this.minimal) return this;
+    const trimmed = this.trim();
+    charge(trimmed.size * trimmed.classes);
+    const order = trimmed.reverseTopologicalOrder();
+    const out = order !== null ? trimmed.mergeAcyclic(order) : trimmed.hopcroft();
+    out.minimal = true;
+    return out;
+  }
+
+  /**
+   * The states of this trimmed automaton, each after every state it reaches, or null when it has a cycle
+   * (Kahn's algorithm on the reversed edges: a state comes once all its successors have).
+   */
+  private reverseTopologicalOrder(): Int32Array | null {
+    const k = this.classes;
+    const pending = new Int32Array(this.size); // successors (with multiplicity) not yet placed
+    const start = new Int32Array(this.size + 1); // predecessors as CSR, as in distancesToAccept
+    for (let q = 0; q < this.size; q++) {
+      for (let c = 0; c < k; c++) {
+        const t = this.next[q * k + c]!;
+        if (t >= 0) {
+          pending[q]!++;
+          start[t + 1]!++;
+        }
+      }
+    }
+    for (let t = 0; t < this.size; t++) start[t + 1]! += start[t]!;
+    const fill = start.slice(0, this.size);
+    const preds = new Int32Array(start[this.size]!);
+    for (let i = 0; i < this.next.length; i++) {
+      const t = this.next[i]!;
+      if (t >= 0) preds[fill[t]!++] = Math.floor(i / k);
+    }
+    const order = new Int32Array(this.size);
+    let tail = 0;
+    for (let q = 0; q < this.size; q++) if (pending[q] === 0) order[tail++] = q;
+    for (let head = 0; head < tail; head++) {
+      const t = order[head]!;
+      for (let i = start[t]!; i < start[t + 1]!; i++)
+        if (--pending[preds[i]!]! === 0) order[tail++] = preds[i]!;
+    }
+    return tail === this.size ? order : null;
+  }
+
+  /**
+   * The minimal automaton of this trimmed, acyclic one: states are visited after all their successors (in
+   * `order`, see {@link reverseTopologicalOrder}), and
+   * a state whose acceptance and transitions (to merged states) equal an earlier one's is merged into it.
+   */
+  private mergeAcyclic(order: Int32Array): Dfa {
+    const k = this.classes;
+    const merged = new Int32Array(this.size);
+    const bySignature = new Map<string, number>();
+    const representatives: number[] = [];
+    for (const q of order) {
+      let signature = this.accept[q] === 1 ? "a" : "r";
+      for (let c = 0; c < k; c++) {
+        const t = this.next[q * k + c]!;
+        if (t >= 0) signature += `${c}:${merged[t]},`;
+      }
+      let id = bySignature.get(signature);
+      if (id === undefined) {
+        id = representatives.length;
+        bySignature.set(signature, id);
+        representatives.push(q);
+      }
+      merged[q] = id;
+    }
+    const next = new Int32Array(representatives.length * k);
+    const accept = new Uint8Array(representatives.length);
+    representatives.forEach((q, id) => {
+      accept[id] = this.accept[q]!;
+      for (let c = 0; c < k; c++) {
+        const t = this.next[q * k + c]!;
+        next[id * k + c] = t >= 0 ? merged[t]! : -1;
+      }
+    });
+    // Renumbered from the start state breadth-first, as every minimised automaton is.
+    const copy = new Dfa(this.starts, next, accept);
+    const startId = merged[0]!;
+    if (startId === 0) return copy.trim();
+    return copy.withStart(startId).trim();
+  }
+
+  /** This automaton with state `q` as its start (states swapped with 0). */
+  private withStart(q: number): Dfa {
+    const k = this.classes;
+    const swap = (t: number): number => (t === q ? 0 : t === 0 ? q : t);
+    const next = new Int32Array(this.next.length);
+    const accept = new Uint8Array(this.size);
+    for (let p = 0; p < this.size; p++) {
+      const from = swap(p);
+      accept[from] = this.accept[p]!;
+      for (let c = 0; c < k; c++) {
+        const t = this.next[p * k + c]!;
+        next[from * k + c] = t >= 0 ? swap(t) : -1;
+      }
+    }
+    return new Dfa(this.starts, next, accept);
+  }
+
+  /** Hopcroft's partition refinement (see {@link minimize}). */
+  private hopcroft(): Dfa {
     const n = this.size + 1; // state `size` is the dead state
     const k = this.classes;
-    charge(n * k);
     const dead = this.size;
     const complete = new Int32Array(n * k).fill(dead);
     for (let i = 0; i < this.size * k; i++) if (this.next[i]! >= 0) complete[i] = this.next[i]!;
@@ -393,6 +500,79 @@ export class Dfa {
     }
     return [...byTarget].map(([target, ranges]) => ({ set: CodePointSet.of(ranges), target }));
   }
+}
+
+/**
+ * The minimal DFA of exactly the strings `values`: a trie over their code points (each code point used is
+ * its own symbol class) whose nodes with equal acceptance and equal (merged) children are merged, deepest
+ * first, then numbered breadth-first from the start as {@link Dfa.minimize} numbers. Linear in the total
+ * length. Throws {@link AutomatonTooLarge} past {@link MAX_DFA_STATES} trie nodes.
+ */
+export function stringsDfa(values: readonly string[]): Dfa {
+  const used = new Set<number>();
+  for (const value of values) for (const ch of value) used.add(ch.codePointAt(0)!);
+  const points = [...used].sort((x, y) => x - y);
+  const starts = mergeStarts(
+    [0],
+    points.flatMap((cp) => (cp < MAX_CODE_POINT ? [cp, cp + 1] : [cp])),
+  );
+  const classOf = new Map<number, number>(starts.map((cp, c) => [cp, c]));
+  // The trie: a child always has a higher number than its parent.
+  const children: Map<number, number>[] = [new Map()];
+  const accepts: number[] = [0];
+  for (const value of values) {
+    let q = 0;
+    for (const ch of value) {
+      const c = classOf.get(ch.codePointAt(0)!)!;
+      let t = children[q]!.get(c);
+      if (t === undefined) {
+        t = children.length;
+        if (t >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
+        children.push(new Map());
+        accepts.push(0);
+        children[q]!.set(c, t);
+      }
+      q = t;
+    }
+    accepts[q] = 1;
+  }
+  charge(children.length);
+  // Deepest first (highest number first), each node merged into the first one of its signature.
+  const merged = new Int32Array(children.length);
+  const bySignature = new Map<string, number>();
+  const representatives: number[] = [];
+  for (let q = children.length - 1; q >= 0; q--) {
+    const edges = [...children[q]!].sort((x, y) => x[0] - y[0]);
+    let signature = accepts[q] === 1 ? "a" : "r";
+    for (const [c, t] of edges) signature += `${c}:${merged[t]},`;
+    let id = bySignature.get(signature);
+    if (id === undefined) {
+      id = representatives.length;
+      bySignature.set(signature, id);
+      representatives.push(q);
+    }
+    merged[q] = id;
+  }
+  // Breadth-first numbering from the start, classes ascending (what `trim` does).
+  const k = starts.length;
+  const number = new Int32Array(representatives.length).fill(-1);
+  const order = [merged[0]!];
+  number[merged[0]!] = 0;
+  const rows = new Int32Array(representatives.length * k).fill(-1);
+  const accept = new Uint8Array(representatives.length);
+  for (let i = 0; i < order.length; i++) {
+    const q = representatives[order[i]!]!;
+    accept[i] = accepts[q]!;
+    for (const [c, t] of [...children[q]!].sort((x, y) => x[0] - y[0])) {
+      const m = merged[t]!;
+      if (number[m] === -1) {
+        number[m] = order.length;
+        order.push(m);
+      }
+      rows[i * k + c] = number[m]!;
+    }
+  }
+  return new Dfa(starts, rows, accept, true);
 }
 
 /** A DFA with no accepted string over the partition `starts`. */
@@ -723,14 +903,20 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
       if (q === exit) accepts = true;
       if (nfa.edges[q]!.length > 0) states.push(q);
       if (nfa.endEps[q]!.length > 0) ending.push(q);
-      const follow = (to: number): void => {
+      for (const to of nfa.eps[q]!) {
         if (stamp[to] !== round) {
           stamp[to] = round;
           stack.push(to);
         }
-      };
-      for (const to of nfa.eps[q]!) follow(to);
-      if (atStart) for (const to of nfa.startEps[q]!) follow(to);
+      }
+      if (atStart) {
+        for (const to of nfa.startEps[q]!) {
+          if (stamp[to] !== round) {
+            stamp[to] = round;
+            stack.push(to);
+          }
+        }
+      }
     }
     // After a `$`, nothing more is read: only ε-moves (and further anchors) may still reach the exit.
     if (!accepts && ending.length > 0) {
@@ -754,9 +940,21 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
         }
       }
     }
+    // A subset holding a universal state reads every continuation: that state alone stands for it.
+    for (const q of states) if (universal[q] === 1) return { states: [q], accepts };
     states.sort((x, y) => x - y);
     return { states, accepts };
   };
+  // Universal states: consuming states whose one edge reads every class into a closure that accepts and
+  // holds them again (the tail `[\s\S]*` of a search), so every string is read from them. Found before the
+  // construction; the subsets that hold one would otherwise keep every other thread alive for nothing.
+  const universal = new Uint8Array(n);
+  for (let q = 0; q < n; q++) {
+    const edges = nfa.edges[q]!;
+    if (edges.length !== 1 || edges[0]!.classes.length !== k) continue;
+    const after = closure([edges[0]!.to], false);
+    if (after.accepts && after.states.includes(q)) universal[q] = 1;
+  }
   const keyOf = (c: { states: number[]; accepts: boolean }): string =>
     `${c.accepts ? 1 : 0}|${c.states.join(",")}`;
   const first = closure([entry], true);

@@ -185,10 +185,27 @@ export function patternDfa(pattern: string, search: boolean): Dfa {
   let dfa = patternDfas.get(key);
   if (dfa === undefined) {
     const tree = parseRegex(pattern);
-    dfa = regexDfa(search ? { type: "seq", items: [ANY_TEXT, tree, ANY_TEXT] } : tree);
+    dfa = regexDfa(search ? searchTree(tree) : tree);
     patternDfas.set(key, dfa);
   }
   return dfa;
+}
+
+/**
+ * The tree of the strings that contain a match of `tree` (ECMA-262 `test` semantics): any text around each
+ * top-level alternative, except before one that starts with `^` or after one that ends with `$` (there any
+ * text could only be empty; leaving it out keeps the automaton's subsets small).
+ */
+function searchTree(tree: RegexNode): RegexNode {
+  const alternatives = tree.type === "alt" ? tree.items : [tree];
+  const items = alternatives.map((alt): RegexNode => {
+    const parts = alt.type === "seq" ? alt.items : [alt];
+    const start = parts[0]?.type === "start";
+    const end = parts[parts.length - 1]?.type === "end";
+    if (start && end) return alt;
+    return { type: "seq", items: [...(start ? [] : [ANY_TEXT]), alt, ...(end ? [] : [ANY_TEXT])] };
+  });
+  return items.length === 1 ? items[0]! : { type: "alt", items };
 }
 
 /**

@@ -7,7 +7,7 @@
 import { CodePointSet } from "../codePointSet.ts";
 import { group } from "../gbnf.ts";
 import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives.ts";
-import { AutomatonTooLarge, type Dfa, regexDfa } from "../regexAutomaton.ts";
+import { AutomatonTooLarge, type Dfa, regexDfa, stringsDfa } from "../regexAutomaton.ts";
 import {
   ANY_TEXT,
   narrowLength,
@@ -183,7 +183,7 @@ function stringLanguage(language: {
   const parts: (() => Dfa)[] = [];
   if (language.listed) {
     const listed = language.listed;
-    parts.push(() => literalsDfa(listed));
+    parts.push(() => stringsDfa(listed));
   }
   const { format } = language;
   if (format !== null) parts.push(() => formatDfa(format, true));
@@ -208,17 +208,6 @@ function stringLanguage(language: {
   return dfa ?? regexDfa(ANY_TEXT);
 }
 
-/** The DFA of exactly the strings `values`. */
-function literalsDfa(values: readonly string[]): Dfa {
-  return regexDfa({
-    type: "alt",
-    items: values.map((v) => ({
-      type: "seq",
-      items: [...v].map((ch): RegexNode => ({ type: "set", set: CodePointSet.chars(ch) })),
-    })),
-  });
-}
-
 /** Keywords of other types than string, which hold for every property name. */
 const NON_STRING_KEYWORDS = new Set([...OBJECT_KEYWORDS, ...ARRAY_KEYWORDS, ...NUMBER_KEYWORDS, "nullable"]);
 
@@ -237,7 +226,7 @@ export function keyExpression(
 ): string | null {
   try {
     let keys = dfa;
-    if (excluded.length > 0) keys = keys.intersect(literalsDfa(excluded).complement(CodePointSet.all()));
+    if (excluded.length > 0) keys = keys.intersect(stringsDfa(excluded).complement(CodePointSet.all()));
     for (const pattern of excludedPatterns)
       keys = keys.intersect(patternDfa(pattern, true).complement(CodePointSet.all()));
     const result = automatonExpression(ctx.b, keys.minimize(), { mode: "json", hint, min: 0, max: null });

@@ -10,7 +10,7 @@ import { describe, it } from "node:test";
 import { CodePointSet } from "../../../src/structured/codePointSet.ts";
 import { type FORMAT_PATTERNS, formatDfa } from "../../../src/structured/jsonSchema/formats.ts";
 import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
-import { regexDfa } from "../../../src/structured/regexAutomaton.ts";
+import { regexDfa, stringsDfa } from "../../../src/structured/regexAutomaton.ts";
 import { narrowLength, parseRegex, regexLengthBounds } from "../../../src/structured/regexParser.ts";
 import { patternDfa } from "../../../src/structured/regexToGbnf.ts";
 import { stringsUpTo } from "../../helpers/strings.ts";
@@ -57,14 +57,60 @@ describe("regexDfa", () => {
   });
 });
 
+describe("stringsDfa", () => {
+  it("accepts exactly the listed strings and is minimal (one state per distinct residual language)", () => {
+    let seed = 11;
+    const rand = (): number => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed / 0x7fffffff;
+    };
+    const samples = stringsUpTo(["a", "b", "é"], 4);
+    for (let round = 0; round < 40; round++) {
+      const values = Array.from({ length: Math.floor(rand() * 8) }, () =>
+        Array.from({ length: Math.floor(rand() * 4) }, () => "abé"[Math.floor(rand() * 3)]).join(""),
+      );
+      const dfa = stringsDfa(values);
+      for (const text of samples)
+        assert.equal(dfa.matches(text), values.includes(text), `${values} on '${text}'`);
+      // Myhill–Nerode: the trimmed minimal DFA has one state per distinct non-empty residual p⁻¹L.
+      const residuals = new Set<string>();
+      for (const v of values) {
+        for (let i = 0; i <= v.length; i++) {
+          const p = v.slice(0, i);
+          const rest = values.filter((w) => w.startsWith(p)).map((w) => w.slice(p.length));
+          residuals.add([...new Set(rest)].sort().join("\u0000"));
+        }
+      }
+      assert.equal(dfa.isEmpty ? 0 : dfa.size, residuals.size, `${values}`);
+      // The same automaton as the subset construction's (both minimal, numbered alike).
+      const alt = regexDfa({
+        type: "alt",
+        items: values.map((v) => ({
+          type: "seq",
+          items: [...v].map((ch) => ({ type: "set", set: CodePointSet.chars(ch) })),
+        })),
+      }).refined(dfa.starts);
+      if (!dfa.isEmpty) assert.deepEqual([...alt.next], [...dfa.next], `${values}`);
+    }
+  });
+});
+
 describe("patterns under search semantics", () => {
   it("admit any text at an unanchored end", () => {
     const samples = stringsUpTo(["x", "y", "z"], 5);
-    for (const pattern of ["xy", "^xy", "xy$", "^x|z$", "^$|^x+$"]) {
+    for (const pattern of ["xy", "^xy", "xy$", "^x|z$", "^$|^x+$", "^xy|yz|zx|x$", "(?:^x|y)z"]) {
       const dfa = patternDfa(pattern, true);
       const re = new RegExp(pattern, "u");
       for (const text of samples) assert.equal(dfa.matches(text), re.test(text), `${pattern} on '${text}'`);
     }
+  });
+
+  it("keep few subsets once a match is certain (many keywords, each may match anywhere)", () => {
+    const pattern = "^list|date|time|string|enum|int|double|long|boolean|number$";
+    const dfa = patternDfa(pattern, true);
+    const re = new RegExp(pattern, "u");
+    for (const text of ["list", "xlist", "a date!", "numbers", "number", "boolea", "", "intx"])
+      assert.equal(dfa.matches(text), re.test(text), text);
   });
 });
 
