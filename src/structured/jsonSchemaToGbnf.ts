@@ -232,23 +232,32 @@ type ContextFacts = { required: Set<string>; properties: Map<string, Schema[]> }
 /** The {@link ContextFacts} of `context` (`$ref`s resolved by `resolve`; depth-bounded, each schema once). */
 function contextFacts(context: SchemaObject, resolve: (ref: string) => unknown): ContextFacts {
   const facts: ContextFacts = { required: new Set(), properties: new Map() };
-  const seen = new Set<unknown>();
-  const visit = (s: unknown, depth: number): void => {
-    if (!isObject(s) || depth > MAX_RESOLVE_DEPTH || seen.has(s)) return;
-    seen.add(s);
-    if (Array.isArray(s.required)) for (const name of s.required) facts.required.add(name as string);
-    if (isObject(s.properties)) {
-      for (const [name, schema] of Object.entries(s.properties)) {
-        const list = facts.properties.get(name);
-        if (list === undefined) facts.properties.set(name, [schema as Schema]);
-        else list.push(schema as Schema);
-      }
-    }
-    if (typeof s.$ref === "string") visit(resolve(s.$ref), depth + 1);
-    if (Array.isArray(s.allOf)) for (const branch of s.allOf) visit(branch, depth + 1);
-  };
-  visit(context, 0);
+  gatherFacts(context, 0, facts, new Set(), resolve);
   return facts;
+}
+
+/** Adds what `s` (and its `allOf` branches and `$ref` target, each once) says about objects to `facts`. */
+function gatherFacts(
+  s: unknown,
+  depth: number,
+  facts: ContextFacts,
+  seen: Set<unknown>,
+  resolve: (ref: string) => unknown,
+): void {
+  if (!isObject(s) || depth > MAX_RESOLVE_DEPTH || seen.has(s)) return;
+  seen.add(s);
+  if (Array.isArray(s.required)) for (const name of s.required) facts.required.add(name as string);
+  if (isObject(s.properties)) {
+    for (const name in s.properties) {
+      const schema = s.properties[name] as Schema;
+      const list = facts.properties.get(name);
+      if (list === undefined) facts.properties.set(name, [schema]);
+      else list.push(schema);
+    }
+  }
+  if (typeof s.$ref === "string") gatherFacts(resolve(s.$ref), depth + 1, facts, seen, resolve);
+  if (Array.isArray(s.allOf))
+    for (const branch of s.allOf) gatherFacts(branch, depth + 1, facts, seen, resolve);
 }
 
 /** What `facts` say about property `name`, as one schema (the context of its negation). */
@@ -367,6 +376,10 @@ class SchemaCompiler implements CompileContext {
   private readonly mergedByKey = new Map<number, Schema>();
   /** Structural keys of subschemas, so that equal subschemas are compiled once. */
   private readonly keys = new SubschemaKeys();
+  /** {@link contextFacts} by context object (a `oneOf` branch's context serves every other branch's negation). */
+  private readonly contextFacts = new Map<SchemaObject, ContextFacts>();
+  /** Resolves a local `$ref` in the root document (for {@link contextFacts}). */
+  private readonly resolver = (ref: string): unknown => this.resolveRef(ref);
   /** Results of {@link otherThan} by the listed values (one object each, so later caches hit). */
   private readonly complements = new Map<string, Schema | null>();
   /** The representative object of each subschema key (see {@link canonicalSchema}). */
@@ -627,9 +640,6 @@ class SchemaCompiler implements CompileContext {
     if (depth > MAX_RESOLVE_DEPTH) return narrow ? false : null;
     const disjuncts: Schema[] = [];
     const keywords = normalizeExclusive(n);
-    let known: ContextFacts | undefined;
-    const facts = (): ContextFacts =>
-      (known ??= contextFacts(context, (ref) => resolveLocalRef(this.root, ref)));
     for (const key of Object.keys(keywords)) {
       if (!isConstraint(key)) continue;
       const value = keywords[key];
@@ -665,7 +675,8 @@ class SchemaCompiler implements CompileContext {
         }
         case "required": {
           // (A name the context requires cannot be missing beside it.)
-          const names = (value as string[]).filter((name) => !facts().required.has(name));
+          const required = this.factsOf(context).required;
+          const names = (value as string[]).filter((name) => !required.has(name));
           disjuncts.push(
             names.length === 0
               ? false
@@ -678,15 +689,12 @@ class SchemaCompiler implements CompileContext {
           for (const [name, schema] of Object.entries(value as SchemaObject)) {
             // Beside a context that gives the name this very schema, its value cannot fail it.
             const key = this.keys.ofSchema(schema);
-            if (
-              facts()
-                .properties.get(name)
-                ?.some((c) => c === schema || this.keys.ofSchema(c) === key)
-            )
+            const facts = this.factsOf(context);
+            if (facts.properties.get(name)?.some((c) => c === schema || this.keys.ofSchema(c) === key))
               continue;
             // (Narrowed or not, a property's value is negated exactly or not at all: narrowing inside
             // nested properties costs more than it keeps.)
-            const negated = this.negate(schema as Schema, propertyContext(facts(), name), depth + 1);
+            const negated = this.negate(schema as Schema, propertyContext(facts, name), depth + 1);
             if (negated === null) {
               if (narrow) continue;
               return null;
@@ -783,6 +791,16 @@ class SchemaCompiler implements CompileContext {
     if (possible.some((d) => d === true)) return true;
     if (possible.length === 0) return false;
     return possible.length === 1 ? possible[0]! : { anyOf: possible };
+  }
+
+  /** The {@link ContextFacts} of `context`, read once per context object. */
+  private factsOf(context: SchemaObject): ContextFacts {
+    let facts = this.contextFacts.get(context);
+    if (facts === undefined) {
+      facts = contextFacts(context, this.resolver);
+      this.contextFacts.set(context, facts);
+    }
+    return facts;
   }
 
   /** The {@link negate}s of `list`, or null when one cannot be written. */
@@ -944,82 +962,56 @@ class SchemaCompiler implements CompileContext {
       }
     }
     const disjoint = exclusive ? this.disjointPairs(rest, branches, path) : null;
-    // The negations of the other branches that branch i may overlap, or null when one cannot be written.
-    // (Where a negation cannot be written exactly, a narrower one is used: branch i then loses more.)
-    let narrowed = false;
-    const exclusions = (i: number): Schema[] | null => {
-      const context: SchemaObject = { allOf: [rest, branches[i]!] };
-      const out: Schema[] = [];
-      for (const [j, other] of branches.entries()) {
-        if (j === i || other === false || disjoint![i]![j] === true) continue;
-        if (out.length >= MAX_EXCLUSIVE_BRANCHES - 1) return null;
-        if (disjoint![i]![j] === "empty array") {
-          out.push({ minItems: 1 }); // `[]` matches both: excluded from both (exact)
-          continue;
-        }
-        let negated = this.negate(other, context, 0);
-        if (negated === null) {
-          narrowed = true;
-          negated = this.negate(other, context, 0, true)!;
-        }
-        out.push(negated);
-      }
-      return out;
-    };
     const alternatives: string[] = [];
     let dropped = 0;
-    branches.forEach((branch, i) => {
-      if (branch === false) return;
+    let narrowed = false;
+    for (let i = 0; i < branches.length; i++) {
+      const branch = branches[i]!;
+      if (branch === false) continue;
       const at = `${path}/${keyword}/${i}`;
-      const compileWith = (others: Schema[]): string => {
-        const parts = [branch, ...others];
-        // A sibling `unevaluatedProperties: false` sees the branch's properties: it applies after the merge.
-        const merged =
-          unevaluatedProperties === false
-            ? { allOf: [rest, ...parts], unevaluatedProperties }
-            : constrains(rest)
-              ? { allOf: [rest, ...parts] }
-              : parts.length === 1
-                ? branch
-                : { allOf: parts };
-        return this.value(merged, at, `${hint}-${i}`, depth + 1);
-      };
+      const union = { rest, branch, unevaluatedProperties, at, hint: `${hint}-${i}`, depth: depth + 1 };
       let alternative: string | null;
-      const others = exclusive ? exclusions(i) : [];
+      let others: Schema[] | null = [];
+      if (exclusive) {
+        const excluded = this.exclusions(rest, branches, i, disjoint!);
+        others = excluded.negations;
+        narrowed ||= excluded.narrowed;
+      }
       if (others === null) {
         dropped++;
-        return;
+        continue;
       }
-      if (others.includes(false)) return; // excluding a branch that may hold anything leaves nothing
+      if (others.includes(false)) continue; // excluding a branch that may hold anything leaves nothing
       if (others.length > 0) {
         // The exclusions can make the branch inexpressible (a 400): the branch is then left out, unless it
         // is inexpressible on its own too (that 400 stands, as in anyOf).
         // (null: that 400 was undone; `{ symbol: null }`: the exclusive branch has no instance.)
+        const withOthers = others;
         const exact = this.tryOr(
-          () => ({ symbol: this.attempt(() => compileWith(others)) }),
+          () => ({ symbol: this.attempt(() => this.unionBranch(union, withOthers)) }),
           (error) => error instanceof ApiError && error.status === 400,
         );
         if (exact === null) {
           // (A branch object found to compile alone once is not probed again: either answer is safe.)
           if (typeof branch === "object" && this.probed.has(branch)) {
             dropped++;
-            return;
+            continue;
           }
           this.tryOr(
             () => {
-              this.attempt(() => compileWith([]));
+              this.attempt(() => this.unionBranch(union, []));
               throw PROBED;
             },
             (error) => error === PROBED,
           );
           if (typeof branch === "object") this.probed.add(branch);
           dropped++;
-          return;
+          continue;
         }
         alternative = exact.symbol;
-      } else alternative = this.attempt(() => compileWith([]));
+      } else alternative = this.attempt(() => this.unionBranch(union, []));
       if (alternative !== null) alternatives.push(alternative);
-    });
+    }
     if (alternatives.length === 0) {
       if (dropped > 0 || narrowed)
         this.fail(
@@ -1032,6 +1024,66 @@ class SchemaCompiler implements CompileContext {
       );
     }
     return [...new Set(alternatives)].join(" | ");
+  }
+
+  /**
+   * The negations of the `oneOf` branches that branch `i` may overlap (beside the keywords `rest`; `disjoint`
+   * from {@link disjointPairs}), or null when it needs more than {@link MAX_EXCLUSIVE_BRANCHES}; `narrowed`
+   * when a negation could not be written exactly and a narrower one was used (branch i then loses more).
+   */
+  private exclusions(
+    rest: SchemaObject,
+    branches: Schema[],
+    i: number,
+    disjoint: (boolean | "empty array")[][],
+  ): { negations: Schema[] | null; narrowed: boolean } {
+    const context: SchemaObject = { allOf: [rest, branches[i]!] };
+    const out: Schema[] = [];
+    let narrowed = false;
+    for (let j = 0; j < branches.length; j++) {
+      const other = branches[j]!;
+      if (j === i || other === false || disjoint[i]![j] === true) continue;
+      if (out.length >= MAX_EXCLUSIVE_BRANCHES - 1) return { negations: null, narrowed };
+      if (disjoint[i]![j] === "empty array") {
+        out.push({ minItems: 1 }); // `[]` matches both: excluded from both (exact)
+        continue;
+      }
+      let negated = this.negate(other, context, 0);
+      if (negated === null) {
+        narrowed = true;
+        negated = this.negate(other, context, 0, true)!;
+      }
+      out.push(negated);
+    }
+    return { negations: out, narrowed };
+  }
+
+  /**
+   * The symbol of one `anyOf`/`oneOf` branch conjoined with the union's other keywords `rest` and with
+   * `others` (the negations that exclude the other branches).
+   */
+  private unionBranch(
+    u: {
+      rest: SchemaObject;
+      branch: Schema;
+      unevaluatedProperties: unknown;
+      at: string;
+      hint: string;
+      depth: number;
+    },
+    others: Schema[],
+  ): string {
+    const parts = [u.branch, ...others];
+    // A sibling `unevaluatedProperties: false` sees the branch's properties: it applies after the merge.
+    const merged =
+      u.unevaluatedProperties === false
+        ? { allOf: [u.rest, ...parts], unevaluatedProperties: u.unevaluatedProperties }
+        : constrains(u.rest)
+          ? { allOf: [u.rest, ...parts] }
+          : parts.length === 1
+            ? u.branch
+            : { allOf: parts };
+    return this.value(merged, u.at, u.hint, u.depth);
   }
 
   /**
