@@ -14,7 +14,9 @@
  * and validates every output that stopped (see `bench/schemaSample.ts`); options `--max-tokens 512`,
  * `--threads 1`, `--sequences 4`.
  *
- * Usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1]
+ * With `--slowest N` it lists each dataset's N slowest schemas with their times.
+ *
+ * Usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1] [--slowest 0]
  *          [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]
  * Prints Markdown tables and the reasons; exit code 0 unless a schema crashed the compiler or a sampled
  * output that stopped is invalid.
@@ -36,6 +38,8 @@ type DatasetResult = {
   crashed: string[];
   reasons: Map<string, number>;
   timesMs: number[];
+  /** Each schema's time with its file name, for `--slowest`. */
+  timed: { file: string; ms: number }[];
   /** The compiled schemas with their grammars (kept only when sampling). */
   candidates: SampleCandidate[];
 };
@@ -66,6 +70,7 @@ function emptyResult(name: string): DatasetResult {
     crashed: [],
     reasons: new Map(),
     timesMs: [],
+    timed: [],
     candidates: [],
   };
 }
@@ -107,7 +112,9 @@ function runDataset(name: string, dir: string, keep: boolean, runs: number): Dat
       } catch {}
       times.push(Number(process.hrtime.bigint() - again) / 1e6);
     }
-    result.timesMs.push(times.sort((a, b) => a - b)[Math.floor((times.length - 1) / 2)]!);
+    const ms = times.sort((a, b) => a - b)[Math.floor((times.length - 1) / 2)]!;
+    result.timesMs.push(ms);
+    result.timed.push({ file, ms });
   }
   result.timesMs.sort((a, b) => a - b);
   return result;
@@ -123,6 +130,7 @@ async function main(): Promise<void> {
       dataset: { type: "string" },
       "show-crashes": { type: "boolean", default: false },
       runs: { type: "string", default: "1" },
+      slowest: { type: "string", default: "0" },
       sample: { type: "string" },
       model: { type: "string" },
       "max-tokens": { type: "string", default: "512" },
@@ -135,7 +143,7 @@ async function main(): Promise<void> {
   const runs = Math.max(1, Number(values.runs));
   if (root === undefined || (sample > 0 && values.model === undefined)) {
     console.error(
-      "usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1] [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]",
+      "usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1] [--slowest 0] [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]",
     );
     process.exit(2);
   }
@@ -171,6 +179,12 @@ async function main(): Promise<void> {
     if (reasons.length === 0) continue;
     console.log(`\n${d.name}: top refusals`);
     for (const [reason, n] of reasons) console.log(`  ${String(n).padStart(5)}  ${reason}`);
+  }
+  const slowest = Number(values.slowest);
+  for (const d of slowest > 0 ? datasets : []) {
+    console.log(`\n${d.name}: slowest compilations`);
+    for (const { file, ms } of [...d.timed].sort((a, b) => b.ms - a.ms).slice(0, slowest))
+      console.log(`  ${ms.toFixed(1).padStart(7)} ms  ${file}`);
   }
   if (all.crashed.length > 0) {
     console.log(`\n${all.crashed.length} crash(es)`);

@@ -88,6 +88,15 @@ class UnsatisfiableError extends Error {
   }
 }
 
+/**
+ * What two `oneOf` branches may have in common (see `disjointPairs`): nothing (true), only `[]`, only
+ * non-objects, or not known (false).
+ */
+type Overlap = boolean | "empty array" | "non-objects";
+
+/** `{type: "object"}`, one object for every `oneOf` exclusion that needs only it (so caches hit). */
+const OBJECT_TYPE: SchemaObject = Object.freeze({ type: "object" });
+
 /** Thrown to undo a compilation that only probed whether a subschema compiles on its own. */
 const PROBED = new Error("probed");
 
@@ -1035,7 +1044,7 @@ class SchemaCompiler implements CompileContext {
     rest: SchemaObject,
     branches: Schema[],
     i: number,
-    disjoint: (boolean | "empty array")[][],
+    disjoint: Overlap[][],
   ): { negations: Schema[] | null; narrowed: boolean } {
     const context: SchemaObject = { allOf: [rest, branches[i]!] };
     const out: Schema[] = [];
@@ -1046,6 +1055,10 @@ class SchemaCompiler implements CompileContext {
       if (out.length >= MAX_EXCLUSIVE_BRANCHES - 1) return { negations: null, narrowed };
       if (disjoint[i]![j] === "empty array") {
         out.push({ minItems: 1 }); // `[]` matches both: excluded from both (exact)
+        continue;
+      }
+      if (disjoint[i]![j] === "non-objects") {
+        out.push(OBJECT_TYPE); // both hold for every non-object, and no object satisfies both (exact)
         continue;
       }
       let negated = this.negate(other, context, 0);
@@ -1089,22 +1102,34 @@ class SchemaCompiler implements CompileContext {
   /**
    * For the `oneOf` `branches` beside the keywords `rest`: `[i][j]` is true when branches i and j provably
    * have no instance in common (see {@link provablyDisjoint}), so neither needs to exclude the other,
-   * `"empty array"` when `[]` is the only one they may share, else false. A 400 naming the `oneOf` at
-   * `path` when the document's disjointness tests are used up.
+   * `"empty array"` when `[]` is the only one they may share, `"non-objects"` when both hold for every
+   * non-object and no object satisfies both (the usual `oneOf` of objects told apart by a property, written
+   * without `type: object`), else false. A 400 naming the `oneOf` at `path` when the document's disjointness
+   * tests are used up.
    */
-  private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): (boolean | "empty array")[][] {
+  private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): Overlap[][] {
     this.disjoint ??= provablyDisjoint((ref) => this.resolveRef(ref));
     const test = this.disjoint;
     // (One object per structure: the test remembers its answers per object pair.)
     const parts = branches.map((branch) =>
       this.canonicalSchema(constrains(rest) ? { allOf: [rest, branch] } : branch),
     );
-    const out: (boolean | "empty array")[][] = branches.map(() => branches.map(() => false));
+    const open = branches.map((branch) => test.acceptsEveryNonObject(branch));
+    const asObjects = parts.map((part, i) =>
+      open[i] ? this.canonicalSchema({ allOf: [part, OBJECT_TYPE] }) : null,
+    );
+    const out: Overlap[][] = branches.map(() => branches.map(() => false));
     for (let i = 0; i < branches.length; i++) {
       for (let j = i + 1; j < branches.length; j++) {
         const a = parts[i]!;
         const b = parts[j]!;
-        const d = test.disjoint(a, b) ? true : test.onlyEmptyArrayInCommon(a, b) ? "empty array" : false;
+        const d: Overlap = test.disjoint(a, b)
+          ? true
+          : test.onlyEmptyArrayInCommon(a, b)
+            ? "empty array"
+            : open[i] && open[j] && test.disjoint(asObjects[i]!, asObjects[j]!)
+              ? "non-objects"
+              : false;
         out[i]![j] = d;
         out[j]![i] = d;
       }

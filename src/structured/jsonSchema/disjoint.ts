@@ -9,7 +9,9 @@
 import { ecmaRegex } from "./ecmaRegex.ts";
 import { formatDfa, type SupportedFormat } from "./formats.ts";
 import {
+  isConstraint,
   NON_INTEGER,
+  OBJECT_KEYWORDS,
   type Schema,
   type SchemaObject,
   stringNotFormats,
@@ -75,6 +77,12 @@ export type DisjointTest = {
   disjoint(a: Schema, b: Schema): boolean;
   /** True only when `[]` is the only value that can satisfy both (arrays of disjoint items). */
   onlyEmptyArrayInCommon(a: Schema, b: Schema): boolean;
+  /**
+   * True only when `s` holds for every value that is not an object: it, its `allOf` branches and its `$ref`
+   * targets use only object keywords (and annotations). Two such schemas that are disjoint as objects have
+   * only non-objects in common, so `s ∧ ¬t` is `s ∧ {type: object}` for them.
+   */
+  acceptsEveryNonObject(s: Schema): boolean;
   /** True once the document has used up its pair tests (answers are then "not proven"). */
   exhausted(): boolean;
 };
@@ -101,6 +109,7 @@ export function provablyDisjoint(resolve: RefResolver): DisjointTest {
   };
   return {
     disjoint: (a, b) => disjoint(a, b, m, 0),
+    acceptsEveryNonObject: (s) => acceptsEveryNonObject(s, m, 0),
     exhausted: () => m.budget < 0,
     onlyEmptyArrayInCommon: (a, b) => {
       if (typeof a === "boolean" || typeof b === "boolean") return false;
@@ -110,6 +119,26 @@ export function provablyDisjoint(resolve: RefResolver): DisjointTest {
       return sharesOnlyEmptyArray(as, bs, classesOf(a, m, 0), classesOf(b, m, 0), m, 0);
     },
   };
+}
+
+/** The object keywords, as a set. */
+const OBJECT_ONLY = new Set(OBJECT_KEYWORDS);
+
+/** See {@link DisjointTest.acceptsEveryNonObject}; false past {@link MAX_DEPTH} (not proven). */
+function acceptsEveryNonObject(s: unknown, m: Memo, depth: number): boolean {
+  if (s === true) return true;
+  if (!isObject(s) || depth >= MAX_DEPTH) return false;
+  for (const key in s) {
+    if (!isConstraint(key) || OBJECT_ONLY.has(key)) continue;
+    const value = s[key];
+    if (key === "$ref") {
+      if (typeof value !== "string" || !acceptsEveryNonObject(m.resolve(value), m, depth + 1)) return false;
+    } else if (key === "allOf") {
+      if (!Array.isArray(value) || !value.every((branch) => acceptsEveryNonObject(branch, m, depth + 1)))
+        return false;
+    } else return false;
+  }
+  return true;
 }
 
 /**

@@ -118,3 +118,19 @@ test("numbers: ranges with no number (or no integer) in common", () => {
   // Bounds from allOf branches count.
   assert.equal(disjoint({ allOf: [num({}), { maximum: -1 }] }, int({ minimum: 0 })), true);
 });
+
+test("acceptsEveryNonObject: only object keywords (through allOf and $ref) hold for every non-object", () => {
+  const defs: Record<string, unknown> = {
+    "#/$defs/named": { properties: { name: { type: "string" } }, required: ["name"] },
+    "#/$defs/typed": { type: "object" },
+  };
+  const test = provablyDisjoint((ref) => defs[ref]);
+  assert.ok(test.acceptsEveryNonObject({ properties: { kind: { const: "a" } }, required: ["kind"] }));
+  assert.ok(test.acceptsEveryNonObject({ allOf: [{ $ref: "#/$defs/named" }], title: "x", minProperties: 1 }));
+  assert.ok(test.acceptsEveryNonObject(true));
+  assert.ok(!test.acceptsEveryNonObject({ $ref: "#/$defs/typed" }));
+  assert.ok(!test.acceptsEveryNonObject({ properties: {}, minLength: 1 }));
+  assert.ok(!test.acceptsEveryNonObject({ anyOf: [{ required: ["a"] }] }));
+  assert.ok(!test.acceptsEveryNonObject({ $ref: "#/$defs/missing" }));
+  assert.ok(!test.acceptsEveryNonObject(false));
+});
