@@ -70,6 +70,8 @@ export class Dfa {
   readonly size: number;
   /** Number of symbol classes. */
   readonly classes: number;
+  /** True when this automaton came out of {@link minimize} (minimising it again returns it). */
+  private minimal = false;
 
   constructor(
     /** First code point of each symbol class, ascending, `starts[0] = 0`. */
@@ -78,8 +80,6 @@ export class Dfa {
     readonly next: Int32Array,
     /** 1 where the state accepts. */
     readonly accept: Uint8Array,
-    /** True only when the caller knows the automaton is minimal and trimmed. Defaults to false. */
-    private minimal = false,
   ) {
     this.classes = starts.length;
     this.size = accept.length;
@@ -503,76 +503,44 @@ export class Dfa {
 }
 
 /**
- * The minimal DFA of exactly the strings `values`: a trie over their code points (each code point used is
- * its own symbol class) whose nodes with equal acceptance and equal (merged) children are merged, deepest
- * first, then numbered breadth-first from the start as {@link Dfa.minimize} numbers. Linear in the total
- * length. Throws {@link AutomatonTooLarge} past {@link MAX_DFA_STATES} trie nodes.
+ * The minimal DFA of exactly the strings `values`: their trie (each code point used is its own symbol
+ * class), minimised (acyclic, so by merging equal rows: linear in the total length). Throws
+ * {@link AutomatonTooLarge} past {@link MAX_DFA_STATES} trie nodes.
  */
 export function stringsDfa(values: readonly string[]): Dfa {
   const used = new Set<number>();
-  for (const value of values) for (const ch of value) used.add(ch.codePointAt(0)!);
+  let length = 0;
+  for (const value of values) {
+    for (const ch of value) {
+      used.add(ch.codePointAt(0)!);
+      length++;
+    }
+  }
   const points = [...used].sort((x, y) => x - y);
   const starts = mergeStarts(
     [0],
     points.flatMap((cp) => (cp < MAX_CODE_POINT ? [cp, cp + 1] : [cp])),
   );
   const classOf = new Map<number, number>(starts.map((cp, c) => [cp, c]));
-  // The trie: a child always has a higher number than its parent.
-  const children: Map<number, number>[] = [new Map()];
-  const accepts: number[] = [0];
+  const k = starts.length;
+  const nodes = Math.min(length + 1, MAX_DFA_STATES);
+  const rows = new Int32Array(nodes * k).fill(-1);
+  const accept = new Uint8Array(nodes);
+  let size = 1;
   for (const value of values) {
     let q = 0;
     for (const ch of value) {
-      const c = classOf.get(ch.codePointAt(0)!)!;
-      let t = children[q]!.get(c);
-      if (t === undefined) {
-        t = children.length;
-        if (t >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
-        children.push(new Map());
-        accepts.push(0);
-        children[q]!.set(c, t);
+      const at = q * k + classOf.get(ch.codePointAt(0)!)!;
+      if (rows[at]! < 0) {
+        if (size >= MAX_DFA_STATES) throw new AutomatonTooLarge(`more than ${MAX_DFA_STATES} states`);
+        rows[at] = size++;
       }
-      q = t;
+      q = rows[at]!;
     }
-    accepts[q] = 1;
+    accept[q] = 1;
   }
-  charge(children.length);
-  // Deepest first (highest number first), each node merged into the first one of its signature.
-  const merged = new Int32Array(children.length);
-  const bySignature = new Map<string, number>();
-  const representatives: number[] = [];
-  for (let q = children.length - 1; q >= 0; q--) {
-    const edges = [...children[q]!].sort((x, y) => x[0] - y[0]);
-    let signature = accepts[q] === 1 ? "a" : "r";
-    for (const [c, t] of edges) signature += `${c}:${merged[t]},`;
-    let id = bySignature.get(signature);
-    if (id === undefined) {
-      id = representatives.length;
-      bySignature.set(signature, id);
-      representatives.push(q);
-    }
-    merged[q] = id;
-  }
-  // Breadth-first numbering from the start, classes ascending (what `trim` does).
-  const k = starts.length;
-  const number = new Int32Array(representatives.length).fill(-1);
-  const order = [merged[0]!];
-  number[merged[0]!] = 0;
-  const rows = new Int32Array(representatives.length * k).fill(-1);
-  const accept = new Uint8Array(representatives.length);
-  for (let i = 0; i < order.length; i++) {
-    const q = representatives[order[i]!]!;
-    accept[i] = accepts[q]!;
-    for (const [c, t] of [...children[q]!].sort((x, y) => x[0] - y[0])) {
-      const m = merged[t]!;
-      if (number[m] === -1) {
-        number[m] = order.length;
-        order.push(m);
-      }
-      rows[i * k + c] = number[m]!;
-    }
-  }
-  return new Dfa(starts, rows, accept, true);
+  charge(size);
+  return new Dfa(starts, rows.subarray(0, size * k), accept.subarray(0, size)).minimize();
 }
 
 /** A DFA with no accepted string over the partition `starts`. */

@@ -15,6 +15,7 @@ import { narrowLength, parseRegex, regexLengthBounds } from "../../../src/struct
 import { patternDfa } from "../../../src/structured/regexToGbnf.ts";
 import { stringsUpTo } from "../../helpers/strings.ts";
 import { FORMATS } from "../../helpers/structuredAjv.ts";
+import { seededRandom } from "../../stress/fuzzCases.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
 const dfaOf = (pattern: string) => regexDfa(parseRegex(pattern));
@@ -59,11 +60,7 @@ describe("regexDfa", () => {
 
 describe("stringsDfa", () => {
   it("accepts exactly the listed strings and is minimal (one state per distinct residual language)", () => {
-    let seed = 11;
-    const rand = (): number => {
-      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
-      return seed / 0x7fffffff;
-    };
+    const rand = seededRandom(11);
     const samples = stringsUpTo(["a", "b", "é"], 4);
     for (let round = 0; round < 40; round++) {
       const values = Array.from({ length: Math.floor(rand() * 8) }, () =>
