@@ -970,7 +970,11 @@ class SchemaCompiler implements CompileContext {
         return this.body(constrains(rest) ? { allOf: [rest, values] } : values, path, hint, depth + 1);
       }
     }
-    const disjoint = exclusive ? this.disjointPairs(rest, branches, path) : null;
+    // (With a sibling `unevaluatedProperties`, branches exclude each other by full negations only: what a
+    // branch evaluates decides that keyword, and a bare `{type: object}` evaluates nothing.)
+    const disjoint = exclusive
+      ? this.disjointPairs(rest, branches, path, unevaluatedProperties === undefined)
+      : null;
     const alternatives: string[] = [];
     let dropped = 0;
     let narrowed = false;
@@ -1049,16 +1053,17 @@ class SchemaCompiler implements CompileContext {
     const context: SchemaObject = { allOf: [rest, branches[i]!] };
     const out: Schema[] = [];
     let narrowed = false;
+    let objectsOnly = false;
     for (let j = 0; j < branches.length; j++) {
       const other = branches[j]!;
       if (j === i || other === false || disjoint[i]![j] === true) continue;
+      if (disjoint[i]![j] === "non-objects") {
+        objectsOnly = true; // both hold for every non-object, and no object satisfies both (exact)
+        continue;
+      }
       if (out.length >= MAX_EXCLUSIVE_BRANCHES - 1) return { negations: null, narrowed };
       if (disjoint[i]![j] === "empty array") {
         out.push({ minItems: 1 }); // `[]` matches both: excluded from both (exact)
-        continue;
-      }
-      if (disjoint[i]![j] === "non-objects") {
-        out.push(OBJECT_TYPE); // both hold for every non-object, and no object satisfies both (exact)
         continue;
       }
       let negated = this.negate(other, context, 0);
@@ -1068,6 +1073,8 @@ class SchemaCompiler implements CompileContext {
       }
       out.push(negated);
     }
+    // (One `{type: object}` excludes every branch that overlaps this one only in non-objects.)
+    if (objectsOnly) out.push(OBJECT_TYPE);
     return { negations: out, narrowed };
   }
 
@@ -1104,17 +1111,22 @@ class SchemaCompiler implements CompileContext {
    * have no instance in common (see {@link provablyDisjoint}), so neither needs to exclude the other,
    * `"empty array"` when `[]` is the only one they may share, `"non-objects"` when both hold for every
    * non-object and no object satisfies both (the usual `oneOf` of objects told apart by a property, written
-   * without `type: object`), else false. A 400 naming the `oneOf` at `path` when the document's disjointness
-   * tests are used up.
+   * without `type: object`; only with `objectsApart`), else false. A 400 naming the `oneOf` at `path` when
+   * the document's disjointness tests are used up.
    */
-  private disjointPairs(rest: SchemaObject, branches: Schema[], path: string): Overlap[][] {
+  private disjointPairs(
+    rest: SchemaObject,
+    branches: Schema[],
+    path: string,
+    objectsApart: boolean,
+  ): Overlap[][] {
     this.disjoint ??= provablyDisjoint((ref) => this.resolveRef(ref));
     const test = this.disjoint;
     // (One object per structure: the test remembers its answers per object pair.)
     const parts = branches.map((branch) =>
       this.canonicalSchema(constrains(rest) ? { allOf: [rest, branch] } : branch),
     );
-    const open = branches.map((branch) => test.acceptsEveryNonObject(branch));
+    const open = branches.map((branch) => objectsApart && test.acceptsEveryNonObject(branch));
     const asObjects = parts.map((part, i) =>
       open[i] ? this.canonicalSchema({ allOf: [part, OBJECT_TYPE] }) : null,
     );

@@ -6,7 +6,7 @@
  */
 import { CodePointSet } from "../codePointSet.ts";
 import { type GbnfBuilder, gbnfCharClass, gbnfLiteral, isAtomicExpression } from "../gbnf.ts";
-import { jsonCharRule, jsonEscapeRule, jsonStringRule, jsonValueRule, WS } from "../jsonPrimitives.ts";
+import { jsonCharRule, jsonStringRule, jsonValueRule, WS } from "../jsonPrimitives.ts";
 import type { Dfa } from "../regexAutomaton.ts";
 import { RegexError } from "../regexParser.ts";
 import {
@@ -454,10 +454,34 @@ function otherKeyTrie(b: GbnfBuilder, names: string[], hint: string): string {
         alts.push(`${literal} ${item}${next.end ? "" : "?"}`);
       }
     }
-    alts.push(`(${otherChar(node)} | ${jsonEscapeRule(b)}) ${ch}*`);
+    const escape = otherEscape(node);
+    alts.push(`${escape === null ? otherChar(node) : `(${otherChar(node)} | ${escape})`} ${ch}*`);
     return alts.join(" | ");
   };
   return b.rule(hint, `"\\"" (${visit(root)})${root.end ? "" : "?"} "\\""`);
+}
+
+/** The one-letter JSON escapes (as GBNF class members) and the code points they stand for. */
+const SIMPLE_ESCAPES: readonly (readonly [string, number])[] = [
+  ['"', 0x22],
+  ["\\\\", 0x5c],
+  ["/", 0x2f],
+  ["b", 0x08],
+  ["f", 0x0c],
+  ["n", 0x0a],
+  ["r", 0x0d],
+  ["t", 0x09],
+];
+
+/**
+ * The escapes a key may take at a trie node to leave the trie: the one-letter escapes of code points other
+ * than the node's next ones, or null when none. `\uXXXX` is left out there (it could spell a next code
+ * point, and so a listed name, another way; a narrowing: such a key must leave the trie another way first).
+ */
+function otherEscape(node: CodePointTrie): string | null {
+  const letters = SIMPLE_ESCAPES.filter(([, cp]) => !node.children.has(cp)).map(([letter]) => letter);
+  if (letters.length === 0) return null;
+  return `"\\\\" [${letters.join("")}]`;
 }
 
 /** Most classes {@link otherChar} keeps (it forgets them all when full). */
