@@ -454,7 +454,7 @@ function otherKeyTrie(b: GbnfBuilder, names: string[], hint: string): string {
         alts.push(`${literal} ${item}${next.end ? "" : "?"}`);
       }
     }
-    const escape = otherEscape(node);
+    const escape = otherEscape(b, node);
     alts.push(`${escape === null ? otherChar(node) : `(${otherChar(node)} | ${escape})`} ${ch}*`);
     return alts.join(" | ");
   };
@@ -474,14 +474,14 @@ const SIMPLE_ESCAPES: readonly (readonly [string, number])[] = [
 ];
 
 /**
- * The escapes a key may take at a trie node to leave the trie: the one-letter escapes of code points other
- * than the node's next ones, or null when none. `\uXXXX` is left out there (it could spell a next code
+ * The escapes a key may take at a trie node to leave the trie, as a rule (one per set of letters): the
+ * one-letter escapes of code points other than the node's next ones, or null when none. `\uXXXX` is left out there (it could spell a next code
  * point, and so a listed name, another way; a narrowing: such a key must leave the trie another way first).
  */
-function otherEscape(node: CodePointTrie): string | null {
+function otherEscape(b: GbnfBuilder, node: CodePointTrie): string | null {
   const letters = SIMPLE_ESCAPES.filter(([, cp]) => !node.children.has(cp)).map(([letter]) => letter);
   if (letters.length === 0) return null;
-  return `"\\\\" [${letters.join("")}]`;
+  return b.rule("key-escape", `"\\\\" [${letters.join("")}]`);
 }
 
 /** Most classes {@link otherChar} keeps (it forgets them all when full). */
