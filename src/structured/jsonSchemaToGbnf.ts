@@ -399,6 +399,14 @@ class SchemaCompiler implements CompileContext {
   private readonly symbolOrder: number[] = [];
   private nesting = 0;
   private steps = 0;
+  /**
+   * Failures (400 or no instance) by subschema key: compiling an equal subschema again fails the same way,
+   * so it is not tried again (a `oneOf` branch or `allOf` combination retried in many places). Failures a
+   * depth limit took part in are not kept (they depend on where the subschema stands).
+   */
+  private readonly failures = new Map<number, Error>();
+  /** Depth-limit failures so far (see {@link failDeep}). */
+  private depthErrors = 0;
 
   constructor(
     private readonly root: Schema,
@@ -407,6 +415,12 @@ class SchemaCompiler implements CompileContext {
 
   fail(message: string): never {
     throw badRequest(message, this.param);
+  }
+
+  /** {@link fail} for a depth limit: counted, so that no failure it takes part in is remembered. */
+  private failDeep(message: string): never {
+    this.depthErrors++;
+    return this.fail(message);
   }
 
   unsatisfiable(message: string): never {
@@ -478,6 +492,24 @@ class SchemaCompiler implements CompileContext {
     const key = this.keys.ofSchema(schema);
     const known = this.symbols.get(key);
     if (known !== undefined) return known;
+    const failed = this.failures.get(key);
+    if (failed !== undefined) throw failed;
+    const depthErrors = this.depthErrors;
+    try {
+      return this.compileValue(schema, key, path, hint, depth);
+    } catch (error) {
+      // A subschema's compilation fails the same way wherever it stands, unless a depth limit took part.
+      if (
+        this.depthErrors === depthErrors &&
+        (error instanceof UnsatisfiableError || (error instanceof ApiError && error.status === 400))
+      )
+        this.failures.set(key, error);
+      throw error;
+    }
+  }
+
+  /** {@link value} for a subschema not compiled (nor failed) before; `key` is its structural key. */
+  private compileValue(schema: Schema, key: number, path: string, hint: string, depth: number): string {
     let symbol: string;
     if (
       isObject(schema) &&
@@ -504,7 +536,7 @@ class SchemaCompiler implements CompileContext {
   private body(schema: Schema, path: string, hint: string, depth: number): string {
     if (++this.steps > MAX_COMPILE_STEPS)
       this.fail(`The JSON schema is too large or expands to too many alternatives (at ${path}).`);
-    if (this.nesting >= MAX_NESTING) this.fail(`The JSON schema at ${path} nests too deeply.`);
+    if (this.nesting >= MAX_NESTING) this.failDeep(`The JSON schema at ${path} nests too deeply.`);
     this.nesting++;
     try {
       return this.bodyOf(schema, path, hint, depth);
@@ -515,7 +547,7 @@ class SchemaCompiler implements CompileContext {
 
   private bodyOf(schema: Schema, path: string, hint: string, depth: number): string {
     if (depth > MAX_RESOLVE_DEPTH)
-      this.fail(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
+      this.failDeep(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
     if (schema === true) return jsonValueRule(this.b);
     if (schema === false) this.unsatisfiable(`the schema at ${path} is false.`);
     let s = normalizeExclusive(schema as SchemaObject);
@@ -900,7 +932,7 @@ class SchemaCompiler implements CompileContext {
   /** A schema without top-level `$ref`/`allOf`: the merge of all `allOf` branches (refs resolved). */
   private flatten(s: Schema, path: string, depth: number): Schema {
     if (depth > MAX_RESOLVE_DEPTH)
-      this.fail(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
+      this.failDeep(`The JSON schema at ${path} nests $ref/allOf too deeply or recursively.`);
     if (typeof s === "boolean" || !("$ref" in s || "allOf" in s || "if" in s)) return s;
     // The merge of a subschema depends only on its structure: `$ref` targets and `allOf` branches that
     // many places share, and equal conjunctions built apart (oneOf exclusions), are merged once.
