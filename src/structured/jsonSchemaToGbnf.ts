@@ -94,6 +94,12 @@ class UnsatisfiableError extends Error {
  */
 type Overlap = boolean | "empty array" | "non-objects";
 
+/**
+ * Keywords after which the properties a schema evaluates depend on which alternative of it holds (see
+ * `closedStatically`).
+ */
+const DYNAMIC_KEYWORDS = ["anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies", "$ref"];
+
 /** `{type: "object"}`, one object for every `oneOf` exclusion that needs only it (so caches hit). */
 const OBJECT_TYPE: SchemaObject = Object.freeze({ type: "object" });
 
@@ -565,6 +571,15 @@ class SchemaCompiler implements CompileContext {
       const negated = this.negate(not as Schema, rest, 0);
       if (negated === null) this.fail(`Unsupported JSON Schema keyword 'not' at ${path}`);
       if (negated !== true) {
+        if ("unevaluatedProperties" in rest) {
+          // What the negation names is never evaluated: the keyword closes `rest` first.
+          const closed = this.closedStatically(rest, path, depth);
+          if (closed === null)
+            this.fail(
+              `Unsupported JSON Schema keyword 'not' at ${path}: beside 'unevaluatedProperties' whose evaluated names depend on which alternative holds`,
+            );
+          return this.value({ allOf: [closed, negated] }, path, hint, depth + 1);
+        }
         const allOf = [...((rest.allOf as Schema[] | undefined) ?? []), negated];
         return this.value({ ...rest, allOf }, path, hint, depth + 1);
       }
@@ -1126,16 +1141,45 @@ class SchemaCompiler implements CompileContext {
     others: Schema[],
   ): string {
     const parts = [u.branch, ...others];
-    // A sibling `unevaluatedProperties: false` sees the branch's properties: it applies after the merge.
-    const merged =
-      u.unevaluatedProperties === false
-        ? { allOf: [u.rest, ...parts], unevaluatedProperties: u.unevaluatedProperties }
-        : constrains(u.rest)
+    // A sibling `unevaluatedProperties: false` sees the branch's properties (it applies after their merge),
+    // not those the exclusions name: a failing branch's are never evaluated. With exclusions, the branch is
+    // closed first (a 400 when what it evaluates is not fixed, which leaves the branch out).
+    let merged: Schema;
+    if (u.unevaluatedProperties === false) {
+      const closed = { allOf: [u.rest, u.branch], unevaluatedProperties: false };
+      if (others.length === 0) merged = closed;
+      else {
+        const fixed = this.closedStatically(closed, u.at, u.depth);
+        if (fixed === null)
+          this.fail(
+            `Unsupported JSON Schema keyword 'oneOf' at ${u.at}: beside 'unevaluatedProperties', a branch whose evaluated names depend on which alternative holds cannot exclude the others`,
+          );
+        merged = { allOf: [fixed, ...others] };
+      }
+    } else
+      merged = constrains(u.rest)
           ? { allOf: [u.rest, ...parts] }
           : parts.length === 1
             ? u.branch
             : { allOf: parts };
     return this.value(merged, u.at, u.hint, u.depth);
+  }
+
+  /**
+   * `s` (which has `unevaluatedProperties`) with that keyword applied once and for all: its `allOf`/`$ref`
+   * merged, then `unevaluatedProperties: false` written as `additionalProperties: false` (the names the
+   * merge declares, and its pattern keys, stay allowed; an `additionalProperties` already there evaluates
+   * every name, so the keyword is dropped). Conjoining the result with more keywords (negations) then lets
+   * none of their names in. Null when what `s` evaluates depends on which alternative holds (an
+   * `anyOf`/`oneOf`/`not`/`if` or a schema dependency is left after the merge).
+   */
+  private closedStatically(s: SchemaObject, path: string, depth: number): Schema | null {
+    const merged = this.flatten(s, path, depth);
+    if (typeof merged === "boolean") return merged;
+    if (DYNAMIC_KEYWORDS.some((k) => k in merged)) return null;
+    const { unevaluatedProperties, ...rest } = merged;
+    if (unevaluatedProperties === undefined || "additionalProperties" in rest) return rest;
+    return { ...rest, additionalProperties: unevaluatedProperties };
   }
 
   /**
