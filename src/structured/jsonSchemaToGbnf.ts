@@ -98,7 +98,17 @@ type Overlap = boolean | "empty array" | "non-objects";
  * Keywords after which the properties a schema evaluates depend on which alternative of it holds (see
  * `closedStatically`).
  */
-const DYNAMIC_KEYWORDS = ["anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "dependencies", "$ref"];
+const DYNAMIC_KEYWORDS = [
+  "anyOf",
+  "oneOf",
+  "not",
+  "if",
+  "then",
+  "else",
+  "dependentSchemas",
+  "dependencies",
+  "$ref",
+];
 
 /** `{type: "object"}`, one object for every `oneOf` exclusion that needs only it (so caches hit). */
 const OBJECT_TYPE: SchemaObject = Object.freeze({ type: "object" });
@@ -654,6 +664,19 @@ class SchemaCompiler implements CompileContext {
     const { if: condition, then: whenTrue = true, else: whenFalse = true, ...rest } = s;
     const negated = this.negate(condition as Schema, { allOf: [outer, rest] }, 0);
     if (negated === null) this.fail(`Unsupported JSON Schema keyword 'if' at ${path}`);
+    if ("unevaluatedProperties" in rest) {
+      // When `if` fails, the names it mentions are not evaluated: the `else` case is closed before the
+      // negation joins it (when `if` holds, its names count, as the `then` case merges them).
+      const earlier = (rest.allOf as Schema[] | undefined) ?? [];
+      const otherwise = this.closedStatically({ ...rest, allOf: [...earlier, whenFalse] }, path, 0);
+      if (otherwise === null)
+        this.fail(
+          `Unsupported JSON Schema keyword 'if' at ${path}: beside 'unevaluatedProperties' whose evaluated names depend on which alternative holds`,
+        );
+      return {
+        anyOf: [{ ...rest, allOf: [...earlier, condition, whenTrue] }, { allOf: [otherwise, negated] }],
+      };
+    }
     const cases = { anyOf: [{ allOf: [condition, whenTrue] }, { allOf: [negated, whenFalse] }] };
     return { ...rest, allOf: [...((rest.allOf as Schema[] | undefined) ?? []), cases] };
   }
@@ -977,6 +1000,13 @@ class SchemaCompiler implements CompileContext {
     if (!("allOf" in s)) return s;
     const { allOf, unevaluatedProperties, ...rest } = s;
     let acc: Schema = this.flatten(rest, path, depth + 1);
+    if (
+      unevaluatedProperties !== undefined &&
+      (allOf as Schema[]).some((part) => isObject(part) && "if" in part)
+    )
+      this.fail(
+        `Unsupported JSON Schema keyword 'if' at ${path}/allOf: inside an allOf beside 'unevaluatedProperties' (the names a failing 'if' mentions are not evaluated)`,
+      );
     for (const part of allOf as Schema[]) {
       const piece = isObject(part) && "if" in part ? this.conditional(part, path, rest) : part;
       acc = this.conjoin(acc, this.flatten(piece, path, depth + 1), path);
@@ -1158,10 +1188,10 @@ class SchemaCompiler implements CompileContext {
       }
     } else
       merged = constrains(u.rest)
-          ? { allOf: [u.rest, ...parts] }
-          : parts.length === 1
-            ? u.branch
-            : { allOf: parts };
+        ? { allOf: [u.rest, ...parts] }
+        : parts.length === 1
+          ? u.branch
+          : { allOf: parts };
     return this.value(merged, u.at, u.hint, u.depth);
   }
 
