@@ -52,6 +52,16 @@ export const canonical = (v: unknown): string =>
       : value,
   );
 
+/**
+ * Sets member `name` of `target` as its own property, `__proto__` included (an assignment to that name would
+ * change the object's prototype instead, losing the member).
+ */
+function setMember(target: SchemaObject, name: string, value: unknown): void {
+  if (name === "__proto__")
+    Object.defineProperty(target, name, { value, writable: true, enumerable: true, configurable: true });
+  else target[name] = value;
+}
+
 /** The JSON Schema type set of a `type` keyword value (`integer` ⊂ `number` is handled by intersection). */
 function typeSet(type: unknown): TypeName[] {
   return (Array.isArray(type) ? type : [type]) as TypeName[];
@@ -144,7 +154,7 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
       case "dependentSchemas": {
         const merged: SchemaObject = { ...(mine as SchemaObject) };
         for (const [name, schema] of Object.entries(value as SchemaObject)) {
-          merged[name] = name in merged ? both(merged[name], schema) : schema;
+          setMember(merged, name, Object.hasOwn(merged, name) ? both(merged[name], schema) : schema);
         }
         out[key] = merged;
         break;
@@ -153,11 +163,11 @@ export function mergeSchemas(left: Schema, right: Schema): Schema {
       case "dependencies": {
         const merged: SchemaObject = { ...(mine as SchemaObject) };
         for (const [name, dep] of Object.entries(value as SchemaObject)) {
-          const other = merged[name];
-          if (other === undefined) merged[name] = dep;
+          const other = Object.hasOwn(merged, name) ? merged[name] : undefined;
+          if (other === undefined) setMember(merged, name, dep);
           else if (Array.isArray(other) && Array.isArray(dep))
-            merged[name] = [...new Set([...other, ...dep])];
-          else if (!Array.isArray(other) && !Array.isArray(dep)) merged[name] = both(other, dep);
+            setMember(merged, name, [...new Set([...other, ...dep])]);
+          else if (!Array.isArray(other) && !Array.isArray(dep)) setMember(merged, name, both(other, dep));
           else throw new MergeError(`allOf branches with '${key}' of two kinds for one property`);
         }
         out[key] = merged;
@@ -389,7 +399,7 @@ function mergeObjectShape(a: SchemaObject, b: SchemaObject, required: string[]):
     const merged = conjunction([...memberParts(x, name), ...memberParts(y, name)]);
     if (merged === false && required.includes(name))
       throw new MergeError(`required property '${name}' is not allowed by every allOf branch`, true);
-    if (isDeclared || merged !== true) properties[name] = merged;
+    if (isDeclared || merged !== true) setMember(properties, name, merged);
   }
   if ("properties" in a || "properties" in b || Object.keys(properties).length > 0)
     out.properties = properties;
@@ -403,7 +413,7 @@ function mergeObjectShape(a: SchemaObject, b: SchemaObject, required: string[]):
       const parts: Schema[] = [schema as Schema];
       if (Object.hasOwn(other.patterns, pattern)) parts.push(other.patterns[pattern] as Schema);
       else if (other.additional !== undefined) parts.push(other.additional);
-      patterns[pattern] = conjunction(parts);
+      setMember(patterns, pattern, conjunction(parts));
     }
   }
   if (Object.keys(patterns).length > 0) out.patternProperties = patterns;

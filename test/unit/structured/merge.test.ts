@@ -34,3 +34,18 @@ test("alternatives with no type in common (with the merged type) are never built
     (error: unknown) => error instanceof MergeError && error.unsatisfiable,
   );
 });
+
+test("a property named __proto__ keeps its merged schema as an own member", () => {
+  const a = JSON.parse(
+    '{"properties":{"__proto__":{"type":"integer"}},"dependentRequired":{"__proto__":["a"]}}',
+  );
+  const b = JSON.parse('{"properties":{"__proto__":{"minimum":3}},"dependentRequired":{"__proto__":["b"]}}');
+  const merged = mergeSchemas(a, b) as Record<string, Record<string, unknown>>;
+  const properties = merged.properties!;
+  assert.ok(Object.hasOwn(properties, "__proto__"));
+  assert.deepEqual(Object.getOwnPropertyDescriptor(properties, "__proto__")?.value, {
+    allOf: [{ type: "integer" }, { minimum: 3 }],
+  });
+  assert.equal(Object.getPrototypeOf(properties), Object.prototype);
+  assert.deepEqual(Object.getOwnPropertyDescriptor(merged.dependentRequired, "__proto__")?.value, ["a", "b"]);
+});
