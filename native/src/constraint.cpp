@@ -73,7 +73,73 @@ llama_partial_utf8 decodeUtf8(const std::string& piece, std::vector<uint32_t>& o
   return {value, remain};
 }
 
+/**
+ * The range [low, high] the next byte must be in after a UTF-8 lead byte `lead` (RFC 3629's table: E0 needs
+ * A0-BF, ED 80-9F, F0 90-BF, F4 80-8F, the others 80-BF); {1, 0} (empty) for a byte that cannot lead.
+ */
+std::pair<uint8_t, uint8_t> secondByteRange(uint8_t lead) {
+  if (lead >= 0xc2 && lead <= 0xdf) return {0x80, 0xbf};
+  if (lead == 0xe0) return {0xa0, 0xbf};
+  if (lead == 0xed) return {0x80, 0x9f};
+  if (lead >= 0xe1 && lead <= 0xef) return {0x80, 0xbf};
+  if (lead == 0xf0) return {0x90, 0xbf};
+  if (lead >= 0xf1 && lead <= 0xf3) return {0x80, 0xbf};
+  if (lead == 0xf4) return {0x80, 0x8f};
+  return {1, 0};
+}
+
+/** Bytes a sequence led by `lead` has after it (0 for ASCII and for bytes that cannot lead). */
+int sequenceTail(uint8_t lead) { return lead >= 0xf0 ? 3 : lead >= 0xe0 ? 2 : lead >= 0xc0 ? 1 : 0; }
+
+/** Whether `bytes` from `from` on are well-formed UTF-8 from a fresh state (a last sequence may be cut). */
+bool wellFormedFrom(const std::string& bytes, size_t from) {
+  size_t i = from;
+  while (i < bytes.size()) {
+    const uint8_t lead = static_cast<uint8_t>(bytes[i]);
+    if (lead < 0x80) {
+      i++;
+      continue;
+    }
+    const auto [low, high] = secondByteRange(lead);
+    if (low > high) return false;
+    const int tail = sequenceTail(lead);
+    for (int k = 1; k <= tail && i + static_cast<size_t>(k) < bytes.size(); k++) {
+      const uint8_t next = static_cast<uint8_t>(bytes[i + static_cast<size_t>(k)]);
+      if (k == 1 ? (next < low || next > high) : (next < 0x80 || next > 0xbf)) return false;
+    }
+    i += 1 + static_cast<size_t>(tail);
+  }
+  return true;
+}
+
 }  // namespace
+
+bool TokenTable::wellFormedAfter(int32_t token, const llama_partial_utf8& partial) const {
+  const size_t id = static_cast<size_t>(token);
+  if (eog_[id] != 0 || pieces_[id].empty()) return true;
+  const int remain = partial.n_remain;
+  if (remain <= 0) return remain == 0 && (wellFormedFrom_[id] & 1) != 0;
+  // Inside a sequence: its next `remain` bytes must be continuations (the first within the range its lead
+  // allows, read back from the decoder's value: a lead alone leaves its low bits, and a 4-byte sequence's
+  // value after two bytes is at least 0x10, as only F0 90.. starts it), then the rest well-formed.
+  uint8_t low = 0x80;
+  uint8_t high = 0xbf;
+  if (remain == 2 && partial.value < 0x10) {
+    const auto range = secondByteRange(static_cast<uint8_t>(0xe0 | partial.value));
+    low = range.first;
+    high = range.second;
+  } else if (remain == 3) {
+    const auto range = secondByteRange(static_cast<uint8_t>(0xf0 | partial.value));
+    low = range.first;
+    high = range.second;
+  }
+  const std::string& piece = pieces_[id];
+  const uint8_t first = static_cast<uint8_t>(piece[0]);
+  if (first < low || first > high) return false;
+  const size_t need = static_cast<size_t>(remain);
+  if (piece.size() <= need) return leadingContinuations_[id] >= piece.size();
+  return leadingContinuations_[id] >= need && (wellFormedFrom_[id] >> need & 1) != 0;
+}
 
 TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_vocab_n_tokens(vocab)) {
   const size_t n = static_cast<size_t>(nVocab_);
@@ -90,6 +156,17 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
     }
     std::string& piece = pieces_[static_cast<size_t>(id)];
     piece.assign(buffer.data(), static_cast<size_t>(std::max(length, 0)));
+    uint8_t wellFormed = 0;
+    for (size_t from = 0; from < 4; from++) {
+      if (from > piece.size() || wellFormedFrom(piece, from)) wellFormed |= static_cast<uint8_t>(1u << from);
+    }
+    wellFormedFrom_.push_back(wellFormed);
+    uint8_t continuations = 0;
+    while (continuations < piece.size() && continuations < 4 &&
+           (static_cast<uint8_t>(piece[continuations]) & 0xc0) == 0x80) {
+      continuations++;
+    }
+    leadingContinuations_.push_back(continuations);
     if (llama_vocab_is_eog(vocab, id)) {
       eog_[static_cast<size_t>(id)] = 1;
       continue;
@@ -446,6 +523,7 @@ const TokenMask* Constraint::cachedMask() {
 bool Constraint::allows(int32_t token) {
   if (token < 0 || token >= table_->size()) return false;
   if (const TokenMask* cached = cachedMask()) return maskAllows(*cached, token);
+  if (!table_->wellFormedAfter(token, grammar_->partial_utf8)) return false;
   if (table_->isEog(token)) return canEnd();
   const llama_grammar_candidate* candidate = table_->candidate(token);
   if (candidate == nullptr) return false;
@@ -483,12 +561,25 @@ const TokenMask& Constraint::mask() {
   looked_ = true;
   if (current_ == nullptr) {
     const auto started = std::chrono::steady_clock::now();
-    current_ = computeMask();
+    current_ = wellFormedOnly(computeMask());
     cache_->recordCompute(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
     cache_->store(key, current_);
   }
   return *current_;
+}
+
+std::shared_ptr<const TokenMask> Constraint::wellFormedOnly(std::shared_ptr<const TokenMask> mask) const {
+  auto out = std::make_shared<TokenMask>(*mask);
+  const llama_partial_utf8 partial = grammar_->partial_utf8;
+  for (size_t word = 0; word < out->size(); word++) {
+    for (uint64_t bits = (*out)[word]; bits != 0; bits &= bits - 1) {
+      const int bit = __builtin_ctzll(bits);
+      const int32_t token = static_cast<int32_t>(word * 64 + static_cast<size_t>(bit));
+      if (!table_->wellFormedAfter(token, partial)) (*out)[word] &= ~(uint64_t{1} << bit);
+    }
+  }
+  return out;
 }
 
 bool Constraint::accept(int32_t token) {

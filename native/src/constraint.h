@@ -69,12 +69,26 @@ class TokenTable {
    * byte tokens of the same text); empty when some byte has no token.
    */
   std::vector<int32_t> longestMatch(const std::string& text) const;
+  /**
+   * Whether the token's bytes may follow the UTF-8 state `partial` (llama.cpp's decoder state after the
+   * text so far) in well-formed UTF-8 (RFC 3629: no overlong form, no surrogate, nothing above U+10FFFF,
+   * continuation bytes where a sequence needs them); a token may end inside a sequence. llama.cpp's
+   * decoder takes any such bytes, so a grammar would allow tokens whose text is not valid UTF-8 (which
+   * the output then shows as U+FFFD). EOG and empty tokens: true.
+   */
+  bool wellFormedAfter(int32_t token, const llama_partial_utf8& partial) const;
 
  private:
   const llama_vocab* vocab_;
   int32_t nVocab_;
   std::vector<uint8_t> eog_;
   std::vector<std::string> pieces_;
+  /**
+   * Per token, bit k (k = 0..3) set when its bytes from the k-th on are well-formed UTF-8 from a fresh
+   * state (possibly ending inside a sequence), and the number of continuation bytes (80-BF) it starts with.
+   */
+  std::vector<uint8_t> wellFormedFrom_;
+  std::vector<uint8_t> leadingContinuations_;
   std::vector<uint32_t> codePoints_;
   /** One candidate per token that has text (not EOG, not empty), by id. */
   llama_grammar_candidates candidates_;
@@ -224,6 +238,8 @@ class Constraint {
   std::string stateKey() const;
   /** The mask of the current state: computeForcedMask where the grammar forces text, else a pass over the vocabulary. */
   std::shared_ptr<const TokenMask> computeMask();
+  /** `mask` without the tokens whose text cannot follow the current UTF-8 state (see TokenTable::wellFormedAfter). */
+  std::shared_ptr<const TokenMask> wellFormedOnly(std::shared_ptr<const TokenMask> mask) const;
   /**
    * The mask where the grammar forces `forced` (`codePoints` code points long; `after`: the stacks past
    * it): the tokens that spell a prefix of it, the tokens that start with it and whose rest the grammar

@@ -253,6 +253,38 @@ describe("guided decoding over HTTP", () => {
     assert.equal(text, choice.message.content);
   });
 
+  it("byte tokens that would spell invalid UTF-8 are never allowed (surrogates, overlong forms, stray bytes)", async () => {
+    // stories260K's byte-fallback tokens: <0xNN> is token 3 + NN. Biased to the top, they would spell
+    // U+D800.. (ED A0 80), an overlong 'A' (C1 81) or a lone continuation byte (80); llama.cpp's UTF-8
+    // decoder takes them all, and the text would show U+FFFD.
+    const byte = (b: number): string => String(3 + b);
+    for (const bias of [
+      { [byte(0xed)]: 100, [byte(0xa0)]: 100 },
+      { [byte(0xc1)]: 100, [byte(0x81)]: 100 },
+      { [byte(0x80)]: 100, [byte(0xbf)]: 100 },
+      { [byte(0xf4)]: 100, [byte(0x90)]: 100, [byte(0x80)]: 90 },
+    ]) {
+      for (const endpoint of ENDPOINTS) {
+        const [choice] = await client.generate(endpoint, {
+          guided_json: { type: "string", maxLength: 3 },
+          logit_bias: bias,
+          max_tokens: 24,
+          temperature: 0,
+        });
+        const text = choice?.text ?? "";
+        assert.equal(choice?.finish, "stop", `${JSON.stringify(bias)} ${endpoint}: ${JSON.stringify(text)}`);
+        assert.ok(!text.includes("\ufffd"), `${JSON.stringify(bias)} ${endpoint}: ${JSON.stringify(text)}`);
+        const value = JSON.parse(text) as string;
+        assert.ok([...value].length <= 3, JSON.stringify(value));
+        assert.ok(
+          ![...value].some(
+            (c) => (c.codePointAt(0) as number) >= 0xd800 && (c.codePointAt(0) as number) <= 0xdfff,
+          ),
+        );
+      }
+    }
+  });
+
   it("two constraints in one request are a 400 naming both fields", async () => {
     const pairs: [Body, string, string][] = [
       [
