@@ -989,7 +989,8 @@ class Context : public Napi::ObjectWrap<Context> {
   /**
    * grammarMask(gbnf, root, tokens, reference) -> Uint8Array | null. Test entry point: the allowed-token
    * set (1 per allowed id) after the grammar has accepted `tokens` (null when it refuses them), from the
-   * mask engine, or with `reference` by brute force: llama.cpp's grammar check of every token on its own.
+   * mask engine, or with `reference` by brute force: llama.cpp's grammar check of every token on its own
+   * (less those that would make the text ill-formed UTF-8, see TokenTable::wellFormedAfter).
    */
   Napi::Value GrammarMask(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
@@ -1012,12 +1013,15 @@ class Context : public Napi::ObjectWrap<Context> {
     llama_grammar* grammar = llama_grammar_init_impl(vocab_, gbnf.c_str(), root.c_str(), false, nullptr, 0, nullptr, 0);
     if (grammar == nullptr) throw Napi::Error::New(env, "grammar: failed to parse grammar");
     for (int32_t token : prefix) llama_grammar_accept_impl(*grammar, token);
-    // llama.cpp's own check of one candidate at a time (what its grammar sampler does per token).
+    // llama.cpp's own check of one candidate at a time (what its grammar sampler does per token), less
+    // the tokens that would make the text ill-formed UTF-8 (its decoder takes them; ours never allows them).
+    const TokenTable& table = *grammarHome_.table();
     for (int32_t id = 0; id < nVocab_; id++) {
       llama_token_data data{id, 0.0f, 0.0f};
       llama_token_data_array array{&data, 1, -1, false};
       llama_grammar_apply_impl(*grammar, &array);
-      out[static_cast<size_t>(id)] = std::isfinite(data.logit) ? 1 : 0;
+      out[static_cast<size_t>(id)] =
+          std::isfinite(data.logit) && table.wellFormedAfter(id, grammar->partial_utf8) ? 1 : 0;
     }
     llama_grammar_free_impl(grammar);
     return out;
