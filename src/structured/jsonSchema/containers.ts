@@ -454,8 +454,8 @@ function otherKeyTrie(b: GbnfBuilder, names: string[], hint: string): string {
         alts.push(`${literal} ${item}${next.end ? "" : "?"}`);
       }
     }
-    const escape = otherEscape(b, node);
-    alts.push(`${escape === null ? otherChar(node) : `(${otherChar(node)} | ${escape})`} ${ch}*`);
+    const leave = otherEscape(b, node);
+    alts.push(`${leave === null ? otherChar(node) : `(${otherChar(node)} | ${leave})`} ${ch}*`);
     return alts.join(" | ");
   };
   return b.rule(hint, `"\\"" (${visit(root)})${root.end ? "" : "?"} "\\""`);
