@@ -5,6 +5,9 @@
 import { badRequest } from "../errors.ts";
 import { gbnfLiteral } from "./gbnf.ts";
 
+/** A surrogate code unit that is not half of a pair. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /** Most choices accepted in one request. */
 export const MAX_CHOICES = 10_000;
 
@@ -12,7 +15,8 @@ export const MAX_CHOICES = 10_000;
  * A grammar `root ::= "a" | "b" | ...` matching exactly one of `choices` (duplicates dropped, order kept;
  * quotes, backslashes, newlines and non-ASCII characters escaped by {@link gbnfLiteral}). An empty string is a
  * valid choice (matches the empty output). Throws `ApiError` 400 (`param`, default `"guided_choice"`) when
- * `choices` is not a non-empty array of strings or has more than {@link MAX_CHOICES} entries.
+ * `choices` is not a non-empty array of strings, has more than {@link MAX_CHOICES} entries, or a choice has
+ * a lone surrogate (no UTF-8 text spells it).
  * Example: `["yes", "no"]` → `root ::= "yes" | "no"`.
  */
 export function choiceToGbnf(choices: unknown, param = "guided_choice"): string {
@@ -29,6 +33,12 @@ export function choiceToGbnf(choices: unknown, param = "guided_choice"): string 
   for (const [index, choice] of choices.entries()) {
     if (typeof choice !== "string") {
       throw badRequest(`guided_choice[${index}] must be a string, got ${JSON.stringify(choice)}.`, param);
+    }
+    if (LONE_SURROGATE.test(choice)) {
+      throw badRequest(
+        `guided_choice[${index}] contains a lone surrogate, which UTF-8 output cannot contain.`,
+        param,
+      );
     }
     if (!seen.has(choice)) {
       seen.add(choice);

@@ -136,7 +136,15 @@ export function parseRegex(pattern: string): RegexNode {
         cp = Number.parseInt(text, 16);
         if (cp > 0x10ffff) return invalid("code point out of range", at);
         pos = close + 1;
-      } else cp = readHex(4);
+      } else {
+        cp = readHex(4);
+        // A surrogate pair written as two escapes is one code point (ECMA-262 with the `u` flag).
+        const low = /^\\u([dD][c-fC-F][0-9a-fA-F]{2})/.exec(pattern.slice(pos));
+        if (cp >= 0xd800 && cp <= 0xdbff && low !== null) {
+          cp = 0x10000 + ((cp - 0xd800) << 10) + (Number.parseInt(low[1]!, 16) - 0xdc00);
+          pos += 6;
+        }
+      }
       return CodePointSet.of([[cp, cp]]);
     }
     if (c === "U") {
@@ -339,7 +347,46 @@ export function parseRegex(pattern: string): RegexNode {
 
   const tree = parseAlternation();
   if (pos < pattern.length) invalid("unbalanced parenthesis", pos);
-  return tree;
+  return generatableSets(tree);
+}
+
+const SURROGATES = CodePointSet.of([[0xd800, 0xdfff]]);
+/** The code points UTF-8's lead byte ED reaches besides surrogates. */
+const BELOW_SURROGATES = CodePointSet.of([[0xd000, 0xd7ff]]);
+
+/**
+ * `node` with the lone surrogates (U+D800-U+DFFF) taken out of each set that has no U+D000-U+D7FF, since
+ * UTF-8 output cannot contain them: the grammar would otherwise allow the lead byte ED for them and then
+ * no continuation (sets such as `.` or `[^a]` keep them; their other members follow ED). Throws RegexError
+ * "unsupported" for a set of surrogates only.
+ */
+function generatableSets(node: RegexNode): RegexNode {
+  switch (node.type) {
+    case "set": {
+      if (node.set.intersect(SURROGATES).isEmpty || !node.set.intersect(BELOW_SURROGATES).isEmpty)
+        return node;
+      const set = node.set.subtract(SURROGATES);
+      if (set.isEmpty)
+        throw new RegexError(
+          "unsupported",
+          "a character or class of lone surrogates only (UTF-8 output cannot contain them)",
+          -1,
+        );
+      return { type: "set", set };
+    }
+    case "seq":
+    case "alt": {
+      const items = node.items.map(generatableSets);
+      return items.every((item, i) => item === node.items[i]) ? node : { ...node, items };
+    }
+    case "repeat":
+    case "look": {
+      const item = generatableSets(node.item);
+      return item === node.item ? node : { ...node, item };
+    }
+    default:
+      return node;
+  }
 }
 
 /**

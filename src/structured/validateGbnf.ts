@@ -4,6 +4,7 @@
  * {@link validateGbnf} additionally asks llama.cpp's own parser, which is the final judge.
  */
 import { badRequest } from "../errors.ts";
+import { CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
 import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
 
 /** Largest GBNF text accepted, in UTF-16 code units (1 MiB-ish); larger grammars get a 400. */
@@ -43,6 +44,91 @@ export function checkGbnfText(text: string, param = "guided_grammar"): void {
     }
     throw error;
   }
+  const ungeneratable = firstUngeneratable(text);
+  if (ungeneratable !== null) {
+    throw badRequest(
+      `Invalid GBNF grammar: ${ungeneratable.what} (${lineAndColumn(text, ungeneratable.offset)}): the output is UTF-8, which has no surrogates (U+D800-U+DFFF) and nothing above U+10FFFF.`,
+      param,
+    );
+  }
+}
+
+/** The code points UTF-8 lead bytes can reach (F4 leads up to U+13FFFF as llama.cpp decodes them). */
+const REACHABLE = 0x13ffff;
+
+/**
+ * The first literal character or character class of a (syntactically valid) GBNF text that would let
+ * generation reach a point no well-formed UTF-8 text can pass: a literal surrogate or code point above
+ * U+10FFFF; a class whose members are all such; a class with surrogates but no U+D000-U+D7FF (the lead
+ * byte ED would be allowed for them, and then no continuation), or with U+110000-U+13FFFF but no
+ * U+100000-U+10FFFF (the same for F4). Null when there is none. Comments, token references and rule
+ * names are skipped.
+ */
+function firstUngeneratable(text: string): { what: string; offset: number } | null {
+  const hex = (cp: number): string => `U+${cp.toString(16).toUpperCase().padStart(4, "0")}`;
+  const invalid = (cp: number): boolean => (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff;
+  /** The character at `i` (escaped or not) and the position after it. */
+  const charAt = (i: number): [number, number] => {
+    if (text[i] !== "\\") {
+      const cp = text.codePointAt(i)!;
+      return [cp, i + (cp > 0xffff ? 2 : 1)];
+    }
+    const e = text[i + 1]!;
+    const size = e === "x" ? 2 : e === "u" ? 4 : e === "U" ? 8 : 0;
+    if (size > 0) return [Number.parseInt(text.slice(i + 2, i + 2 + size), 16), i + 2 + size];
+    const simple: Record<string, number> = { t: 9, r: 13, n: 10 };
+    return [simple[e] ?? e.codePointAt(0)!, i + 2];
+  };
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    if (c === "#") {
+      while (i < text.length && text[i] !== "\n") i++;
+    } else if (c === "<") {
+      while (i < text.length && text[i] !== ">") i++;
+      i++;
+    } else if (c === '"') {
+      for (i++; i < text.length && text[i] !== '"'; ) {
+        const start = i;
+        const [cp, next] = charAt(i);
+        if (invalid(cp)) return { what: `the literal character ${hex(cp)}`, offset: start };
+        i = next;
+      }
+      i++;
+    } else if (c === "[") {
+      const start = i;
+      i++;
+      const negated = text[i] === "^";
+      if (negated) i++;
+      const ranges: [number, number][] = [];
+      while (i < text.length && text[i] !== "]") {
+        const [low, next] = charAt(i);
+        i = next;
+        let high = low;
+        if (text[i] === "-" && text[i + 1] !== "]") [high, i] = charAt(i + 1);
+        ranges.push([low, high]);
+      }
+      i++;
+      // Members up to U+10FFFF as a set; whether any lie in U+110000-U+13FFFF (what an F4 lead reaches).
+      const clipped = ranges.flatMap(([low, high]) =>
+        low > MAX_CODE_POINT || low > high ? [] : [[low, Math.min(high, MAX_CODE_POINT)] as const],
+      );
+      const listed = CodePointSet.of(clipped);
+      const within = negated ? listed.complement() : listed;
+      const beyond = negated
+        ? !ranges.some(([low, high]) => low <= 0x110000 && high >= REACHABLE)
+        : ranges.some(([low, high]) => low <= REACHABLE && high >= 0x110000);
+      const some = (low: number, high: number): boolean =>
+        !within.intersect(CodePointSet.of([[low, high]])).isEmpty;
+      const what = `the character class ${text.slice(start, Math.min(i, start + 40))}`;
+      if (!some(0, 0xd7ff) && !some(0xe000, 0x10ffff))
+        return { what: `${what} (no character UTF-8 can write)`, offset: start };
+      if (some(0xd800, 0xdfff) && !some(0xd000, 0xd7ff))
+        return { what: `${what} (surrogates)`, offset: start };
+      if (beyond && !some(0x100000, 0x10ffff)) return { what: `${what} (above U+10FFFF)`, offset: start };
+    } else i++;
+  }
+  return null;
 }
 
 /**

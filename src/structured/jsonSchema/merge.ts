@@ -409,7 +409,7 @@ function mergeObjectShape(a: SchemaObject, b: SchemaObject, required: string[]):
     [y, x],
   ] as const) {
     for (const [pattern, schema] of Object.entries(mine.patterns)) {
-      if (pattern in patterns) continue;
+      if (Object.hasOwn(patterns, pattern)) continue;
       const parts: Schema[] = [schema as Schema];
       if (Object.hasOwn(other.patterns, pattern)) parts.push(other.patterns[pattern] as Schema);
       else if (other.additional !== undefined) parts.push(other.additional);

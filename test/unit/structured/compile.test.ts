@@ -229,7 +229,7 @@ describe("choices", () => {
     assert.ok(!matches("say"));
   });
   test("refusals", () => {
-    for (const bad of [[], "x", [1], null]) {
+    for (const bad of [[], "x", [1], null, ["ok", "\ud800"], ["\udc00a"]]) {
       assert.throws(
         () => choiceToGbnf(bad),
         (e: { status?: number }) => e.status === 400,

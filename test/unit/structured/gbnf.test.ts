@@ -167,3 +167,30 @@ test("validateGbnf reports llama.cpp's post-parse errors", async () => {
     (e: { status?: number }) => e.status === 400,
   );
 });
+
+test("checkGbnfText refuses literals and classes that only UTF-8 cannot write (no dead ends under the mask)", () => {
+  for (const [text, what] of [
+    ['root ::= "a" | "\\uD800"', "the literal character U+D800"],
+    ["root ::= [\\uDC00-\\uDFFF]", "no character UTF-8 can write"],
+    ["root ::= [a\\uDC00]", "surrogates"],
+    ["root ::= [\\uD800-\\uE000]", "surrogates"],
+    ['root ::= "x" [\\U00110000]', "no character UTF-8 can write"],
+    ["root ::= [a\\U00110000]", "above U+10FFFF"],
+    ["root ::= [^\\x00-\\U0010FFFF]", "no character UTF-8 can write"],
+  ] as const) {
+    assert.throws(
+      () => checkGbnfText(text),
+      (e: { status?: number; message?: string }) => e.status === 400 && e.message!.includes(what),
+      text,
+    );
+  }
+  for (const text of [
+    'root ::= [^"\\\\]*',
+    "root ::= [\\u0000-\\uFFFF]+",
+    'root ::= "😀" [é日]',
+    "root ::= [\\U00100000-\\U0010FFFF]",
+    "root ::= [\\U0010FFFF-\\U00120000]",
+    '# a comment may say \\uD800\nroot ::= "ok" <[12]>?',
+  ])
+    checkGbnfText(text);
+});

@@ -48,4 +48,11 @@ test("a property named __proto__ keeps its merged schema as an own member", () =
   });
   assert.equal(Object.getPrototypeOf(properties), Object.prototype);
   assert.deepEqual(Object.getOwnPropertyDescriptor(merged.dependentRequired, "__proto__")?.value, ["a", "b"]);
+  const patterns = mergeSchemas(
+    JSON.parse(
+      '{"patternProperties":{"__proto__":{"type":"integer"}},"additionalProperties":{"type":"string"}}',
+    ),
+    { properties: { a: { type: "string" } } },
+  ) as Record<string, Record<string, unknown>>;
+  assert.ok(Object.hasOwn(patterns.patternProperties!, "__proto__"));
 });

@@ -75,6 +75,23 @@ describe("refusals", () => {
       );
     });
   }
+  test("only characters UTF-8 can write: a surrogate pair escape is one code point, lone surrogates go", () => {
+    // (ECMA-262 with the `u` flag reads `\uD83D\uDE00` as U+1F600, in a class too.)
+    assert.equal(regexToGbnf("[\\uD83D\\uDE00]+"), regexToGbnf("\\u{1F600}+"));
+    // A class whose only characters past the lead byte ED are surrogates keeps its other members.
+    assert.equal(regexToGbnf("[a\\uDC00]"), regexToGbnf("a"));
+    assert.equal(regexToGbnf("[\\uD800-\\uE000]"), regexToGbnf("\\uE000"));
+    // `.` and negated classes keep U+D000-U+D7FF beside them, so they stay as written.
+    assert.match(regexToGbnf("."), /root ::= \[/);
+    for (const pattern of ["[\\uDC00-\\uDFFF]", "a|\\uD800", "\ud800"]) {
+      assert.throws(
+        () => regexToGbnf(pattern),
+        (error: { status?: number; message?: string }) =>
+          error.status === 400 && error.message!.includes("lone surrogates"),
+        pattern,
+      );
+    }
+  });
   test("lazy quantifiers are accepted (same language under full match)", () => {
     assert.equal(regexToGbnf("a+?b"), regexToGbnf("a+b"));
   });
