@@ -392,6 +392,10 @@ class SchemaCompiler implements CompileContext {
   private readonly probed = new WeakSet<object>();
   /** The `oneOf` disjointness test of this document (made on first use). */
   private disjoint: DisjointTest | undefined;
+  /** The disjointness test of {@link provablyEmpty} (made on first use). */
+  private apart: DisjointTest | undefined;
+  /** Answers of {@link provablyEmpty} by schema object. */
+  private readonly emptiness = new WeakMap<object, boolean>();
   private readonly refs = new Map<string, string>();
   /** The targets of local `$ref`s by their text (see {@link resolveRef}). */
   private readonly resolved = new Map<string, unknown>();
@@ -1057,7 +1061,8 @@ class SchemaCompiler implements CompileContext {
     let narrowed = false;
     for (let i = 0; i < branches.length; i++) {
       const branch = branches[i]!;
-      if (branch === false) continue;
+      // (A branch with no instance adds nothing: `allOf`s of `if`/`then` expand into many such.)
+      if (branch === false || this.provablyEmpty(branch)) continue;
       const at = `${path}/${keyword}/${i}`;
       const union = { rest, branch, unevaluatedProperties, at, hint: `${hint}-${i}`, depth: depth + 1 };
       let alternative: string | null;
@@ -1114,6 +1119,26 @@ class SchemaCompiler implements CompileContext {
       );
     }
     return [...new Set(alternatives)].join(" | ");
+  }
+
+  /**
+   * True only when `s` has no instance: an `allOf` (beside its other keywords) two of whose parts are
+   * provably disjoint, or one of whose parts is such itself. Remembered per object; it has its own
+   * disjointness test, so that it never uses up the `oneOf` test's budget.
+   */
+  private provablyEmpty(s: Schema): boolean {
+    if (s === false) return true;
+    if (!isObject(s) || !Array.isArray(s.allOf)) return false;
+    const known = this.emptiness.get(s);
+    if (known !== undefined) return known;
+    this.apart ??= provablyDisjoint((ref) => this.resolveRef(ref));
+    const { allOf, ...rest } = s;
+    const parts = [...(constrains(rest) ? [rest] : []), ...(allOf as Schema[])];
+    let empty = parts.some((part) => this.provablyEmpty(part));
+    for (let i = 0; i < parts.length && !empty; i++)
+      for (let j = i + 1; j < parts.length && !empty; j++) empty = this.apart.disjoint(parts[i]!, parts[j]!);
+    this.emptiness.set(s, empty);
+    return empty;
   }
 
   /**

@@ -328,6 +328,12 @@ function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: numbe
   const as: SchemaObject[] = [];
   const bs: SchemaObject[] = [];
   if (!conjunctsOf(a, m, depth, as) || !conjunctsOf(b, m, depth, bs)) return true;
+  // A `not: N` on one side whose N the other side implies.
+  if (
+    as.some((p) => "not" in p && impliedBy(bs, p.not)) ||
+    bs.some((p) => "not" in p && impliedBy(as, p.not))
+  )
+    return true;
   // Types.
   const ca = classesOf(a, m, depth);
   const cb = classesOf(b, m, depth);
@@ -378,6 +384,36 @@ function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: numbe
     for (const x of pa.schemas) for (const y of pb.schemas) if (disjoint(x, y, m, depth + 1)) return true;
   }
   return false;
+}
+
+/**
+ * True only when every value satisfying all of `parts` satisfies `n`: `n` says nothing but `properties`
+ * that some part gives the very same schema (equal JSON) and `required` names some part requires
+ * (annotations aside). Such keywords hold for non-objects too, so no type is needed.
+ */
+function impliedBy(parts: SchemaObject[], n: unknown): boolean {
+  if (n === true) return true;
+  if (!isObject(n)) return false;
+  for (const key in n) {
+    if (!isConstraint(key)) continue;
+    const value = n[key];
+    if (key === "properties" && isObject(value)) {
+      for (const name in value) {
+        const wanted = canonical(value[name]);
+        const given = parts.some(
+          (p) =>
+            isObject(p.properties) &&
+            Object.hasOwn(p.properties, name) &&
+            canonical(p.properties[name]) === wanted,
+        );
+        if (!given) return false;
+      }
+    } else if (key === "required" && Array.isArray(value)) {
+      for (const name of value)
+        if (!parts.some((p) => Array.isArray(p.required) && p.required.includes(name))) return false;
+    } else return false;
+  }
+  return true;
 }
 
 /** A range of numbers: `lo`/`hi` (±Infinity when unbounded) and whether each end is excluded. */

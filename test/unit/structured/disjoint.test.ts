@@ -134,3 +134,13 @@ test("acceptsEveryNonObject: only object keywords (through allOf and $ref) hold 
   assert.ok(!test.acceptsEveryNonObject({ $ref: "#/$defs/missing" }));
   assert.ok(!test.acceptsEveryNonObject(false));
 });
+
+test("not: a schema is disjoint from one that implies what it negates (the same property schemas, required names)", () => {
+  const nullA = { properties: { a: { const: null } } };
+  assert.ok(disjoint({ not: nullA }, { properties: { a: { const: null }, b: { type: "string" } } }));
+  assert.ok(disjoint({ allOf: [{ not: { required: ["x"] } }, {}] }, { required: ["x", "y"] }));
+  assert.ok(disjoint({ not: {} }, {}));
+  assert.ok(!disjoint({ not: nullA }, { properties: { a: { type: "null" } } })); // equal in meaning, not in JSON
+  assert.ok(!disjoint({ not: nullA }, { properties: { b: { const: null } } }));
+  assert.ok(!disjoint({ not: { required: ["x"], minProperties: 2 } }, { required: ["x"] }));
+});
