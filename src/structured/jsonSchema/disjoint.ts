@@ -105,6 +105,7 @@ export function provablyDisjoint(resolve: RefResolver): DisjointTest {
     resolve: cached,
     conjuncts: new WeakMap(),
     classes: new WeakMap(),
+    own: new WeakMap(),
     pairs: new WeakMap(),
   };
   return {
@@ -266,6 +267,8 @@ type Memo = {
   resolve: RefResolver;
   conjuncts: WeakMap<SchemaObject, SchemaObject[] | null>;
   classes: WeakMap<SchemaObject, Set<TypeClass>>;
+  /** {@link ownClasses} of each conjunct (many conjunctions share their parts). */
+  own: WeakMap<SchemaObject, Set<TypeClass>>;
   pairs: WeakMap<SchemaObject, WeakMap<SchemaObject, boolean>>;
 };
 
@@ -284,8 +287,12 @@ function classesOfObject(s: SchemaObject, m: Memo, depth: number): Set<TypeClass
   if (!conjunctsOf(s, m, depth, parts)) return new Set();
   let set = new Set<TypeClass>(ALL_CLASSES);
   for (const part of parts) {
-    const own = ownClasses(part, m, depth);
-    set = new Set([...set].filter((c) => own.has(c)));
+    let own = m.own.get(part);
+    if (own === undefined) {
+      own = ownClasses(part, m, depth);
+      m.own.set(part, own);
+    }
+    if (own.size < ALL_CLASSES.length) set = new Set([...set].filter((c) => own.has(c)));
   }
   return set;
 }
