@@ -407,7 +407,7 @@ class SchemaCompiler implements CompileContext {
   private readonly keys = new SubschemaKeys();
   /** {@link contextFacts} by context object (a `oneOf` branch's context serves every other branch's negation). */
   private readonly contextFacts = new Map<SchemaObject, ContextFacts>();
-  /** Resolves a local `$ref` in the root document (for {@link contextFacts}). */
+  /** Resolves a local `$ref` in the root document (for {@link contextFacts} and the disjointness tests). */
   private readonly resolver = (ref: string): unknown => this.resolveRef(ref);
   /** Results of {@link otherThan} by the listed values (one object each, so later caches hit). */
   private readonly complements = new Map<string, Schema | null>();
@@ -1131,7 +1131,7 @@ class SchemaCompiler implements CompileContext {
     if (!isObject(s) || !Array.isArray(s.allOf)) return false;
     const known = this.emptiness.get(s);
     if (known !== undefined) return known;
-    this.apart ??= provablyDisjoint((ref) => this.resolveRef(ref));
+    this.apart ??= provablyDisjoint(this.resolver);
     const { allOf, ...rest } = s;
     const parts = [...(constrains(rest) ? [rest] : []), ...(allOf as Schema[])];
     let empty = parts.some((part) => this.provablyEmpty(part));
@@ -1251,7 +1251,7 @@ class SchemaCompiler implements CompileContext {
     path: string,
     objectsApart: boolean,
   ): Overlap[][] {
-    this.disjoint ??= provablyDisjoint((ref) => this.resolveRef(ref));
+    this.disjoint ??= provablyDisjoint(this.resolver);
     const test = this.disjoint;
     // (One object per structure: the test remembers its answers per object pair.)
     const parts = branches.map((branch) =>

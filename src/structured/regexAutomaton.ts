@@ -118,11 +118,10 @@ export class Dfa {
   }
 
   /**
-   * For each state, the length in code points of the shortest accepted continuation (`Infinity` when none).
+   * The transitions reversed, as CSR: the sources of state `t` (once per transition) are
+   * `preds[start[t] .. start[t + 1])`.
    */
-  distancesToAccept(): Float64Array {
-    const dist = new Float64Array(this.size).fill(Number.POSITIVE_INFINITY);
-    // Predecessors as CSR: the sources of state t are preds[start[t] .. start[t + 1]).
+  private predecessors(): { start: Int32Array; preds: Int32Array } {
     const start = new Int32Array(this.size + 1);
     for (let i = 0; i < this.next.length; i++) if (this.next[i]! >= 0) start[this.next[i]! + 1]!++;
     for (let t = 0; t < this.size; t++) start[t + 1]! += start[t]!;
@@ -132,6 +131,15 @@ export class Dfa {
       const t = this.next[i]!;
       if (t >= 0) preds[fill[t]!++] = Math.floor(i / this.classes);
     }
+    return { start, preds };
+  }
+
+  /**
+   * For each state, the length in code points of the shortest accepted continuation (`Infinity` when none).
+   */
+  distancesToAccept(): Float64Array {
+    const dist = new Float64Array(this.size).fill(Number.POSITIVE_INFINITY);
+    const { start, preds } = this.predecessors();
     const queue = new Int32Array(this.size);
     let tail = 0;
     for (let q = 0; q < this.size; q++) {
@@ -207,25 +215,10 @@ export class Dfa {
    * (Kahn's algorithm on the reversed edges: a state comes once all its successors have).
    */
   private reverseTopologicalOrder(): Int32Array | null {
-    const k = this.classes;
     const pending = new Int32Array(this.size); // successors (with multiplicity) not yet placed
-    const start = new Int32Array(this.size + 1); // predecessors as CSR, as in distancesToAccept
-    for (let q = 0; q < this.size; q++) {
-      for (let c = 0; c < k; c++) {
-        const t = this.next[q * k + c]!;
-        if (t >= 0) {
-          pending[q]!++;
-          start[t + 1]!++;
-        }
-      }
-    }
-    for (let t = 0; t < this.size; t++) start[t + 1]! += start[t]!;
-    const fill = start.slice(0, this.size);
-    const preds = new Int32Array(start[this.size]!);
-    for (let i = 0; i < this.next.length; i++) {
-      const t = this.next[i]!;
-      if (t >= 0) preds[fill[t]!++] = Math.floor(i / k);
-    }
+    for (let i = 0; i < this.next.length; i++)
+      if (this.next[i]! >= 0) pending[Math.floor(i / this.classes)]!++;
+    const { start, preds } = this.predecessors();
     const order = new Int32Array(this.size);
     let tail = 0;
     for (let q = 0; q < this.size; q++) if (pending[q] === 0) order[tail++] = q;
@@ -261,37 +254,21 @@ export class Dfa {
       }
       merged[q] = id;
     }
+    // The start state's class becomes state 0 (its id swapped with 0's), then `trim` numbers the states
+    // breadth-first from it, as every minimised automaton is.
+    const startId = merged[0]!;
+    const idOf = (id: number): number => (id === startId ? 0 : id === 0 ? startId : id);
     const next = new Int32Array(representatives.length * k);
     const accept = new Uint8Array(representatives.length);
     representatives.forEach((q, id) => {
-      accept[id] = this.accept[q]!;
+      const row = idOf(id);
+      accept[row] = this.accept[q]!;
       for (let c = 0; c < k; c++) {
         const t = this.next[q * k + c]!;
-        next[id * k + c] = t >= 0 ? merged[t]! : -1;
+        next[row * k + c] = t >= 0 ? idOf(merged[t]!) : -1;
       }
     });
-    // Renumbered from the start state breadth-first, as every minimised automaton is.
-    const copy = new Dfa(this.starts, next, accept);
-    const startId = merged[0]!;
-    if (startId === 0) return copy.trim();
-    return copy.withStart(startId).trim();
-  }
-
-  /** This automaton with state `q` as its start (states swapped with 0). */
-  private withStart(q: number): Dfa {
-    const k = this.classes;
-    const swap = (t: number): number => (t === q ? 0 : t === 0 ? q : t);
-    const next = new Int32Array(this.next.length);
-    const accept = new Uint8Array(this.size);
-    for (let p = 0; p < this.size; p++) {
-      const from = swap(p);
-      accept[from] = this.accept[p]!;
-      for (let c = 0; c < k; c++) {
-        const t = this.next[p * k + c]!;
-        next[from * k + c] = t >= 0 ? swap(t) : -1;
-      }
-    }
-    return new Dfa(this.starts, next, accept);
+    return new Dfa(this.starts, next, accept).trim();
   }
 
   /** Hopcroft's partition refinement (see {@link minimize}). */
@@ -871,41 +848,18 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
       if (q === exit) accepts = true;
       if (nfa.edges[q]!.length > 0) states.push(q);
       if (nfa.endEps[q]!.length > 0) ending.push(q);
-      for (const to of nfa.eps[q]!) {
-        if (stamp[to] !== round) {
-          stamp[to] = round;
-          stack.push(to);
-        }
-      }
-      if (atStart) {
-        for (const to of nfa.startEps[q]!) {
-          if (stamp[to] !== round) {
-            stamp[to] = round;
-            stack.push(to);
-          }
-        }
-      }
+      pushUnvisited(nfa.eps[q]!, stamp, round, stack);
+      if (atStart) pushUnvisited(nfa.startEps[q]!, stamp, round, stack);
     }
     // After a `$`, nothing more is read: only ε-moves (and further anchors) may still reach the exit.
     if (!accepts && ending.length > 0) {
-      for (const q of ending) {
-        for (const to of nfa.endEps[q]!) {
-          if (endStamp[to] !== round) {
-            endStamp[to] = round;
-            stack.push(to);
-          }
-        }
-      }
+      for (const q of ending) pushUnvisited(nfa.endEps[q]!, endStamp, round, stack);
       while (stack.length > 0) {
         const q = stack.pop()!;
         if (q === exit) accepts = true;
-        const next = [...nfa.eps[q]!, ...nfa.endEps[q]!, ...(atStart ? nfa.startEps[q]! : [])];
-        for (const to of next) {
-          if (endStamp[to] !== round) {
-            endStamp[to] = round;
-            stack.push(to);
-          }
-        }
+        pushUnvisited(nfa.eps[q]!, endStamp, round, stack);
+        pushUnvisited(nfa.endEps[q]!, endStamp, round, stack);
+        if (atStart) pushUnvisited(nfa.startEps[q]!, endStamp, round, stack);
       }
     }
     // A subset holding a universal state reads every continuation: that state alone stands for it.
@@ -949,6 +903,19 @@ function plainSubsets(nfa: Nfa, entry: number, exit: number, starts: readonly nu
   }
   charge(work + rows.length);
   return new Dfa(starts, Int32Array.from(rows), Uint8Array.from(accept)).minimize();
+}
+
+/**
+ * Pushes onto `stack` the states of `targets` not stamped with `round` yet, stamping them (a plain function:
+ * the closure walk calls it for every state it visits, and tsx names every closure it creates).
+ */
+function pushUnvisited(targets: readonly number[], stamp: Int32Array, round: number, stack: number[]): void {
+  for (const to of targets) {
+    if (stamp[to] !== round) {
+      stamp[to] = round;
+      stack.push(to);
+    }
+  }
 }
 
 /**
