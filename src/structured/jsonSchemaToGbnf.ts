@@ -492,6 +492,10 @@ class SchemaCompiler implements CompileContext {
     return finish(this.b, this.param);
   }
 
+  sameSchema(a: Schema, b: Schema): boolean {
+    return a === b || this.keys.ofSchema(a) === this.keys.ofSchema(b);
+  }
+
   /** See {@link CompileContext.refuteMerge}: the merge's own "no instance" error, nothing else. */
   refuteMerge(schema: Schema, path: string): void {
     if (typeof schema === "boolean" || !("allOf" in schema || "$ref" in schema)) return;

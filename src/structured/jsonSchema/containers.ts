@@ -7,8 +7,8 @@
 import { CodePointSet } from "../codePointSet.ts";
 import { type GbnfBuilder, gbnfCharClass, gbnfLiteral, isAtomicExpression } from "../gbnf.ts";
 import { jsonCharRule, jsonStringRule, jsonValueRule, WS } from "../jsonPrimitives.ts";
-import type { Dfa } from "../regexAutomaton.ts";
-import { RegexError } from "../regexParser.ts";
+import { AutomatonTooLarge, type Dfa, regexDfa } from "../regexAutomaton.ts";
+import { ANY_TEXT, RegexError } from "../regexParser.ts";
 import {
   echoed,
   JSON_ESCAPED,
@@ -21,7 +21,7 @@ import type { CompileContext } from "./context.ts";
 import { ecmaRegex } from "./ecmaRegex.ts";
 import { pointerSegment, type Schema, type SchemaObject } from "./keywords.ts";
 import { type Presence, PresenceDiagram } from "./presence.ts";
-import { keyExpression } from "./scalars.ts";
+import { keyAutomatonExpression, keyExpression } from "./scalars.ts";
 
 /** Most (property index × member count) states of an object with `minProperties`/`maxProperties`. */
 const MAX_COUNT_STATES = 5_000;
@@ -80,8 +80,11 @@ function memberKv(ctx: CompileContext, name: string, schema: Schema, where: stri
  * The GBNF body of an object schema `s` at JSON pointer `path`. Declared properties are written in declared
  * order; an optional property whose schema has no instance is left out. `patternProperties` apply to the
  * declared names they match (as `allOf`) and let undeclared keys matching a pattern be added after them,
- * with a value satisfying every pattern's schema (narrower than JSON Schema when a key matches only some
- * patterns); a pattern that matches a declared name adds no keys (its keys could repeat a declared one).
+ * with a value satisfying the schema of each pattern the key matches, and other keys satisfy
+ * `additionalProperties`, exactly; a pattern that matches a declared name adds no keys (its keys could
+ * repeat a declared one). (Where a pattern has no automaton, or there are more than
+ * {@link MAX_PATTERN_AUTOMATA}, a pattern key's value satisfies every pattern's schema, and so does an
+ * other key's: narrower than JSON Schema.)
  * `minProperties`/`maxProperties` count members; at most one added key counts towards `minProperties`
  * (two added keys could be equal). `presence` (declared names only; not with `minProperties`/
  * `maxProperties`) is what the members present must satisfy besides `required` (see
@@ -97,14 +100,14 @@ export function objectBody(
 ): string {
   const b = ctx.b;
   const declared = (s.properties as Record<string, Schema> | undefined) ?? {};
-  const patterns = Object.entries((s.patternProperties as Record<string, Schema> | undefined) ?? {});
+  const patternList = Object.entries((s.patternProperties as Record<string, Schema> | undefined) ?? {});
   const required = new Set((s.required as string[] | undefined) ?? []);
   const explicit = "additionalProperties" in s || s.unevaluatedProperties === false;
   const additional: Schema =
     s.unevaluatedProperties === false
       ? false
       : ((s.additionalProperties as Schema | undefined) ?? !("properties" in s || "patternProperties" in s));
-  const object: ObjectParts = { path, declared, patterns, additional, explicit };
+  const object: ObjectParts = { path, declared, patterns: patternList, additional, explicit };
   const names = [...Object.keys(declared)];
   for (const name of required) if (!Object.hasOwn(declared, name)) names.push(name);
   type Member = { name: string; kv: string; required: boolean };
@@ -131,10 +134,35 @@ export function objectBody(
     if (kv !== null) members.push({ name, kv, required: isRequired });
   }
   const extras: string[] = [];
+  // (When every pattern's schema is `additionalProperties`, any undeclared key takes that schema.)
+  const patterns =
+    additional !== false && patternList.every(([, x]) => ctx.sameSchema(x, additional)) ? [] : patternList;
+  // The patterns' key automata, when other keys or the keys of two patterns need telling apart (null when
+  // some pattern has none: then a key may match any pattern, a narrowing).
+  const patternKeys =
+    patterns.length > 1 || (patterns.length > 0 && additional !== false && keyNames === null)
+      ? patternAutomata(patterns)
+      : null;
   if (additional !== false) {
-    // With `propertyNames`, other keys are an automaton that leaves out the pattern keys exactly; without,
-    // a key might match a pattern, so its value must satisfy those schemas too (a narrowing).
-    const exact = keyNames !== null || patterns.length === 0;
+    // Other keys are an automaton that leaves out the pattern keys exactly (with `propertyNames`, or the
+    // patterns' automata); else a key might match a pattern, so its value must satisfy those schemas too.
+    let key: string | null | undefined;
+    if (keyNames === null && patterns.length > 0 && patternKeys !== null) {
+      const mark = b.checkpoint();
+      try {
+        key = keyAutomatonExpression(
+          ctx,
+          regexDfa(ANY_TEXT),
+          names,
+          patternKeys,
+          childHint(hint, "other-key"),
+        );
+      } catch (error) {
+        if (!(error instanceof AutomatonTooLarge)) throw error;
+        b.rollback(mark);
+      }
+    }
+    const exact = keyNames !== null || patterns.length === 0 || key !== undefined;
     const value =
       additional === true && exact
         ? jsonValueRule(b)
@@ -147,7 +175,7 @@ export function objectBody(
             ),
           );
     if (value !== null) {
-      const key =
+      key ??=
         keyNames !== null
           ? keyExpression(
               ctx,
@@ -163,45 +191,151 @@ export function objectBody(
       if (key !== null) extras.push(`${key} ":" ${WS} ${value}`);
     }
   }
-  if (patterns.length > 0) {
-    const keys = patterns
-      .map(([pattern]) => pattern)
-      .filter((pattern) => !names.some((name) => patternMatches(pattern, name)))
-      .flatMap((pattern) => {
-        try {
-          if (keyNames !== null) {
-            const both = keyNames.intersect(patternDfa(pattern, true));
-            const key = keyExpression(ctx, both, [], [], `${path}/propertyNames`, `${hint}-key`);
-            return key === null ? [] : [key];
-          }
-          const expr = regexExpression(b, pattern, { mode: "json", search: true, hint: `${hint}-key` });
-          return [`"\\"" ${expr.includes(" | ") ? `(${expr})` : expr} "\\""`];
-        } catch (error) {
-          if (error instanceof RegexError)
-            throw regexBadRequest(error, pattern, ctx.param, ` at ${path}/patternProperties`);
-          throw error;
-        }
-      });
-    const value =
-      keys.length === 0
-        ? null
-        : ctx.attempt(() =>
-            ctx.value(
-              allOf(patterns.map(([, x]) => x)),
-              `${path}/patternProperties`,
-              childHint(hint, "pattern"),
-              0,
-            ),
-          );
-    if (value !== null)
-      extras.push(`${keys.length === 1 ? keys[0] : `(${keys.join(" | ")})`} ":" ${WS} ${value}`);
+  // Pattern keys. With the patterns' automata: the keys that match exactly each set of patterns (declared
+  // names left out), valued by all of that set's schemas. Without: the keys of each pattern that matches no
+  // declared name, valued by every pattern's schema (a narrowing when a key matches only some).
+  const regions = patternKeys === null ? null : patternRegions(ctx, patternKeys, names, keyNames, hint);
+  const keyed: { key: string; members: number[] | null }[] = [];
+  for (let i = 0; i < patterns.length; i++) {
+    if (regions === null ? names.some((name) => patternMatches(patterns[i]![0], name)) : !regions.alone[i])
+      continue;
+    const key = patternKey(ctx, patterns[i]![0], keyNames, path, hint);
+    if (key !== null) keyed.push({ key, members: regions === null ? null : [i] });
   }
+  for (const region of regions?.shared ?? []) keyed.push(region);
+  const byValue = new Map<string, string[]>();
+  const values = new Map<string, string | null>();
+  for (const { key, members } of keyed) {
+    const set = members === null ? "all" : members.join(",");
+    let value = values.get(set);
+    if (value === undefined) {
+      const schemas = members === null ? patterns.map(([, x]) => x) : members.map((j) => patterns[j]![1]);
+      value = ctx.attempt(() =>
+        ctx.value(allOf(schemas), `${path}/patternProperties`, childHint(hint, "pattern"), 0),
+      );
+      values.set(set, value);
+    }
+    if (value === null) continue;
+    const keys = byValue.get(value);
+    if (keys === undefined) byValue.set(value, [key]);
+    else keys.push(key);
+  }
+  for (const [value, keys] of byValue)
+    extras.push(`${keys.length === 1 ? keys[0] : `(${keys.join(" | ")})`} ":" ${WS} ${value}`);
   const extraKv = extras.length === 0 ? null : b.rule(childHint(hint, "additional-kv"), extras.join(" | "));
   const min = (s.minProperties as number | undefined) ?? 0;
   const max = (s.maxProperties as number | undefined) ?? null;
   if (min > 0 || max !== null) return countedMembers(ctx, members, extraKv, min, max, path, hint);
   if (presence !== undefined) return presenceMembers(ctx, members, extraKv, presence, path, hint);
   return orderedMembers(b, members, extraKv, hint);
+}
+
+/** Most `patternProperties` whose automata {@link patternAutomata} builds (pairs of them are intersected). */
+const MAX_PATTERN_AUTOMATA = 16;
+
+/**
+ * The automata of the keys that match each of `patterns` (ECMA-262 `test`), in order; null when there are
+ * more than {@link MAX_PATTERN_AUTOMATA}, or one has no automaton (unsupported syntax, or too large).
+ */
+function patternAutomata(patterns: [string, Schema][]): Dfa[] | null {
+  if (patterns.length > MAX_PATTERN_AUTOMATA) return null;
+  try {
+    return patterns.map(([pattern]) => patternDfa(pattern, true));
+  } catch (error) {
+    if (error instanceof RegexError || error instanceof AutomatonTooLarge) return null;
+    throw error;
+  }
+}
+
+/** Most key regions {@link patternRegions} writes for one object. */
+const MAX_PATTERN_REGIONS = 32;
+
+/**
+ * How the keys of `automata` (the objects' `patternProperties`, in order) split: `alone[i]` when pattern `i`
+ * shares no key with another and matches no declared name (its keys are written from the pattern as is);
+ * the keys of patterns that share keys as regions, each the keys (quoted GBNF, declared `names` left out,
+ * within `keyNames` when given) that match exactly the patterns `members`. A pattern that matches a declared
+ * name adds no keys, alone or in a region (they could repeat the name: narrower, never wider). Null when the
+ * regions are too many or too large (nothing is added to the grammar then).
+ */
+function patternRegions(
+  ctx: CompileContext,
+  automata: Dfa[],
+  names: string[],
+  keyNames: Dfa | null,
+  hint: string,
+): { alone: boolean[]; shared: { key: string; members: number[] }[] } | null {
+  const n = automata.length;
+  const mark = ctx.b.checkpoint();
+  try {
+    // Each pattern's component of the "share a key" relation (by its least member). A pattern that matches
+    // a declared name adds no keys (they could repeat it: narrower, never wider).
+    const label = Array.from({ length: n }, (_, i) => i);
+    const silent = automata.map((dfa) => names.some((name) => dfa.matches(name)));
+    const linked = automata.map(() => false);
+    for (let i = 0; i < n; i++)
+      for (let j = i + 1; j < n; j++) {
+        if (automata[i]!.intersect(automata[j]!).isEmpty) continue;
+        linked[i] = true;
+        linked[j] = true;
+        const [keep, gone] = [Math.min(label[i]!, label[j]!), Math.max(label[i]!, label[j]!)];
+        for (let k = 0; k < n; k++) if (label[k] === gone) label[k] = keep;
+      }
+    const shared: { key: string; members: number[] }[] = [];
+    const all = CodePointSet.all();
+    for (let c = 0; c < n; c++) {
+      const component = label.flatMap((l, i) => (linked[i] && l === c ? [i] : []));
+      if (component.length === 0) continue;
+      // Depth-first over the component's patterns: each either matched or not, empty sets pruned.
+      const pending: { at: number; keys: Dfa | null; members: number[] }[] = [
+        { at: 0, keys: keyNames, members: [] },
+      ];
+      while (pending.length > 0) {
+        const { at, keys, members } = pending.pop()!;
+        if (at === component.length) {
+          if (members.length === 0 || members.some((i) => silent[i])) continue;
+          if (shared.length === MAX_PATTERN_REGIONS) throw new AutomatonTooLarge("too many key regions");
+          const key = keyAutomatonExpression(ctx, keys!, names, [], `${hint}-key`);
+          if (key !== null) shared.push({ key, members });
+          continue;
+        }
+        const pattern = automata[component[at]!]!;
+        const outside = pattern.complement(all);
+        const without = keys === null ? outside : keys.intersect(outside);
+        if (!without.isEmpty) pending.push({ at: at + 1, keys: without, members });
+        const within = keys === null ? pattern : keys.intersect(pattern);
+        if (!within.isEmpty)
+          pending.push({ at: at + 1, keys: within, members: [...members, component[at]!] });
+      }
+    }
+    return { alone: linked.map((x, i) => !x && !silent[i]), shared };
+  } catch (error) {
+    if (!(error instanceof AutomatonTooLarge)) throw error;
+    ctx.b.rollback(mark);
+    return null;
+  }
+}
+
+/** The keys of `pattern` as a quoted GBNF expression (within `keyNames` when given); null when none. */
+function patternKey(
+  ctx: CompileContext,
+  pattern: string,
+  keyNames: Dfa | null,
+  path: string,
+  hint: string,
+): string | null {
+  try {
+    if (keyNames !== null) {
+      const both = keyNames.intersect(patternDfa(pattern, true));
+      return keyExpression(ctx, both, [], [], `${path}/propertyNames`, `${hint}-key`);
+    }
+    const expr = regexExpression(ctx.b, pattern, { mode: "json", search: true, hint: `${hint}-key` });
+    return `"\\"" ${expr.includes(" | ") ? `(${expr})` : expr} "\\""`;
+  } catch (error) {
+    if (error instanceof RegexError)
+      throw regexBadRequest(error, pattern, ctx.param, ` at ${path}/patternProperties`);
+    throw error;
+  }
 }
 
 /** {@link memberSchema}, or `false` for a name that `propertyNames` (its automaton `keyNames`) rules out. */

@@ -22,6 +22,8 @@ export type CompileContext = {
    * quick test, before costlier work that would be undone); returns otherwise, whatever else is wrong.
    */
   refuteMerge(schema: Schema, path: string): void;
+  /** Whether `a` and `b` are the same subschema (equal keywords and values, top-level annotations aside). */
+  sameSchema(a: Schema, b: Schema): boolean;
   /** A single GBNF symbol (rule name or literal) for a subschema at JSON pointer `path`. */
   value(schema: Schema, path: string, hint: string, depth: number): string;
 };

@@ -225,17 +225,33 @@ export function keyExpression(
   hint: string,
 ): string | null {
   try {
-    let keys = dfa;
-    if (excluded.length > 0) keys = keys.intersect(stringsDfa(excluded).complement(CodePointSet.all()));
-    for (const pattern of excludedPatterns)
-      keys = keys.intersect(patternDfa(pattern, true).complement(CodePointSet.all()));
-    const result = automatonExpression(ctx.b, keys.minimize(), { mode: "json", hint, min: 0, max: null });
-    return result === null ? null : quoted(result.expr);
+    return keyAutomatonExpression(ctx, dfa, excluded, excludedPatterns.map(searchDfa), hint);
   } catch (error) {
     if (error instanceof AutomatonTooLarge)
       ctx.fail(`Unsupported JSON Schema keyword 'propertyNames' at ${path}: its names are too complex.`);
     throw error;
   }
+}
+
+/** The automaton of the strings that contain a match of `pattern` (ECMA-262 `test`). Throws RegexError. */
+const searchDfa = (pattern: string): Dfa => patternDfa(pattern, true);
+
+/**
+ * {@link keyExpression} with the excluded patterns as automata (`excludedKeys`). Throws
+ * {@link AutomatonTooLarge} when the automaton is too large.
+ */
+export function keyAutomatonExpression(
+  ctx: CompileContext,
+  dfa: Dfa,
+  excluded: readonly string[],
+  excludedKeys: readonly Dfa[],
+  hint: string,
+): string | null {
+  let keys = dfa;
+  if (excluded.length > 0) keys = keys.intersect(stringsDfa(excluded).complement(CodePointSet.all()));
+  for (const other of excludedKeys) keys = keys.intersect(other.complement(CodePointSet.all()));
+  const result = automatonExpression(ctx.b, keys.minimize(), { mode: "json", hint, min: 0, max: null });
+  return result === null ? null : quoted(result.expr);
 }
 
 /** `expr` between the quotes of a JSON string. */
