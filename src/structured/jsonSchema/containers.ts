@@ -8,7 +8,7 @@ import { CodePointSet } from "../codePointSet.ts";
 import { type GbnfBuilder, gbnfCharClass, gbnfLiteral, isAtomicExpression } from "../gbnf.ts";
 import { jsonCharRule, jsonStringRule, jsonValueRule, WS } from "../jsonPrimitives.ts";
 import { AutomatonTooLarge, type Dfa, regexDfa } from "../regexAutomaton.ts";
-import { ANY_TEXT, RegexError } from "../regexParser.ts";
+import { ANY_TEXT, parseRegex, RegexError, type RegexNode } from "../regexParser.ts";
 import {
   echoed,
   JSON_ESCAPED,
@@ -138,16 +138,21 @@ export function objectBody(
   const patterns =
     additional !== false && patternList.every(([, x]) => ctx.sameSchema(x, additional)) ? [] : patternList;
   // The patterns' key automata, when other keys or the keys of two patterns need telling apart (null when
-  // some pattern has none: then a key may match any pattern, a narrowing).
+  // some pattern has none: then a key may match any pattern, a narrowing), unless each pattern is one name.
+  const literals = patterns.length > 0 ? literalNames(patterns) : null;
   const patternKeys =
-    patterns.length > 1 || (patterns.length > 0 && additional !== false && keyNames === null)
+    literals === null &&
+    (patterns.length > 1 || (patterns.length > 0 && additional !== false && keyNames === null))
       ? patternAutomata(patterns)
       : null;
   if (additional !== false) {
     // Other keys are an automaton that leaves out the pattern keys exactly (with `propertyNames`, or the
-    // patterns' automata); else a key might match a pattern, so its value must satisfy those schemas too.
+    // patterns' automata, or as names); else a key might match a pattern, so its value must satisfy those
+    // schemas too.
     let key: string | null | undefined;
-    if (keyNames === null && patterns.length > 0 && patternKeys !== null) {
+    if (keyNames === null && literals !== null)
+      key = otherKeyRule(b, [...names, ...literals], childHint(hint, "other-key"));
+    else if (keyNames === null && patterns.length > 0 && patternKeys !== null) {
       const mark = b.checkpoint();
       try {
         key = keyAutomatonExpression(
@@ -194,7 +199,12 @@ export function objectBody(
   // Pattern keys. With the patterns' automata: the keys that match exactly each set of patterns (declared
   // names left out), valued by all of that set's schemas. Without: the keys of each pattern that matches no
   // declared name, valued by every pattern's schema (a narrowing when a key matches only some).
-  const regions = patternKeys === null ? null : patternRegions(ctx, patternKeys, names, keyNames, hint);
+  const regions =
+    literals !== null
+      ? { alone: literals.map((name) => !names.includes(name)), shared: [] }
+      : patternKeys === null
+        ? null
+        : patternRegions(ctx, patternKeys, names, keyNames, hint);
   const keyed: { key: string; members: number[] | null }[] = [];
   for (let i = 0; i < patterns.length; i++) {
     if (regions === null ? names.some((name) => patternMatches(patterns[i]![0], name)) : !regions.alone[i])
@@ -245,6 +255,34 @@ function patternAutomata(patterns: [string, Schema][]): Dfa[] | null {
     if (error instanceof RegexError || error instanceof AutomatonTooLarge) return null;
     throw error;
   }
+}
+
+/**
+ * The one key each of `patterns` matches, when each is a literal name between `^` and `$` (as protobuf and
+ * OpenAPI generators write aliases, `^batch_jobs$`) and no two name the same key; null otherwise.
+ */
+function literalNames(patterns: [string, Schema][]): string[] | null {
+  const out: string[] = [];
+  for (const [pattern] of patterns) {
+    let tree: RegexNode;
+    try {
+      tree = parseRegex(pattern);
+    } catch (error) {
+      if (error instanceof RegexError) return null;
+      throw error;
+    }
+    const items = tree.type === "seq" ? tree.items : [];
+    if (items.length < 2 || items[0]!.type !== "start" || items[items.length - 1]!.type !== "end")
+      return null;
+    let name = "";
+    for (const item of items.slice(1, -1)) {
+      if (item.type !== "set" || item.set.size !== 1) return null;
+      name += String.fromCodePoint(item.set.ranges[0]![0]);
+    }
+    if (out.includes(name)) return null;
+    out.push(name);
+  }
+  return out;
 }
 
 /** Most key regions {@link patternRegions} writes for one object. */
