@@ -201,16 +201,20 @@ export function objectBody(
   // declared name, valued by every pattern's schema (a narrowing when a key matches only some).
   const regions =
     literals !== null
-      ? { alone: literals.map((name) => !names.includes(name)), shared: [] }
+      ? {
+          alone: literals.map((name) => !names.includes(name)),
+          shared: [],
+          closure: literals.map(() => null),
+        }
       : patternKeys === null
         ? null
         : patternRegions(ctx, patternKeys, names, keyNames, hint);
   const keyed: { key: string; members: number[] | null }[] = [];
   for (let i = 0; i < patterns.length; i++) {
-    if (regions === null ? names.some((name) => patternMatches(patterns[i]![0], name)) : !regions.alone[i])
-      continue;
+    const members = regions === null ? null : regions.alone[i] ? [i] : regions.closure[i];
+    if (regions === null ? names.some((name) => patternMatches(patterns[i]![0], name)) : !members) continue;
     const key = patternKey(ctx, patterns[i]![0], keyNames, path, hint);
-    if (key !== null) keyed.push({ key, members: regions === null ? null : [i] });
+    if (key !== null) keyed.push({ key, members: members ?? null });
   }
   for (const region of regions?.shared ?? []) keyed.push(region);
   const byValue = new Map<string, string[]>();
@@ -285,16 +289,31 @@ function literalNames(patterns: [string, Schema][]): string[] | null {
   return out;
 }
 
-/** Most key regions {@link patternRegions} writes for one object. */
-const MAX_PATTERN_REGIONS = 32;
+/** Most key regions {@link patternRegions} writes for one set of patterns that share keys. */
+const MAX_PATTERN_REGIONS = 16;
+
+/** Most states of an automaton of a key region (or of the sets of keys it is cut from). */
+const MAX_REGION_STATES = 64;
+
+/** How {@link patternRegions} splits the keys of an object's `patternProperties`. */
+type PatternRegions = {
+  /** Pattern `i` shares no key with another and matches no declared name: its keys are written as is. */
+  alone: boolean[];
+  /** Keys (quoted GBNF) that match exactly the patterns `members`. */
+  shared: { key: string; members: number[] }[];
+  /**
+   * Pattern `i`'s keys are written as is but valued by all the patterns it may share keys with, directly or
+   * not (where the regions would be too many or too large: a narrowing); null for the others.
+   */
+  closure: (number[] | null)[];
+};
 
 /**
- * How the keys of `automata` (the objects' `patternProperties`, in order) split: `alone[i]` when pattern `i`
- * shares no key with another and matches no declared name (its keys are written from the pattern as is);
- * the keys of patterns that share keys as regions, each the keys (quoted GBNF, declared `names` left out,
- * within `keyNames` when given) that match exactly the patterns `members`. A pattern that matches a declared
- * name adds no keys, alone or in a region (they could repeat the name: narrower, never wider). Null when the
- * regions are too many or too large (nothing is added to the grammar then).
+ * How the keys of `automata` (the object's `patternProperties`, in order) split, see {@link PatternRegions}:
+ * patterns that share keys are cut into regions, each the keys (declared `names` left out, within `keyNames`
+ * when given) that match exactly some of them. A pattern that matches a declared name adds no keys, alone or
+ * in a region (they could repeat the name: narrower, never wider). Null when even telling which patterns
+ * share keys is too much work (nothing is added to the grammar then).
  */
 function patternRegions(
   ctx: CompileContext,
@@ -302,15 +321,13 @@ function patternRegions(
   names: string[],
   keyNames: Dfa | null,
   hint: string,
-): { alone: boolean[]; shared: { key: string; members: number[] }[] } | null {
+): PatternRegions | null {
   const n = automata.length;
-  const mark = ctx.b.checkpoint();
+  // Each pattern's component of the "share a key" relation (by its least member).
+  const label = Array.from({ length: n }, (_, i) => i);
+  const silent = automata.map((dfa) => names.some((name) => dfa.matches(name)));
+  const linked = automata.map(() => false);
   try {
-    // Each pattern's component of the "share a key" relation (by its least member). A pattern that matches
-    // a declared name adds no keys (they could repeat it: narrower, never wider).
-    const label = Array.from({ length: n }, (_, i) => i);
-    const silent = automata.map((dfa) => names.some((name) => dfa.matches(name)));
-    const linked = automata.map(() => false);
     for (let i = 0; i < n; i++)
       for (let j = i + 1; j < n; j++) {
         if (automata[i]!.intersect(automata[j]!).isEmpty) continue;
@@ -319,39 +336,71 @@ function patternRegions(
         const [keep, gone] = [Math.min(label[i]!, label[j]!), Math.max(label[i]!, label[j]!)];
         for (let k = 0; k < n; k++) if (label[k] === gone) label[k] = keep;
       }
-    const shared: { key: string; members: number[] }[] = [];
-    const all = CodePointSet.all();
-    for (let c = 0; c < n; c++) {
-      const component = label.flatMap((l, i) => (linked[i] && l === c ? [i] : []));
-      if (component.length === 0) continue;
-      // Depth-first over the component's patterns: each either matched or not, empty sets pruned.
-      const pending: { at: number; keys: Dfa | null; members: number[] }[] = [
-        { at: 0, keys: keyNames, members: [] },
-      ];
-      while (pending.length > 0) {
-        const { at, keys, members } = pending.pop()!;
-        if (at === component.length) {
-          if (members.length === 0 || members.some((i) => silent[i])) continue;
-          if (shared.length === MAX_PATTERN_REGIONS) throw new AutomatonTooLarge("too many key regions");
-          const key = keyAutomatonExpression(ctx, keys!, names, [], `${hint}-key`);
-          if (key !== null) shared.push({ key, members });
-          continue;
-        }
-        const pattern = automata[component[at]!]!;
-        const outside = pattern.complement(all);
-        const without = keys === null ? outside : keys.intersect(outside);
-        if (!without.isEmpty) pending.push({ at: at + 1, keys: without, members });
-        const within = keys === null ? pattern : keys.intersect(pattern);
-        if (!within.isEmpty)
-          pending.push({ at: at + 1, keys: within, members: [...members, component[at]!] });
-      }
-    }
-    return { alone: linked.map((x, i) => !x && !silent[i]), shared };
   } catch (error) {
-    if (!(error instanceof AutomatonTooLarge)) throw error;
-    ctx.b.rollback(mark);
-    return null;
+    if (error instanceof AutomatonTooLarge) return null;
+    throw error;
   }
+  const out: PatternRegions = {
+    alone: linked.map((x, i) => !x && !silent[i]),
+    shared: [],
+    closure: automata.map(() => null),
+  };
+  for (let c = 0; c < n; c++) {
+    const component = label.flatMap((l, i) => (linked[i] && l === c ? [i] : []));
+    if (component.length === 0) continue;
+    const mark = ctx.b.checkpoint();
+    const regions = componentRegions(ctx, automata, component, silent, names, keyNames, hint);
+    if (regions !== null) out.shared.push(...regions);
+    else {
+      ctx.b.rollback(mark);
+      for (const i of component) if (!silent[i]) out.closure[i] = component;
+    }
+  }
+  return out;
+}
+
+/**
+ * The key regions of the patterns `component` (indices into `automata`) for {@link patternRegions}, found
+ * depth-first (each pattern matched or not, empty sets pruned); null when they are more than
+ * {@link MAX_PATTERN_REGIONS} or an automaton is larger than {@link MAX_REGION_STATES}.
+ */
+function componentRegions(
+  ctx: CompileContext,
+  automata: Dfa[],
+  component: number[],
+  silent: boolean[],
+  names: string[],
+  keyNames: Dfa | null,
+  hint: string,
+): { key: string; members: number[] }[] | null {
+  const all = CodePointSet.all();
+  const regions: { key: string; members: number[] }[] = [];
+  const pending: { at: number; keys: Dfa | null; members: number[] }[] = [
+    { at: 0, keys: keyNames, members: [] },
+  ];
+  try {
+    while (pending.length > 0) {
+      const { at, keys, members } = pending.pop()!;
+      if (keys !== null && keys.size > MAX_REGION_STATES) return null;
+      if (at === component.length) {
+        if (members.length === 0 || members.some((i) => silent[i])) continue;
+        if (regions.length === MAX_PATTERN_REGIONS) return null;
+        const key = keyAutomatonExpression(ctx, keys!, names, [], `${hint}-key`);
+        if (key !== null) regions.push({ key, members });
+        continue;
+      }
+      const pattern = automata[component[at]!]!;
+      const outside = pattern.complement(all);
+      const without = keys === null ? outside : keys.intersect(outside);
+      if (!without.isEmpty) pending.push({ at: at + 1, keys: without, members });
+      const within = keys === null ? pattern : keys.intersect(pattern);
+      if (!within.isEmpty) pending.push({ at: at + 1, keys: within, members: [...members, component[at]!] });
+    }
+  } catch (error) {
+    if (error instanceof AutomatonTooLarge) return null;
+    throw error;
+  }
+  return regions;
 }
 
 /** The keys of `pattern` as a quoted GBNF expression (within `keyNames` when given); null when none. */
