@@ -7,7 +7,10 @@
  * per `*.json` file; a folder of `*.json` files alone counts as one dataset) and prints, per dataset and in
  * total: how many schemas compiled, how many were refused (400) with the most frequent reasons, how many
  * crashed (any other exception: a bug), and compile time p50/p99 over all schemas (with `--runs N`, each
- * schema's time is the median of N compilations, which damps a busy machine's noise). Reasons are the error
+ * schema's time is the median of N compilations, which damps a busy machine's noise; with `--warmup N`, every
+ * schema of the dataset is first compiled N times untimed, so that the times are a running server's, not
+ * those of code the JIT compiler has not optimised yet: the first schemas of a cold process take up to five
+ * times longer). Reasons are the error
  * messages with JSON pointers, quoted values and numbers generalised, so equal causes count together.
  *
  * With `--sample N --model PATH` it then generates under N compiled schemas per dataset with the real engine
@@ -16,8 +19,8 @@
  *
  * With `--slowest N` it lists each dataset's N slowest schemas with their times.
  *
- * Usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1] [--slowest 0]
- *          [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]
+ * Usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1] [--warmup 0]
+ *          [--slowest 0] [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]
  * Prints Markdown tables and the reasons; exit code 0 unless a schema crashed the compiler or a sampled
  * output that stopped is invalid.
  */
@@ -75,18 +78,30 @@ function emptyResult(name: string): DatasetResult {
   };
 }
 
-/** Compiles every `*.json` schema in `dir` once and tallies the outcomes (keeping the grammars if `keep`). */
-function runDataset(name: string, dir: string, keep: boolean, runs: number): DatasetResult {
+/**
+ * Compiles every `*.json` schema in `dir` (`warmup` times untimed, then `runs` times timed) and tallies the
+ * outcomes (keeping the grammars if `keep`).
+ */
+function runDataset(name: string, dir: string, keep: boolean, runs: number, warmup: number): DatasetResult {
   const result = emptyResult(name);
+  const schemas: [string, unknown][] = [];
   for (const file of readdirSync(dir)
     .filter((f) => f.endsWith(".json"))
     .sort()) {
-    let schema: unknown;
     try {
-      schema = JSON.parse(readFileSync(join(dir, file), "utf8"));
+      schemas.push([file, JSON.parse(readFileSync(join(dir, file), "utf8"))]);
     } catch {
-      continue; // not JSON (e.g. a Git LFS pointer): not a schema of the benchmark
+      // not JSON (e.g. a Git LFS pointer): not a schema of the benchmark
     }
+  }
+  for (let i = 0; i < warmup; i++)
+    for (const [, schema] of schemas) {
+      clearPatternCache();
+      try {
+        jsonSchemaToGbnf(schema);
+      } catch {}
+    }
+  for (const [file, schema] of schemas) {
     result.total++;
     clearPatternCache();
     const start = process.hrtime.bigint();
@@ -130,6 +145,7 @@ async function main(): Promise<void> {
       dataset: { type: "string" },
       "show-crashes": { type: "boolean", default: false },
       runs: { type: "string", default: "1" },
+      warmup: { type: "string", default: "0" },
       slowest: { type: "string", default: "0" },
       sample: { type: "string" },
       model: { type: "string" },
@@ -141,9 +157,10 @@ async function main(): Promise<void> {
   const root = positionals[0];
   const sample = values.sample === undefined ? 0 : Number(values.sample);
   const runs = Math.max(1, Number(values.runs));
+  const warmup = Math.max(0, Number(values.warmup));
   if (root === undefined || (sample > 0 && values.model === undefined)) {
     console.error(
-      "usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1] [--slowest 0] [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]",
+      "usage: npm run bench:schemas -- DATA_DIR [--top 5] [--dataset NAME] [--show-crashes] [--runs 1] [--warmup 0] [--slowest 0] [--sample N --model PATH [--max-tokens 512] [--threads 1] [--sequences 4]]",
     );
     process.exit(2);
   }
@@ -154,8 +171,8 @@ async function main(): Promise<void> {
     .sort();
   const datasets =
     subdirs.length > 0
-      ? subdirs.map((d) => runDataset(d, join(root, d), sample > 0, runs))
-      : [runDataset(basename(root), root, sample > 0, runs)];
+      ? subdirs.map((d) => runDataset(d, join(root, d), sample > 0, runs, warmup))
+      : [runDataset(basename(root), root, sample > 0, runs, warmup)];
   const all = emptyResult("**all**");
   for (const d of datasets) {
     all.total += d.total;
