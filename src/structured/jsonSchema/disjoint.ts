@@ -6,6 +6,10 @@
  * a schema narrower, so ignoring them can only turn "disjoint" into "unknown", never the reverse.
  */
 
+import type { Dfa } from "../regexAutomaton.ts";
+import { AutomatonTooLarge } from "../regexAutomaton.ts";
+import { RegexError } from "../regexParser.ts";
+import { patternDfa } from "../regexToGbnf.ts";
 import { ecmaRegex } from "./ecmaRegex.ts";
 import { formatDfa, type SupportedFormat } from "./formats.ts";
 import {
@@ -352,6 +356,7 @@ function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: numbe
   if (va !== null && vb !== null && ![...va].some((v) => vb.has(v))) return true;
   if (va !== null && [...va].every((v) => failsSome(JSON.parse(v), bs))) return true;
   if (vb !== null && [...vb].every((v) => failsSome(JSON.parse(v), as))) return true;
+  if (disjointPatterns(as, bs, ca, cb)) return true;
   // Union branches: every branch of one side's anyOf/oneOf disjoint from the other side.
   for (const [mine, other] of [
     [as, b],
@@ -389,6 +394,45 @@ function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: numbe
       parts.some((p) => Array.isArray(p.required) && p.required.includes(name));
     if ((pa.forbidden && requiredBy(bs)) || (pb.forbidden && requiredBy(as))) return true;
     for (const x of pa.schemas) for (const y of pb.schemas) if (disjoint(x, y, m, depth + 1)) return true;
+    // (Each side's schemas together: a type on one conjunct and a pattern on another.)
+    if (
+      (pa.schemas.length > 1 || pb.schemas.length > 1) &&
+      pa.schemas.length > 0 &&
+      pb.schemas.length > 0 &&
+      disjoint(conjunction(pa.schemas), conjunction(pb.schemas), m, depth + 1)
+    )
+      return true;
+  }
+  return false;
+}
+
+/** `schemas` as one schema: itself for one, else their `allOf`. */
+const conjunction = (schemas: Schema[]): Schema => (schemas.length === 1 ? schemas[0]! : { allOf: schemas });
+
+/**
+ * True when every value both conjunctions admit is a string and their `pattern`s together match none: the
+ * intersection of the patterns' automata is empty (false when a pattern has none, or it is too large).
+ */
+function disjointPatterns(
+  as: SchemaObject[],
+  bs: SchemaObject[],
+  ca: Set<TypeClass>,
+  cb: Set<TypeClass>,
+): boolean {
+  if ([...ca].some((c) => c !== "string" && cb.has(c))) return false;
+  const pa = as.flatMap(stringPatterns);
+  const pb = bs.flatMap(stringPatterns);
+  if (pa.length === 0 || pb.length === 0) return false;
+  try {
+    let both: Dfa | null = null;
+    for (const pattern of [...pa, ...pb]) {
+      const dfa = patternDfa(pattern, true);
+      both = both === null ? dfa : both.intersect(dfa);
+      if (both.isEmpty) return true;
+    }
+  } catch (error) {
+    if (error instanceof RegexError || error instanceof AutomatonTooLarge) return false;
+    throw error;
   }
   return false;
 }

@@ -144,3 +144,36 @@ test("not: a schema is disjoint from one that implies what it negates (the same 
   assert.ok(!disjoint({ not: nullA }, { properties: { b: { const: null } } }));
   assert.ok(!disjoint({ not: { required: ["x"], minProperties: 2 } }, { required: ["x"] }));
 });
+
+test("strings: patterns whose automata share no string, only when every common value is a string", () => {
+  assert.equal(disjoint({ type: "string", pattern: "\\.js$" }, { type: "string", pattern: "\\.css$" }), true);
+  assert.equal(disjoint({ type: "string", pattern: "\\.js$" }, { type: "string", pattern: "^a" }), false);
+  // Without a type, 5 satisfies both.
+  assert.equal(disjoint({ pattern: "\\.js$" }, { pattern: "\\.css$" }), false);
+  // The type on one conjunct, the pattern on another.
+  assert.equal(
+    disjoint({ allOf: [{ type: "string" }, { pattern: "^x-" }] }, { type: "string", pattern: "^y-" }),
+    true,
+  );
+  // A pattern the automata cannot read proves nothing.
+  assert.equal(disjoint({ type: "string", pattern: "\\bjs$" }, { type: "string", pattern: "^c" }), false);
+});
+
+test("objects: a required property's schemas on each side count together", () => {
+  // bundleconfig's shape: the base says `outputFileName` is a string, each branch gives only a pattern.
+  const base = { type: "object", required: ["file"], properties: { file: { type: "string" } } };
+  const js = { allOf: [base, { properties: { file: { pattern: "\\.js$" } } }] };
+  const css = { allOf: [base, { properties: { file: { pattern: "\\.css$" } } }] };
+  assert.equal(disjoint(js, css), true);
+  const any = { allOf: [base, { properties: { file: { pattern: "\\." } } }] };
+  assert.equal(disjoint(js, any), false);
+  // Optional: {} satisfies both.
+  const open = { type: "object", properties: { file: { type: "string" } } };
+  assert.equal(
+    disjoint(
+      { allOf: [open, { properties: { file: { pattern: "\\.js$" } } }] },
+      { allOf: [open, { properties: { file: { pattern: "\\.css$" } } }] },
+    ),
+    false,
+  );
+});
