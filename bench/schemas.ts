@@ -2,7 +2,8 @@
  * JSON Schema coverage benchmark of issue 19 (`npm run bench:schemas -- DATA_DIR`).
  *
  * Runs the JSON Schema → GBNF compiler (`jsonSchemaToGbnf`, no cache; the per-pattern automaton cache is
- * cleared before every compilation; the formats' automata are built first, as the server does at start) over a folder of JSONSchemaBench
+ * cleared before every compilation; the formats' automata are built first, as the server does at start; in
+ * a worker thread with the server's compiler heap, see `schemaTimes.ts`) over a folder of JSONSchemaBench
  * schemas (repository `guidance-ai/jsonschemabench`, folder `data/`: one sub-folder per dataset, one schema
  * per `*.json` file; a folder of `*.json` files alone counts as one dataset) and prints, per dataset and in
  * total: how many schemas compiled, how many were refused (400) with the most frequent reasons, how many
@@ -24,38 +25,13 @@
  * Prints Markdown tables and the reasons; exit code 0 unless a schema crashed the compiler or a sampled
  * output that stopped is invalid.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
-import { ApiError } from "../src/errors.ts";
-import { warmFormatAutomata } from "../src/structured/jsonSchema/formats.ts";
-import { jsonSchemaToGbnf } from "../src/structured/jsonSchemaToGbnf.ts";
-import { clearPatternCache } from "../src/structured/regexToGbnf.ts";
-import { runSample, type SampleCandidate, sampleReport } from "./schemaSample.ts";
-
-type DatasetResult = {
-  name: string;
-  total: number;
-  compiled: number;
-  refused: number;
-  crashed: string[];
-  reasons: Map<string, number>;
-  timesMs: number[];
-  /** Each schema's time with its file name, for `--slowest`. */
-  timed: { file: string; ms: number }[];
-  /** The compiled schemas with their grammars (kept only when sampling). */
-  candidates: SampleCandidate[];
-};
-
-/** The error message with the request-specific parts generalised (pointers, quoted names, numbers). */
-export function reasonKey(message: string): string {
-  return message
-    .replace(/#[^\s:,)'"]*/g, "#…")
-    .replace(/'[^']*'/g, (m) => (m.length > 40 ? "'…'" : m))
-    .replace(/"(?:[^"\\]|\\.)*"/g, '"…"')
-    .replace(/-?\d+(\.\d+)?(e[+-]?\d+)?/gi, "N")
-    .slice(0, 140);
-}
+import { Worker } from "node:worker_threads";
+import { COMPILER_YOUNG_GENERATION_MB } from "../src/structured/compileService.ts";
+import { runSample, sampleReport } from "./schemaSample.ts";
+import { type DatasetResult, emptyResult, type TimingJob } from "./schemaTimes.ts";
 
 /** The `p` quantile (0..1) of `sorted` ascending values; 0 for none. */
 function quantile(sorted: number[], p: number): number {
@@ -63,79 +39,26 @@ function quantile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
-/** A result with nothing counted yet. */
-function emptyResult(name: string): DatasetResult {
-  return {
-    name,
-    total: 0,
-    compiled: 0,
-    refused: 0,
-    crashed: [],
-    reasons: new Map(),
-    timesMs: [],
-    timed: [],
-    candidates: [],
-  };
-}
+const pct = (n: number, d: number): string => (d === 0 ? "–" : `${((100 * n) / d).toFixed(1)}%`);
 
 /**
- * Compiles every `*.json` schema in `dir` (`warmup` times untimed, then `runs` times timed) and tallies the
- * outcomes (keeping the grammars if `keep`).
+ * Runs `bench/schemaTimes.ts` in a worker thread with the young generation the server's compiler worker
+ * has (`structured/compileService.ts`), so that the times are the server's.
  */
-function runDataset(name: string, dir: string, keep: boolean, runs: number, warmup: number): DatasetResult {
-  const result = emptyResult(name);
-  const schemas: [string, unknown][] = [];
-  for (const file of readdirSync(dir)
-    .filter((f) => f.endsWith(".json"))
-    .sort()) {
-    try {
-      schemas.push([file, JSON.parse(readFileSync(join(dir, file), "utf8"))]);
-    } catch {
-      // not JSON (e.g. a Git LFS pointer): not a schema of the benchmark
-    }
-  }
-  for (let i = 0; i < warmup; i++)
-    for (const [, schema] of schemas) {
-      clearPatternCache();
-      try {
-        jsonSchemaToGbnf(schema);
-      } catch {}
-    }
-  for (const [file, schema] of schemas) {
-    result.total++;
-    clearPatternCache();
-    const start = process.hrtime.bigint();
-    try {
-      const gbnf = jsonSchemaToGbnf(schema);
-      result.compiled++;
-      if (keep) result.candidates.push({ file, schema, gbnf });
-    } catch (error) {
-      if (error instanceof ApiError && error.status === 400) {
-        result.refused++;
-        const key = reasonKey(error.message);
-        result.reasons.set(key, (result.reasons.get(key) ?? 0) + 1);
-      } else {
-        result.crashed.push(`${file}: ${error instanceof Error ? error.stack : String(error)}`);
-      }
-    }
-    const times = [Number(process.hrtime.bigint() - start) / 1e6];
-    for (let i = 1; i < runs; i++) {
-      clearPatternCache();
-      const again = process.hrtime.bigint();
-      try {
-        jsonSchemaToGbnf(schema);
-      } catch {}
-      times.push(Number(process.hrtime.bigint() - again) / 1e6);
-    }
-    const ms = times.sort((a, b) => a - b)[Math.floor((times.length - 1) / 2)]!;
-    result.timesMs.push(ms);
-    result.timed.push({ file, ms });
-  }
-  result.timesMs.sort((a, b) => a - b);
-  return result;
+function timeDatasets(job: TimingJob): Promise<DatasetResult[]> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL("../src/structured/tsWorker.mjs", import.meta.url), {
+      workerData: job,
+      resourceLimits: { maxYoungGenerationSizeMb: COMPILER_YOUNG_GENERATION_MB },
+      execArgv: [],
+    });
+    worker.once("message", (results: DatasetResult[]) => {
+      resolve(results);
+      void worker.terminate();
+    });
+    worker.once("error", reject);
+  });
 }
-
-const pct = (n: number, d: number): string => (d === 0 ? "–" : `${((100 * n) / d).toFixed(1)}%`);
 
 async function main(): Promise<void> {
   const { values, positionals } = parseArgs({
@@ -164,15 +87,20 @@ async function main(): Promise<void> {
     );
     process.exit(2);
   }
-  await warmFormatAutomata();
   const subdirs = readdirSync(root)
     .filter((d) => statSync(join(root, d)).isDirectory())
     .filter((d) => values.dataset === undefined || d === values.dataset)
     .sort();
-  const datasets =
-    subdirs.length > 0
-      ? subdirs.map((d) => runDataset(d, join(root, d), sample > 0, runs, warmup))
-      : [runDataset(basename(root), root, sample > 0, runs, warmup)];
+  const datasets = await timeDatasets({
+    module: new URL("./schemaTimes.ts", import.meta.url).href,
+    datasets:
+      subdirs.length > 0
+        ? subdirs.map((d) => ({ name: d, dir: join(root, d) }))
+        : [{ name: basename(root), dir: root }],
+    keep: sample > 0,
+    runs,
+    warmup,
+  });
   const all = emptyResult("**all**");
   for (const d of datasets) {
     all.total += d.total;

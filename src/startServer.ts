@@ -11,7 +11,7 @@ import { ServerMetrics } from "./server/metrics.ts";
 import { drainServer } from "./server/shutdown.ts";
 import { SeedSource } from "./serving/generationParams.ts";
 import { ModelRegistry } from "./serving/ModelRegistry.ts";
-import { warmFormatAutomata } from "./structured/index.ts";
+import { sharedCompiler } from "./structured/compileService.ts";
 
 /** A running server: its address and how to stop it. */
 export type RunningServer = {
@@ -152,7 +152,7 @@ export async function startServer(
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
   logger.info({ url }, "listening");
-  void warmFormatAutomata(); // in the background: the formats' automata for guided decoding
+  sharedCompiler().warm(); // in the background: the guided-decoding compiler's worker and its automata
   if (process.stderr.isTTY)
     process.stderr.write(
       `lmserve: serving ${registry

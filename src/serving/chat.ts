@@ -117,7 +117,7 @@ export async function planChat(
     logprobs: body.logprobs ? (body.top_logprobs ?? 0) : null,
     promptLogprobs: body.prompt_logprobs ?? null,
   };
-  const grammar = chatGrammar(fields, tools, thinking);
+  const grammar = await chatGrammar(fields, tools, thinking);
   const closeTokens =
     closeText !== undefined && budget !== undefined && budget > 0 ? host.tokenize(closeText, false) : null;
   const outputs: ChoiceOutput[] = [];

@@ -26,21 +26,21 @@ export type ThinkingStart = "none" | "optional" | "open";
  *   close text could break the grammar), and the compile errors of the constraint or of the tools' parameter schemas
  *   (param `tools`).
  */
-export function chatGrammar(
+export async function chatGrammar(
   fields: RequestFields,
   tools: ToolCalling,
   thinking: ThinkingStart,
-): Grammar | null {
+): Promise<Grammar | null> {
   const { constraint, whitespacePattern, maxThinkingTokens } = fields;
   let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
   if (tools.schema) {
-    const gbnf = compileGuided(
+    const gbnf = await compileGuided(
       { kind: "json_schema", spec: tools.schema, param: "tools" },
       whitespacePattern,
     );
     compiled = { gbnf, param: "tools", answerOnly: true };
   } else if (constraint) {
-    const gbnf = compileGuided(constraint, whitespacePattern);
+    const gbnf = await compileGuided(constraint, whitespacePattern);
     compiled = { gbnf, param: constraint.param, answerOnly: constraint.kind !== "grammar" };
   }
   if (!compiled) return null;

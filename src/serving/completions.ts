@@ -75,7 +75,7 @@ export async function planCompletion(
         ? Math.max(logprobs, body.prompt_logprobs ?? 0)
         : (body.prompt_logprobs ?? null),
   };
-  const grammar = grammarForConstraint(fields.constraint, fields.whitespacePattern);
+  const grammar = await grammarForConstraint(fields.constraint, fields.whitespacePattern);
   const requests: GenerationRequest[] = [];
   for (const prompt of prompts) {
     const maxTokens = resolveMaxTokens(

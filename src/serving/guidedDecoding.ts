@@ -5,7 +5,8 @@
  */
 import { checkGrammar } from "../engine/grammar.ts";
 import type { Grammar } from "../engine/types.ts";
-import { compileConstraint, validateGbnf } from "../structured/index.ts";
+import { sharedCompiler } from "../structured/compileService.ts";
+import { validateGbnf } from "../structured/index.ts";
 import { LruCache } from "../structured/lru.ts";
 import type { GuidedConstraint } from "./requestFields.ts";
 
@@ -18,25 +19,31 @@ const grammars = new LruCache<string, Grammar>(128);
  * text), or null without one.
  * @throws ApiError 400 naming the unsupported keyword, regex construct or grammar parse error.
  */
-export function grammarForConstraint(
+export async function grammarForConstraint(
   constraint: GuidedConstraint | null,
   whitespacePattern: string | undefined,
-): Grammar | null {
+): Promise<Grammar | null> {
   if (!constraint) return null;
-  return grammarForGbnf(compileGuided(constraint, whitespacePattern), constraint.param);
+  return grammarForGbnf(await compileGuided(constraint, whitespacePattern), constraint.param);
 }
 
 /**
  * The GBNF text of one constraint (`structured/`), JSON constraints with the request's whitespace
  * pattern (`RequestFields.whitespacePattern`; undefined: the compilers' default). The one compile step
- * of both endpoints (chat's forced tool calls included).
- * @throws ApiError 400 naming the constraint's field for what cannot be compiled.
+ * of both endpoints (chat's forced tool calls included), on the compiler's worker thread
+ * (`structured/compileService.ts`).
+ * @throws ApiError 400 naming the constraint's field for what cannot be compiled (or past the compiler's
+ *   time and memory limits).
  */
-export function compileGuided(constraint: GuidedConstraint, whitespacePattern: string | undefined): string {
-  return compileConstraint(constraint.kind, constraint.spec, {
+export async function compileGuided(
+  constraint: GuidedConstraint,
+  whitespacePattern: string | undefined,
+): Promise<string> {
+  const compiled = await sharedCompiler().compile(constraint.kind, constraint.spec, {
     param: constraint.param,
     ...(whitespacePattern !== undefined ? { whitespacePattern } : {}),
-  }).gbnf;
+  });
+  return compiled.gbnf;
 }
 
 /**

@@ -1,0 +1,41 @@
+/**
+ * The worker thread of `ConstraintCompiler` (`compileService.ts`): builds the formats' automata, says
+ * `{ ready: true }`, then compiles each constraint it is sent with `compileConstraint` (and its cache), one
+ * at a time.
+ *
+ * Messages in: {@link CompileJob}. Messages out: {@link CompileReply}, with the same `id`.
+ */
+import { parentPort } from "node:worker_threads";
+import { ApiError } from "../errors.ts";
+import { type CompileOptions, type ConstraintKind, compileConstraint } from "./compile.ts";
+import { warmFormatAutomata } from "./jsonSchema/formats.ts";
+
+/** One constraint to compile. */
+export type CompileJob = { id: number; kind: ConstraintKind; spec: unknown; options: CompileOptions };
+
+/** An {@link ApiError} as plain data (errors lose their class crossing threads). */
+export type ApiErrorData = Pick<ApiError, "status" | "type" | "code" | "message" | "param">;
+
+/** The answer to a {@link CompileJob}: the GBNF text, the 4xx the compiler threw, or an unexpected failure. */
+export type CompileReply =
+  | { id: number; ok: true; gbnf: string }
+  | { id: number; ok: false; error: ApiErrorData }
+  | { id: number; ok: false; failure: string };
+
+const port = parentPort;
+if (port === null) throw new Error("compileThread.ts runs only as a worker thread (see compileService.ts).");
+await warmFormatAutomata();
+port.postMessage({ ready: true });
+
+port.on("message", (job: CompileJob) => {
+  let reply: CompileReply;
+  try {
+    reply = { id: job.id, ok: true, gbnf: compileConstraint(job.kind, job.spec, job.options).gbnf };
+  } catch (error) {
+    if (error instanceof ApiError) {
+      const { status, type, code, message, param } = error;
+      reply = { id: job.id, ok: false, error: { status, type, code, message, param } };
+    } else reply = { id: job.id, ok: false, failure: error instanceof Error ? error.message : String(error) };
+  }
+  port.postMessage(reply);
+});

@@ -1,0 +1,63 @@
+/**
+ * ConstraintCompiler: constraints compile on the worker thread exactly as `compileConstraint` compiles
+ * them on the caller's, its 400s keep their message and param, and a compilation past the time limit is a
+ * 400 after which the compiler goes on with a fresh worker.
+ */
+import assert from "node:assert/strict";
+import { after, test } from "node:test";
+import { ApiError } from "../../../src/errors.ts";
+import { ConstraintCompiler, DEFAULT_COMPILER_LIMITS } from "../../../src/structured/compileService.ts";
+import { compileConstraint } from "../../../src/structured/index.ts";
+
+const compiler = new ConstraintCompiler();
+after(() => compiler.close());
+
+test("compiles each kind on the worker as compileConstraint does, queued in order", async () => {
+  const jobs = [
+    [
+      "json_schema",
+      { type: "object", properties: { a: { type: "string", format: "date" } }, required: ["a"] },
+    ],
+    ["regex", "[a-c]{2,4}"],
+    ["choice", ["yes", "no"]],
+    ["json_object", null],
+    ["grammar", 'root ::= "x"'],
+  ] as const;
+  const compiled = await Promise.all(jobs.map(([kind, spec]) => compiler.compile(kind, spec)));
+  for (const [i, [kind, spec]] of jobs.entries()) {
+    assert.equal(compiled[i]!.kind, kind);
+    assert.equal(compiled[i]!.gbnf, compileConstraint(kind, spec).gbnf);
+    assert.ok(Object.isFrozen(compiled[i]));
+  }
+});
+
+test("a refused constraint is the compiler's 400, with its message and param", async () => {
+  const schema = { type: "object", properties: { a: { $ref: "https://example.com/a.json" } } };
+  await assert.rejects(compiler.compile("json_schema", schema, { param: "response_format" }), (error) => {
+    assert.ok(error instanceof ApiError);
+    assert.equal(error.status, 400);
+    assert.equal(error.param, "response_format");
+    assert.match(error.message, /Unsupported \$ref .* only local references/);
+    return true;
+  });
+  // The worker is still there for the next one.
+  assert.equal((await compiler.compile("regex", "a+")).gbnf, compileConstraint("regex", "a+").gbnf);
+});
+
+test("a compilation past the time limit is a 400, and a fresh worker takes the next one", async () => {
+  const hasty = new ConstraintCompiler({ ...DEFAULT_COMPILER_LIMITS, timeoutMs: 50 });
+  try {
+    // 100,000 listed values: about 0.4 s of compiling.
+    const many = { enum: Array.from({ length: 100_000 }, (_, i) => `value-${i}`) };
+    await assert.rejects(hasty.compile("json_schema", many, { param: "guided_json" }), (error) => {
+      assert.ok(error instanceof ApiError);
+      assert.equal(error.status, 400);
+      assert.equal(error.param, "guided_json");
+      assert.match(error.message, /took longer than 0.05 s to compile/);
+      return true;
+    });
+    assert.equal((await hasty.compile("choice", ["a"])).gbnf, compileConstraint("choice", ["a"]).gbnf);
+  } finally {
+    await hasty.close();
+  }
+});
