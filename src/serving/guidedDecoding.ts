@@ -6,7 +6,7 @@
 import { checkGrammar } from "../engine/grammar.ts";
 import type { Grammar } from "../engine/types.ts";
 import { sharedCompiler } from "../structured/compileService.ts";
-import { validateGbnf } from "../structured/index.ts";
+import { confirmGbnf } from "../structured/index.ts";
 import { LruCache } from "../structured/lru.ts";
 import type { GuidedConstraint } from "./requestFields.ts";
 
@@ -47,14 +47,15 @@ export async function compileGuided(
 }
 
 /**
- * The engine grammar for GBNF text, validated by llama.cpp's parser once and cached; a refused text is
- * not cached.
- * @throws ApiError 400 naming `param` when the grammar does not parse.
+ * The engine grammar for GBNF text that the compiler returned (which checked it with our port of
+ * llama.cpp's parser, on its worker) or derived from such (`allowThinking`), confirmed by llama.cpp's own
+ * parser once and cached; a refused text is not cached.
+ * @throws ApiError 400 naming `param` when llama.cpp refuses the grammar.
  */
 export function grammarForGbnf(gbnf: string, param: string): Grammar {
   let grammar = grammars.get(gbnf);
   if (!grammar) {
-    grammar = { gbnf: validateGbnf(gbnf, checkGrammar, param) };
+    grammar = { gbnf: confirmGbnf(gbnf, checkGrammar, param) };
     grammars.set(gbnf, grammar);
   }
   return grammar;

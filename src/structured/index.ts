@@ -10,4 +10,4 @@ export {
   compileConstraint,
 } from "./compile.ts";
 export { warmFormatAutomata } from "./jsonSchema/formats.ts";
-export { checkGbnfText, validateGbnf } from "./validateGbnf.ts";
+export { checkGbnfText, confirmGbnf, validateGbnf } from "./validateGbnf.ts";

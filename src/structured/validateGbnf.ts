@@ -133,8 +133,7 @@ function firstUngeneratable(text: string): { what: string; offset: number } | nu
 
 /**
  * Validates GBNF text: first {@link checkGbnfText} (our port of llama.cpp's parser, with its messages and
- * the line/column), then `nativeCheck`, llama.cpp's own parser and post-parse checks (missing root, left
- * recursion), which is the final judge. Returns the text.
+ * the line/column), then {@link confirmGbnf}. Returns the text.
  * @param nativeCheck returns null when llama.cpp accepts the grammar, else its message.
  * @throws ApiError 400 with `param` (default `"guided_grammar"`).
  */
@@ -144,6 +143,27 @@ export function validateGbnf(
   param = "guided_grammar",
 ): string {
   checkGbnfText(text, param);
+  return confirmGbnf(text, nativeCheck, param);
+}
+
+/**
+ * Asks llama.cpp's own parser and post-parse checks (missing root, left recursion), the final judge, about
+ * GBNF text, after only the length limit: for text that our port of llama.cpp's parser has passed already
+ * (every constraint `compileConstraint` returns). Returns the text.
+ * @param nativeCheck returns null when llama.cpp accepts the grammar, else its message.
+ * @throws ApiError 400 with `param` (default `"guided_grammar"`): too long, or llama.cpp's first lines.
+ */
+export function confirmGbnf(
+  text: string,
+  nativeCheck: (text: string) => string | null,
+  param = "guided_grammar",
+): string {
+  if (text.length > MAX_GBNF_LENGTH) {
+    throw badRequest(
+      `The grammar is too long (${text.length} characters; at most ${MAX_GBNF_LENGTH}).`,
+      param,
+    );
+  }
   const problem = nativeCheck(text);
   if (problem !== null) {
     const detail = problem

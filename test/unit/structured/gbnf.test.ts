@@ -8,7 +8,8 @@ import { projectRoot } from "../../../src/paths.ts";
 import { CodePointSet } from "../../../src/structured/codePointSet.ts";
 import { GbnfBuilder, gbnfCharClass, gbnfLiteral, isAtomicExpression } from "../../../src/structured/gbnf.ts";
 import { checkGbnf } from "../../../src/structured/gbnfCheck.ts";
-import { checkGbnfText, validateGbnf } from "../../../src/structured/index.ts";
+import { checkGbnfText, confirmGbnf, validateGbnf } from "../../../src/structured/index.ts";
+import { MAX_GBNF_LENGTH } from "../../../src/structured/validateGbnf.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
 describe("rule names", () => {
@@ -165,6 +166,20 @@ test("validateGbnf reports llama.cpp's post-parse errors", async () => {
   assert.throws(
     () => validateGbnf("  \n", checkGrammar),
     (e: { status?: number }) => e.status === 400,
+  );
+});
+
+test("confirmGbnf asks llama.cpp alone, after the length limit", () => {
+  const text = 'root ::= "a" item\nitem ::= [b-c]';
+  assert.equal(confirmGbnf(text, checkGrammar, "response_format"), text);
+  assert.throws(
+    () => confirmGbnf('root ::= root "a"', checkGrammar, "response_format"),
+    (e: { status?: number; message?: string; param?: string }) =>
+      e.status === 400 && e.param === "response_format" && /left recursion/.test(e.message!),
+  );
+  assert.throws(
+    () => confirmGbnf(`root ::= "${"a".repeat(MAX_GBNF_LENGTH)}"`, checkGrammar),
+    (e: { status?: number; message?: string }) => e.status === 400 && /too long/.test(e.message!),
   );
 });
 
