@@ -246,6 +246,62 @@ function extraPatterns(s: SchemaObject): string[] {
 /** Most nodes {@link sameValue} compares before answering "not known to be equal". */
 const MAX_COMPARED_NODES = 200;
 
+/** {@link valueHash} of each object or array hashed so far (schemas are not changed once built). */
+const hashes = new WeakMap<object, number>();
+
+/**
+ * A hash of a JSON value that values {@link sameValue} finds equal share (object members in any order, array
+ * items in order), in time linear in the value's size once (objects and arrays are remembered), so that equal
+ * candidates are found by hash before {@link sameValue} compares them. Strings hash by their length and up to
+ * 16 of their characters (equal strings hash alike; a collision only costs a comparison).
+ */
+function valueHash(value: unknown): number {
+  if (typeof value === "string") {
+    let h = value.length;
+    const step = Math.max(1, value.length >> 4);
+    for (let i = 0; i < value.length; i += step) h = Math.imul(h ^ value.charCodeAt(i), 0x01000193);
+    return h;
+  }
+  if (typeof value !== "object" || value === null) {
+    if (typeof value === "number") return Math.imul(Math.floor(value) ^ 0x9e3779b9, 0x85ebca6b);
+    return value === true ? 1 : value === false ? 2 : 3;
+  }
+  const known = hashes.get(value);
+  if (known !== undefined) return known;
+  let h: number;
+  if (Array.isArray(value)) {
+    h = 0x811c9dc5;
+    for (const item of value) h = Math.imul(h ^ valueHash(item), 0x01000193);
+  } else {
+    // Members combine by a sum, which does not depend on their order.
+    h = 0x2545f491;
+    for (const k in value)
+      h =
+        (h + Math.imul(valueHash(k) ^ 0x5bd1e995, valueHash((value as Record<string, unknown>)[k]) | 1)) | 0;
+  }
+  hashes.set(value, h);
+  return h;
+}
+
+/**
+ * The index in `distinct` of the first value {@link sameValue} finds equal to `value`, or -1; `byHash`
+ * lists the indices of `distinct` by {@link valueHash} (the caller keeps it in step with `distinct`).
+ */
+function findSame(distinct: unknown[], byHash: Map<number, number[]>, value: unknown): number {
+  for (const i of byHash.get(valueHash(value)) ?? []) if (sameValue(distinct[i], value)) return i;
+  return -1;
+}
+
+/** Appends `value` to `distinct` and its index to `byHash` (see {@link findSame}); returns the index. */
+function addDistinct(distinct: unknown[], byHash: Map<number, number[]>, value: unknown): number {
+  const index = distinct.push(value) - 1;
+  const h = valueHash(value);
+  const list = byHash.get(h);
+  if (list === undefined) byHash.set(h, [index]);
+  else list.push(index);
+  return index;
+}
+
 /** True only when `a` and `b` are equal JSON (objects with the same keys in any order); false when unsure. */
 function sameValue(a: unknown, b: unknown, budget = { nodes: MAX_COMPARED_NODES }): boolean {
   if (a === b) return true;
@@ -276,11 +332,10 @@ function ownTypes(s: Schema): TypeName[] | null {
 function combineAlternatives(xs: Schema[], ys: Schema[], type: unknown): Schema[] {
   // One representative per distinct schema, so that equal alternatives (often copies of one `$ref`) match.
   const distinct: Schema[] = [];
+  const byHash = new Map<number, number[]>();
   const idOf = (s: Schema): number => {
-    const found = distinct.findIndex((d) => sameValue(d, s));
-    if (found >= 0) return found;
-    distinct.push(s);
-    return distinct.length - 1;
+    const found = findSame(distinct, byHash, s);
+    return found >= 0 ? found : addDistinct(distinct, byHash, s);
   };
   const outer = type === undefined ? null : typeSet(type);
   const seen = new Set<string>();
@@ -333,7 +388,9 @@ function oneSided(a: SchemaObject, b: SchemaObject, keys: string[]): SchemaObjec
  * one (equal parts count once).
  */
 function conjunction(parts: Schema[]): Schema {
-  const kept = parts.filter((p, i) => p !== true && !parts.slice(0, i).some((q) => sameValue(p, q)));
+  const kept: Schema[] = [];
+  const byHash = new Map<number, number[]>();
+  for (const p of parts) if (p !== true && findSame(kept, byHash, p) < 0) addDistinct(kept, byHash, p);
   if (kept.includes(false)) return false;
   if (kept.length === 0) return true;
   return kept.length === 1 ? kept[0]! : { allOf: kept };
