@@ -38,10 +38,11 @@ const ALL_CLASSES: readonly TypeClass[] = [
 ];
 
 /**
- * Most pair tests for one document (the benchmark's compiled schemas need at most 1,911; one pathological
- * schema needed 265,000 and 200+ ms before its refusal, strmprivacy DataConnector 10,000 and 35 ms).
+ * Most pair tests for one document by default (the benchmark's compiled schemas need at most 1,911; one
+ * pathological schema needed 265,000 and 200+ ms before its refusal, strmprivacy DataConnector 10,000 and
+ * 35 ms).
  */
-const MAX_PAIR_TESTS = 4_000;
+export const MAX_PAIR_TESTS = 4_000;
 
 /** How deep `$ref`/`allOf`/`anyOf` are followed before answering "unknown". */
 const MAX_DEPTH = 8;
@@ -96,16 +97,17 @@ export type DisjointTest = {
  * listed values, the branches of an `anyOf`/`oneOf`, non-empty arrays with disjoint `items`, or a property
  * that one of them requires and that the two give disjoint schemas, or that the other forbids), or only
  * `[]`; false means "not proven". `resolve` reads the document's local `$ref`s. Answers are remembered per
- * schema object, so make one per compilation.
+ * schema object, so make one per compilation. Past `budget` pair tests (defaults to {@link MAX_PAIR_TESTS})
+ * every answer is "not proven".
  */
-export function provablyDisjoint(resolve: RefResolver): DisjointTest {
+export function provablyDisjoint(resolve: RefResolver, budget = MAX_PAIR_TESTS): DisjointTest {
   const refs = new Map<string, unknown>();
   const cached: RefResolver = (ref) => {
     if (!refs.has(ref)) refs.set(ref, resolve(ref));
     return refs.get(ref);
   };
   const m: Memo = {
-    budget: MAX_PAIR_TESTS,
+    budget,
     resolve: cached,
     conjuncts: new WeakMap(),
     classes: new WeakMap(),
