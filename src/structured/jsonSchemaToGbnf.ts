@@ -500,6 +500,57 @@ class SchemaCompiler implements CompileContext {
     return finish(this.b, this.param);
   }
 
+  /**
+   * See {@link CompileContext.admits}: decided from `type`, `nullable`, `enum`, `const`, `$ref`, `allOf`,
+   * `anyOf`, `oneOf` and the keywords of other types than the value's; any other keyword leaves it to the
+   * compiler (undefined).
+   */
+  admits(schema: Schema, value: string | number | boolean | null, depth = 0): boolean | undefined {
+    if (typeof schema === "boolean") return schema;
+    if (!isObject(schema) || depth > MAX_RESOLVE_DEPTH) return undefined;
+    let answer: boolean | undefined = true;
+    for (const key in schema) {
+      if (!isConstraint(key) || key === "nullable") continue;
+      const v = schema[key];
+      if (key === "type") {
+        const types = (Array.isArray(v) ? v : [v]) as TypeName[];
+        if (!types.some((t) => matchesType(value, t)) && !(value === null && schema.nullable === true))
+          return false;
+      } else if (key === "enum") {
+        if (!Array.isArray(v) || !v.some((x) => x === value)) return false;
+      } else if (key === "const") {
+        if (v !== value) return false;
+      } else if (key === "$ref" || key === "allOf" || key === "anyOf" || key === "oneOf") {
+        const parts =
+          key === "$ref"
+            ? [typeof v === "string" ? this.resolveRef(v) : undefined]
+            : Array.isArray(v)
+              ? (v as unknown[])
+              : [undefined];
+        const answers = parts.map((part) =>
+          typeof part === "boolean" || isObject(part) ? this.admits(part, value, depth + 1) : undefined,
+        );
+        const yes = answers.filter((a) => a === true).length;
+        const unknown = answers.includes(undefined);
+        if (key === "anyOf") {
+          if (yes === 0) answer = unknown ? undefined : false;
+        } else if (key === "oneOf") {
+          if (yes > 1) return false;
+          if (unknown) answer = undefined;
+          else if (yes === 0) return false;
+        } else if (answers.includes(false)) return false;
+        else if (unknown) answer = undefined;
+      } else if (
+        !(OBJECT_KEYWORDS as readonly string[]).includes(key) &&
+        !(ARRAY_KEYWORDS as readonly string[]).includes(key) &&
+        !(typeof value !== "string" && (STRING_KEYWORDS as readonly string[]).includes(key)) &&
+        !(typeof value !== "number" && (NUMBER_KEYWORDS as readonly string[]).includes(key))
+      )
+        answer = undefined;
+    }
+    return answer;
+  }
+
   sameSchema(a: Schema, b: Schema): boolean {
     return a === b || this.keys.ofSchema(a) === this.keys.ofSchema(b);
   }

@@ -828,9 +828,18 @@ export function uniqueArrayBody(
   const item = "items" in s ? (s.items as Schema) : true;
   const values: string[] = [];
   for (const [i, value] of candidates.entries()) {
-    const symbol = ctx.attempt(() =>
-      ctx.value({ allOf: [item, { const: value }] }, `${path}/items`, `${hint}-item-${i}`, 0),
-    );
+    // (A scalar the item schema plainly admits is its JSON literal, as the compiler would write it.)
+    const plain =
+      value === null || typeof value !== "object"
+        ? ctx.admits(item, value as string | number | boolean | null)
+        : undefined;
+    if (plain === false) continue;
+    const symbol =
+      plain === true
+        ? gbnfLiteral(JSON.stringify(value))
+        : ctx.attempt(() =>
+            ctx.value({ allOf: [item, { const: value }] }, `${path}/items`, `${hint}-item-${i}`, 0),
+          );
     if (symbol !== null) values.push(symbol);
   }
   const k = values.length;

@@ -22,6 +22,11 @@ export type CompileContext = {
    * quick test, before costlier work that would be undone); returns otherwise, whatever else is wrong.
    */
   refuteMerge(schema: Schema, path: string): void;
+  /**
+   * Whether the scalar `value` satisfies `schema`, where that is plain to see (its type, listed values and
+   * their combinations); undefined when the compiler must decide.
+   */
+  admits(schema: Schema, value: string | number | boolean | null): boolean | undefined;
   /** Whether `a` and `b` are the same subschema (equal keywords and values, top-level annotations aside). */
   sameSchema(a: Schema, b: Schema): boolean;
   /** A single GBNF symbol (rule name or literal) for a subschema at JSON pointer `path`. */
