@@ -80,8 +80,6 @@ export function checkGbnf(text: string, rootRule = "root"): GbnfInfo {
  */
 function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
   const src = text;
-  /** Ids of the rule names written in the text. */
-  const symbolIds = new Map<string, number>();
   /**
    * Per id, the rule's name, or for a rule llama.cpp generates (groups, repetitions) the name it derives it
    * from: llama.cpp names those `<base>_<id>`, which no written name can equal (`_` is not in the name
@@ -103,10 +101,19 @@ function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
   };
   /** Ids of written names by a hash of their text (so that a name seen before is found without slicing). */
   const byHash = new Map<number, number[]>();
-  /** The id of the name written at `start` to `end`, made on first sight (as llama.cpp's `get_symbol_id`). */
-  const symbolAt = (start: number, end: number): number => {
-    let hash = end - start;
-    for (let p = start; p < end; p++) hash = (Math.imul(hash, 31) + src.charCodeAt(p)) | 0;
+  /** Where the name {@link symbolAt} read last ends. */
+  let nameEnd = 0;
+  /**
+   * The id of the name written at `start` (in llama.cpp's name alphabet; its end is left in `nameEnd`),
+   * made on first sight (as llama.cpp's `get_symbol_id`). Fails "expecting name" where there is none.
+   */
+  const symbolAt = (start: number): number => {
+    let end = start;
+    let hash = 0;
+    for (let code = src.charCodeAt(end); isWordCode(code); code = src.charCodeAt(++end))
+      hash = (Math.imul(hash, 31) + code) | 0;
+    if (end === start) fail(`expecting name at ${at(start)}`, start);
+    nameEnd = end;
     let ids = byHash.get(hash);
     if (ids !== undefined) {
       for (const id of ids) {
@@ -119,7 +126,6 @@ function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
     }
     const name = src.slice(start, end);
     const id = idNames.length;
-    symbolIds.set(name, id);
     idNames.push(name);
     generated.push(false);
     ids.push(id);
@@ -146,12 +152,6 @@ function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
       } else if (newlineOk && (c === CR || c === LF)) p++;
       else return p;
     }
-  };
-  const parseName = (pos: number): number => {
-    let p = pos;
-    while (isWordCode(src.charCodeAt(p))) p++;
-    if (p === pos) fail(`expecting name at ${at(pos)}`, pos);
-    return p;
   };
   const parseInteger = (pos: number): number => {
     let p = pos;
@@ -259,8 +259,7 @@ function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
         continue;
       }
       if (isWordCode(code)) {
-        const nameEnd = parseName(pos);
-        const id = symbolAt(pos, nameEnd);
+        const id = symbolAt(pos);
         pos = parseSpace(nameEnd, nested);
         lastSymStart = alt.length;
         nPrevRules = 1;
@@ -364,9 +363,8 @@ function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
   };
 
   const parseRule = (start: number): number => {
-    const nameEnd = parseName(start);
+    const id = symbolAt(start);
     let pos = parseSpace(nameEnd, false);
-    const id = symbolAt(start, nameEnd);
     const name = idNames[id]!;
     written.push(name);
     if (src.slice(pos, pos + 3) !== "::=") fail(`expecting ::= at ${at(pos)}`, pos);
@@ -381,10 +379,12 @@ function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
   let pos = parseSpace(0, true);
   while (pos < src.length) pos = parseRule(pos);
 
-  // Every id without a rule was made by a reference to a name that is never defined.
+  // Every id without a rule was made by a reference to a name that is never defined: with none, every
+  // element's rule exists (each id is made by a reference or a definition), and the scan below, which
+  // names the first undefined one as llama.cpp does, is needed only on the second parse.
   if (!whole && (rules.length < idNames.length || rules.includes(undefined)))
     return parseGbnf(text, rootRule, true);
-  for (let id = 0; id < rules.length; id++) {
+  for (let id = 0; whole && id < rules.length; id++) {
     const rule = rules[id];
     if (rule === undefined)
       throw new GbnfSyntaxError(`Undefined rule identifier '${nameOf(id)}'`, src.length);
@@ -396,8 +396,8 @@ function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
       }
     }
   }
-  const rootId = symbolIds.get(rootRule);
-  if (rootId === undefined || rules[rootId] === undefined) {
+  const rootId = idNames.findIndex((name, id) => !generated[id] && name === rootRule);
+  if (rootId < 0 || rules[rootId] === undefined) {
     throw new GbnfSyntaxError(`grammar does not contain a '${rootRule}' symbol`, src.length);
   }
   const leftRecursive = findLeftRecursion(rules as Rule[]);
