@@ -8,22 +8,38 @@ import { describe, it } from "node:test";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
 
 /**
- * Reads a chat stream to its end, stopping the server (SIGTERM) as soon as the first content arrives.
+ * Reads a chat stream to its end, stopping the server (SIGTERM) as soon as the first content arrives and
+ * `running` requests hold a slot (`vllm:num_requests_running`; requests sent together can reach a slot in
+ * either order).
  * @returns the stream's events and the server's exit (`server.stop()`).
  */
 async function streamThroughShutdown(
   response: Response,
   server: TestServer,
+  running = 1,
 ): Promise<{ events: unknown[]; exited: Promise<number | null> }> {
   const events: unknown[] = [];
   let exited: Promise<number | null> | undefined;
   for await (const event of sseEvents(response)) {
     events.push(event);
-    if (!exited && (event as Chunk).choices?.[0]?.delta.content) exited = server.stop();
+    if (!exited && (event as Chunk).choices?.[0]?.delta.content) {
+      await runningAtLeast(server, running);
+      exited = server.stop();
+    }
   }
   assert.ok(exited, "the stream produced no content");
   assert.equal(events.at(-1), "[DONE]");
   return { events, exited };
+}
+
+/** Waits (up to 5 s) until at least `count` requests hold a slot, as `/metrics` reports. */
+async function runningAtLeast(server: TestServer, count: number): Promise<void> {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    if (Number(/^vllm:num_requests_running\{[^}]*\} (\S+)/m.exec(metrics)?.[1]) >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`fewer than ${count} requests ever held a slot`);
 }
 
 /** The SSE `data:` payloads of a response as they arrive (JSON-parsed; `[DONE]` kept as the string). */
@@ -100,7 +116,7 @@ describe("graceful shutdown", () => {
     const plain = server.post("/v1/chat/completions", { model: TEST_MODEL, messages });
     const response = await server.post("/v1/chat/completions", { model: TEST_MODEL, messages, stream: true });
     assert.equal(response.status, 200);
-    const { events, exited } = await streamThroughShutdown(response, server);
+    const { events, exited } = await streamThroughShutdown(response, server, 2);
     const last = events.at(-2) as { object: string; code: number; error: { code: string; type: string } };
     assert.equal(last.object, "error");
     assert.equal(last.code, 503);
