@@ -167,32 +167,36 @@ export function objectBody(
         b.rollback(mark);
       }
     }
+    // (null: the patterns leave no other key, as `.*` does.)
     const exact = keyNames !== null || patterns.length === 0 || key !== undefined;
     const value =
-      additional === true && exact
-        ? jsonValueRule(b)
-        : ctx.attempt(() =>
-            ctx.value(
-              exact ? additional : { allOf: [additional, ...patterns.map(([, x]) => x)] },
-              `${path}/additionalProperties`,
-              childHint(hint, "additional"),
-              0,
-            ),
-          );
+      key === null
+        ? null
+        : additional === true && exact
+          ? jsonValueRule(b)
+          : ctx.attempt(() =>
+              ctx.value(
+                exact ? additional : { allOf: [additional, ...patterns.map(([, x]) => x)] },
+                `${path}/additionalProperties`,
+                childHint(hint, "additional"),
+                0,
+              ),
+            );
     if (value !== null) {
-      key ??=
-        keyNames !== null
-          ? keyExpression(
-              ctx,
-              keyNames,
-              names,
-              patterns.map(([pattern]) => pattern),
-              `${path}/propertyNames`,
-              childHint(hint, "other-key"),
-            )
-          : names.length === 0
-            ? jsonStringRule(b)
-            : otherKeyRule(b, names, childHint(hint, "other-key"));
+      if (key === undefined)
+        key =
+          keyNames !== null
+            ? keyExpression(
+                ctx,
+                keyNames,
+                names,
+                patterns.map(([pattern]) => pattern),
+                `${path}/propertyNames`,
+                childHint(hint, "other-key"),
+              )
+            : names.length === 0
+              ? jsonStringRule(b)
+              : otherKeyRule(b, names, childHint(hint, "other-key"));
       if (key !== null) extras.push(`${key} ":" ${WS} ${value}`);
     }
   }
