@@ -19,6 +19,22 @@ export function clientSignal(request: FastifyRequest, reply: FastifyReply): Abor
 }
 
 /**
+ * Awaits a request's plan (`serving/`) made under its client signal: null when the signal aborted meanwhile
+ * (the client left, or shutdown answered the request), whether the plan finished or gave up for it; else
+ * the plan, or its error. (The signal is made before planning, which can wait for the constraint compiler:
+ * a client that leaves then is noticed, and its request neither runs nor stays in flight.)
+ */
+export async function planUnder<T>(signal: AbortSignal, plan: Promise<T>): Promise<T | null> {
+  try {
+    const value = await plan;
+    return signal.aborted ? null : value;
+  } catch (error) {
+    if (signal.aborted) return null;
+    throw error;
+  }
+}
+
+/**
  * Runs a streamed response. `start` receives the chunk sink and must do its admission checks
  * synchronously: an error it throws before returning is answered as a normal JSON error, since nothing
  * has been written yet. After that the response is an SSE stream (headers sent at once), framed as

@@ -55,7 +55,8 @@ export type ChatPlan = {
  * A request without `max_tokens`/`max_completion_tokens` generates until the context ends, at most
  * `maxTokensCap` tokens (`--max-tokens-cap`).
  * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`requestChecks.ts`), unsupported content (images), a template that
- *   fails to render, a prompt plus `max_tokens` longer than the context, and invalid tool use.
+ *   fails to render, a prompt plus `max_tokens` longer than the context, and invalid tool use; `signal`'s
+ *   reason once it aborts while the constraint waits for the compiler.
  */
 export async function planChat(
   registry: ModelRegistry,
@@ -63,6 +64,7 @@ export async function planChat(
   seeds: SeedSource,
   maxTokensCap?: number,
   imageLimits: ImageLimits = DEFAULT_IMAGE_LIMITS,
+  signal?: AbortSignal,
 ): Promise<ChatPlan> {
   const { name: model, scheduler, chat } = registry.resolve(body.model);
   refusePeerFields(body);
@@ -117,7 +119,7 @@ export async function planChat(
     logprobs: body.logprobs ? (body.top_logprobs ?? 0) : null,
     promptLogprobs: body.prompt_logprobs ?? null,
   };
-  const grammar = await chatGrammar(fields, tools, thinking);
+  const grammar = await chatGrammar(fields, tools, thinking, signal);
   const closeTokens =
     closeText !== undefined && budget !== undefined && budget > 0 ? host.tokenize(closeText, false) : null;
   const outputs: ChoiceOutput[] = [];

@@ -30,6 +30,7 @@ export async function chatGrammar(
   fields: RequestFields,
   tools: ToolCalling,
   thinking: ThinkingStart,
+  signal?: AbortSignal,
 ): Promise<Grammar | null> {
   const { constraint, whitespacePattern, maxThinkingTokens } = fields;
   let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
@@ -37,10 +38,11 @@ export async function chatGrammar(
     const gbnf = await compileGuided(
       { kind: "json_schema", spec: tools.schema, param: "tools" },
       whitespacePattern,
+      signal,
     );
     compiled = { gbnf, param: "tools", answerOnly: true };
   } else if (constraint) {
-    const gbnf = await compileGuided(constraint, whitespacePattern);
+    const gbnf = await compileGuided(constraint, whitespacePattern, signal);
     compiled = { gbnf, param: constraint.param, answerOnly: constraint.kind !== "grammar" };
   }
   if (!compiled) return null;

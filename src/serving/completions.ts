@@ -50,13 +50,15 @@ export type CompletionPlan = {
  * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`requestChecks.ts`: `echo` with
  *   `stream`, `best_of` < `n`, `best_of` with `stream`, ...), `suffix` on a model without fill-in-the-middle tokens,
  *   token ids outside the vocabulary, a prompt plus `max_tokens` longer than the context, or a
- *   guided-decoding constraint that cannot be enforced (see `guidedDecoding.ts`).
+ *   guided-decoding constraint that cannot be enforced (see `guidedDecoding.ts`); `signal`'s reason once it
+ *   aborts while the constraint waits for the compiler.
  */
 export async function planCompletion(
   registry: ModelRegistry,
   body: CompletionRequest,
   seeds: SeedSource,
   maxTokensCap?: number,
+  signal?: AbortSignal,
 ): Promise<CompletionPlan> {
   const { name: model, scheduler } = registry.resolve(body.model);
   refusePeerFields(body);
@@ -75,7 +77,7 @@ export async function planCompletion(
         ? Math.max(logprobs, body.prompt_logprobs ?? 0)
         : (body.prompt_logprobs ?? null),
   };
-  const grammar = await grammarForConstraint(fields.constraint, fields.whitespacePattern);
+  const grammar = await grammarForConstraint(fields.constraint, fields.whitespacePattern, signal);
   const requests: GenerationRequest[] = [];
   for (const prompt of prompts) {
     const maxTokens = resolveMaxTokens(

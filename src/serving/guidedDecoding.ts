@@ -22,27 +22,30 @@ const grammars = new LruCache<string, Grammar>(128);
 export async function grammarForConstraint(
   constraint: GuidedConstraint | null,
   whitespacePattern: string | undefined,
+  signal?: AbortSignal,
 ): Promise<Grammar | null> {
   if (!constraint) return null;
-  return grammarForGbnf(await compileGuided(constraint, whitespacePattern), constraint.param);
+  return grammarForGbnf(await compileGuided(constraint, whitespacePattern, signal), constraint.param);
 }
 
 /**
  * The GBNF text of one constraint (`structured/`), JSON constraints with the request's whitespace
  * pattern (`RequestFields.whitespacePattern`; undefined: the compilers' default). The one compile step
  * of both endpoints (chat's forced tool calls included), on the compiler's worker thread
- * (`structured/compileService.ts`).
+ * (`structured/compileService.ts`); `signal` (the client's) drops it from the compiler's queue.
  * @throws ApiError 400 naming the constraint's field for what cannot be compiled (or past the compiler's
- *   time and memory limits).
+ *   time and memory limits); the signal's reason once it aborts.
  */
 export async function compileGuided(
   constraint: GuidedConstraint,
   whitespacePattern: string | undefined,
+  signal?: AbortSignal,
 ): Promise<string> {
-  const compiled = await sharedCompiler().compile(constraint.kind, constraint.spec, {
+  const options = {
     param: constraint.param,
     ...(whitespacePattern !== undefined ? { whitespacePattern } : {}),
-  });
+  };
+  const compiled = await sharedCompiler().compile(constraint.kind, constraint.spec, options, signal);
   return compiled.gbnf;
 }
 

@@ -145,8 +145,9 @@ export async function planMessages(
   body: AnthropicMessagesRequest,
   seeds: SeedSource,
   maxTokensCap?: number,
+  signal?: AbortSignal,
 ): Promise<MessagesPlan> {
-  const chat = await planChat(registry, messagesToChat(body), seeds, maxTokensCap);
+  const chat = await planChat(registry, messagesToChat(body), seeds, maxTokensCap, undefined, signal);
   return { id: `msg_${randomUUID().replaceAll("-", "")}`, chat, stops: body.stop_sequences ?? [] };
 }
 

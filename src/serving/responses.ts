@@ -149,8 +149,9 @@ export async function planResponse(
   body: ResponseCreateRequest,
   seeds: SeedSource,
   maxTokensCap?: number,
+  signal?: AbortSignal,
 ): Promise<ResponsePlan> {
-  const chat = await planChat(registry, responsesToChat(body), seeds, maxTokensCap);
+  const chat = await planChat(registry, responsesToChat(body), seeds, maxTokensCap, undefined, signal);
   return { id: newId("resp"), createdAt: chat.created, body, chat };
 }
 

@@ -32,7 +32,7 @@ export const COMPILER_YOUNG_GENERATION_MB = 192;
 
 type Job = CompileJob & {
   resolve(compiled: CompiledConstraint): void;
-  reject(error: ApiError): void;
+  reject(error: unknown): void;
 };
 
 const WORKER_URL = new URL("./tsWorker.mjs", import.meta.url);
@@ -55,14 +55,39 @@ export class ConstraintCompiler {
 
   /**
    * Compiles a constraint as `compileConstraint` (`compile.ts`) does, on the worker (with its cache).
-   * `spec` is structured-cloned into the worker: plain JSON data only.
+   * `spec` is structured-cloned into the worker: plain JSON data only. When `signal` aborts (the client
+   * left), a constraint still queued is dropped and the promise rejects with the signal's reason at once;
+   * one already compiling finishes for the cache.
    * @returns The frozen `{kind, gbnf}`.
    * @throws ApiError 400 as `compileConstraint` (naming `options.param`), also when the compilation takes
    *   longer than `timeoutMs` or more than `heapMb` of memory; 500 for a failure of the compiler itself.
    */
-  compile(kind: ConstraintKind, spec: unknown, options: CompileOptions = {}): Promise<CompiledConstraint> {
+  compile(
+    kind: ConstraintKind,
+    spec: unknown,
+    options: CompileOptions = {},
+    signal?: AbortSignal,
+  ): Promise<CompiledConstraint> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, kind, spec, options, resolve, reject });
+      const job: Job = { id: this.nextId++, kind, spec, options, resolve, reject };
+      if (signal) {
+        const abandon = (): void => {
+          const queued = this.queue.indexOf(job);
+          if (queued >= 0) this.queue.splice(queued, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener("abort", abandon, { once: true });
+        job.resolve = (compiled) => {
+          signal.removeEventListener("abort", abandon);
+          resolve(compiled);
+        };
+        job.reject = (error) => {
+          signal.removeEventListener("abort", abandon);
+          reject(error);
+        };
+      }
+      this.queue.push(job);
       this.pump();
     });
   }

@@ -3,21 +3,19 @@ import { ChatCompletionRequestSchema } from "../../protocol/chat.ts";
 import { planChat } from "../../serving/chat.ts";
 import { completeChat, streamChat } from "../../serving/chatResponse.ts";
 import type { AppContext } from "../context.ts";
-import { clientSignal, openStream } from "../streamReply.ts";
+import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 
 /** POST /v1/chat/completions, streamed (SSE) or not. */
 export function registerChatRoutes(app: FastifyInstance, context: AppContext): void {
   app.post("/v1/chat/completions", async (request, reply) => {
     const body = parseBody(ChatCompletionRequestSchema, request.body);
-    const plan = await planChat(
-      context.registry,
-      body,
-      context.seeds,
-      context.maxTokensCap,
-      context.imageLimits,
-    );
     const signal = clientSignal(request, reply);
+    const plan = await planUnder(
+      signal,
+      planChat(context.registry, body, context.seeds, context.maxTokensCap, context.imageLimits, signal),
+    );
+    if (plan === null) return reply;
     if (!body.stream) {
       const response = await completeChat(plan, signal);
       return response ?? reply;

@@ -2,15 +2,19 @@ import type { FastifyInstance } from "fastify";
 import { CompletionRequestSchema } from "../../protocol/completions.ts";
 import { completeCompletion, planCompletion, streamCompletion } from "../../serving/completions.ts";
 import type { AppContext } from "../context.ts";
-import { clientSignal, openStream } from "../streamReply.ts";
+import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 
 /** POST /v1/completions, streamed (SSE) or not. */
 export function registerCompletionRoutes(app: FastifyInstance, context: AppContext): void {
   app.post("/v1/completions", async (request, reply) => {
     const body = parseBody(CompletionRequestSchema, request.body);
-    const plan = await planCompletion(context.registry, body, context.seeds, context.maxTokensCap);
     const signal = clientSignal(request, reply);
+    const plan = await planUnder(
+      signal,
+      planCompletion(context.registry, body, context.seeds, context.maxTokensCap, signal),
+    );
+    if (plan === null) return reply;
     if (!body.stream) {
       const response = await completeCompletion(plan, signal);
       return response ?? reply;

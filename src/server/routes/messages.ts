@@ -10,7 +10,7 @@ import {
   streamMessages,
 } from "../../serving/messages.ts";
 import type { AppContext } from "../context.ts";
-import { clientSignal, openStream } from "../streamReply.ts";
+import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 
 /**
@@ -20,8 +20,12 @@ import { parseBody } from "../validation.ts";
 export function registerMessagesRoutes(app: FastifyInstance, context: AppContext): void {
   app.post("/v1/messages", async (request, reply) => {
     const body = parseBody(AnthropicMessagesRequestSchema, request.body);
-    const plan = await planMessages(context.registry, body, context.seeds, context.maxTokensCap);
     const signal = clientSignal(request, reply);
+    const plan = await planUnder(
+      signal,
+      planMessages(context.registry, body, context.seeds, context.maxTokensCap, signal),
+    );
+    if (plan === null) return reply;
     if (!body.stream) {
       const response = await completeMessages(plan, signal);
       return response ?? reply;

@@ -2,7 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { ResponseCreateRequestSchema } from "../../protocol/openaiResponses.ts";
 import { completeResponse, planResponse, streamResponse } from "../../serving/responses.ts";
 import type { AppContext } from "../context.ts";
-import { clientSignal, openStream } from "../streamReply.ts";
+import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 
 /**
@@ -12,8 +12,12 @@ import { parseBody } from "../validation.ts";
 export function registerResponsesRoutes(app: FastifyInstance, context: AppContext): void {
   app.post("/v1/responses", async (request, reply) => {
     const body = parseBody(ResponseCreateRequestSchema, request.body);
-    const plan = await planResponse(context.registry, body, context.seeds, context.maxTokensCap);
     const signal = clientSignal(request, reply);
+    const plan = await planUnder(
+      signal,
+      planResponse(context.registry, body, context.seeds, context.maxTokensCap, signal),
+    );
+    if (plan === null) return reply;
     if (!body.stream) {
       const response = await completeResponse(plan, signal);
       return response ?? reply;

@@ -61,3 +61,24 @@ test("a compilation past the time limit is a 400, and a fresh worker takes the n
     await hasty.close();
   }
 });
+
+test("a constraint whose signal aborts leaves the queue at once; one compiling finishes for the next", async () => {
+  const queue = new ConstraintCompiler();
+  try {
+    const slow = { enum: Array.from({ length: 50_000 }, (_, i) => `slow-${i}`) };
+    const running = queue.compile("json_schema", slow);
+    const controller = new AbortController();
+    const queued = queue.compile("json_schema", { enum: ["queued"] }, {}, controller.signal);
+    const reason = new Error("client disconnected");
+    controller.abort(reason);
+    await assert.rejects(queued, (error) => error === reason);
+    assert.equal((await running).gbnf, compileConstraint("json_schema", slow).gbnf);
+    await assert.rejects(
+      queue.compile("regex", "a", {}, AbortSignal.abort(reason)),
+      (error) => error === reason,
+    );
+    assert.equal((await queue.compile("regex", "b+")).gbnf, compileConstraint("regex", "b+").gbnf);
+  } finally {
+    await queue.close();
+  }
+});
