@@ -634,9 +634,18 @@ class SchemaCompiler implements CompileContext {
     if (schema === true) return jsonValueRule(this.b);
     if (schema === false) this.unsatisfiable(`the schema at ${path} is false.`);
     let s = normalizeExclusive(schema as SchemaObject);
-    if (s.nullable === true) {
-      const { nullable: _, ...rest } = s;
-      return `${this.value(rest, path, hint, depth + 1)} | ${jsonNullRule(this.b)}`;
+    if ("nullable" in s) {
+      // OpenAPI 3.0.3: `nullable: true` adds "null" to `type` (an `enum` or `const` still decides whether
+      // null is listed), and without `type` it has no effect; as ajv reads it.
+      const { nullable, ...rest } = s;
+      if (nullable !== true || !("type" in rest)) return this.body(rest, path, hint, depth + 1);
+      const types = (Array.isArray(rest.type) ? rest.type : [rest.type]) as TypeName[];
+      return this.body(
+        { ...rest, type: types.includes("null") ? rest.type : [...types, "null"] },
+        path,
+        hint,
+        depth + 1,
+      );
     }
     if ("$ref" in s) {
       const { $ref, ...rest } = s;

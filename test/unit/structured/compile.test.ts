@@ -258,3 +258,16 @@ describe("large schemas", () => {
     assert.ok(!matches('{"requireSpaceBefore": true, "validateBraceInCalls": 1}'));
   });
 });
+
+test("nullable: true adds null to a type (an enum or const still lists what is allowed), and nothing without a type", () => {
+  const without = (schema: object) => compileConstraint("json_schema", schema).gbnf;
+  // OpenAPI 3.0.3, as ajv reads it: no type, no effect.
+  assert.equal(without({ nullable: true, enum: ["a", "b"] }), without({ enum: ["a", "b"] }));
+  assert.equal(without({ nullable: true, minimum: 1 }), without({ minimum: 1 }));
+  assert.equal(without({ type: "integer", nullable: true }), without({ type: ["integer", "null"] }));
+  assert.equal(
+    without({ type: "string", const: "c", nullable: true }),
+    without({ type: ["string", "null"], const: "c" }),
+  );
+  assert.doesNotMatch(without({ type: "string", const: "c", nullable: true }), /null/);
+});
