@@ -12,14 +12,41 @@ function hasKeys(value: Record<string, unknown> | undefined): value is Record<st
   return value !== undefined && Object.keys(value).length > 0;
 }
 
-/** The schema of one call of `tool`: `{"name": <const>, "arguments": <its parameters>}`, name first. */
-function callSchema(tool: ChatTool): JsonSchema {
+/** Keywords whose values are instances, not schemas: a `$ref` inside them is data. */
+const INSTANCE_KEYWORDS = new Set(["const", "enum", "default", "examples", "example"]);
+
+/**
+ * A copy of `schema` (a tool's `parameters`) whose local `$ref`s (`#`, `#/$defs/...`) point where the
+ * schema now stands, the JSON pointer `at` of the call schema around it: they were written against the
+ * parameters as the root.
+ */
+function rebaseRefs(schema: unknown, at: string): unknown {
+  if (Array.isArray(schema)) return schema.map((item) => rebaseRefs(item, at));
+  if (typeof schema !== "object" || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) {
+    const rebased =
+      key === "$ref" && typeof value === "string" && value.startsWith("#")
+        ? `${at}${value.slice(1)}`
+        : INSTANCE_KEYWORDS.has(key)
+          ? value
+          : rebaseRefs(value, at);
+    Object.defineProperty(out, key, { value: rebased, writable: true, enumerable: true, configurable: true });
+  }
+  return out;
+}
+
+/**
+ * The schema of one call of `tool`: `{"name": <const>, "arguments": <its parameters>}`, name first, at
+ * JSON pointer `at` of the forced schema.
+ */
+function callSchema(tool: ChatTool, at: string): JsonSchema {
   return {
     type: "object",
     properties: {
       name: { type: "string", const: tool.function.name },
       arguments: hasKeys(tool.function.parameters)
-        ? tool.function.parameters
+        ? rebaseRefs(tool.function.parameters, `${at}/properties/arguments`)
         : { type: "object", properties: {} },
     },
     required: ["name", "arguments"],
@@ -40,6 +67,7 @@ function callSchema(tool: ChatTool): JsonSchema {
  *
  * This follows vLLM's `_get_json_schema_from_tool` for `"required"` (array of `{name, parameters}`
  * objects, here with `arguments` as OpenAI names the field), extended to single calls and named choices.
+ * Local `$ref`s in `parameters` (Pydantic's `#/$defs/...`) are rewritten to where the parameters stand.
  * Throws 400 (`param: "tool_choice"`) when a named function is not among `tools`, and 400
  * (`param: "tools"`) when `"required"` or a named choice comes without tools.
  */
@@ -53,8 +81,9 @@ export function toolChoiceToJsonSchema(
     throw badRequest("`tool_choice` requires at least one tool in `tools`.", "tools");
   }
   let item: JsonSchema;
+  const at = parallel ? "#/items" : "#";
   if (toolChoice === "required") {
-    const options = tools.map(callSchema);
+    const options = tools.map((tool, i) => callSchema(tool, tools.length === 1 ? at : `${at}/anyOf/${i}`));
     item = options.length === 1 ? (options[0] as JsonSchema) : { anyOf: options };
   } else {
     const wanted = toolChoice.function.name;
@@ -65,7 +94,7 @@ export function toolChoiceToJsonSchema(
         "tool_choice",
       );
     }
-    item = callSchema(tool);
+    item = callSchema(tool, at);
   }
   return parallel ? { type: "array", items: item, minItems: 1 } : item;
 }

@@ -5,6 +5,7 @@ import { createToolParser } from "../../../src/chat/toolParsers/index.ts";
 import { toolChoiceToJsonSchema } from "../../../src/chat/toolSchema.ts";
 import { ApiError } from "../../../src/errors.ts";
 import { type ChatTool, chatToolSchema, toolChoiceSchema } from "../../../src/protocol/tools.ts";
+import { compileConstraint } from "../../../src/structured/index.ts";
 
 const weatherParams = { type: "object", properties: { city: { type: "string" } }, required: ["city"] };
 const tools: ChatTool[] = [
@@ -87,5 +88,50 @@ describe("toolChoiceToJsonSchema", () => {
         ["get_weather", '{"city":"Rome"}'],
       ],
     );
+  });
+});
+
+describe("toolChoiceToJsonSchema with local $refs in parameters", () => {
+  // Pydantic's shape: definitions under $defs, referenced from the root of `parameters`.
+  const pydantic = {
+    type: "object",
+    properties: {
+      item: { $ref: "#/$defs/Item" },
+      again: { $ref: "#/properties/item" },
+      note: { type: "string", default: { $ref: "#/not/a/schema" } },
+    },
+    required: ["item"],
+    $defs: { Item: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] } },
+  };
+  const withDefs = [
+    ...tools,
+    chatToolSchema.parse({ type: "function", function: { name: "add", parameters: pydantic } }),
+  ];
+
+  /** The value at `keys` below `value`. */
+  const dig = (value: unknown, ...keys: (string | number)[]): unknown =>
+    keys.reduce<unknown>((v, k) => (v as Record<string | number, unknown>)[k], value);
+
+  it("points each $ref where the parameters stand in the forced schema, leaving instance values alone", () => {
+    const required = toolChoiceToJsonSchema(withDefs, "required", true);
+    const args = dig(required, "items", "anyOf", 2, "properties", "arguments", "properties");
+    assert.equal(dig(args, "item", "$ref"), "#/items/anyOf/2/properties/arguments/$defs/Item");
+    assert.equal(dig(args, "again", "$ref"), "#/items/anyOf/2/properties/arguments/properties/item");
+    assert.deepEqual(dig(args, "note", "default"), { $ref: "#/not/a/schema" });
+    const named = toolChoiceToJsonSchema(withDefs, { type: "function", function: { name: "add" } }, false);
+    assert.equal(
+      dig(named, "properties", "arguments", "properties", "item", "$ref"),
+      "#/properties/arguments/$defs/Item",
+    );
+    // The caller's parameters are not changed.
+    assert.equal(pydantic.properties.item.$ref, "#/$defs/Item");
+  });
+
+  it("compiles: the $refs resolve", () => {
+    for (const parallel of [false, true])
+      for (const choice of ["required", { type: "function", function: { name: "add" } }] as const) {
+        const schema = toolChoiceToJsonSchema(withDefs, choice, parallel);
+        assert.match(compileConstraint("json_schema", schema).gbnf, /"\\"n\\""/);
+      }
   });
 });
