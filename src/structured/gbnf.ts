@@ -47,6 +47,57 @@ export function gbnfLiteral(text: string): string {
   return `${out}"`;
 }
 
+/** Longest text (in code points) {@link literalTrie} nests; longer lists are written as alternatives. */
+const MAX_TRIE_TEXT = 2_000;
+
+type LiteralTrieNode = { children: Map<string, LiteralTrieNode>; end: boolean };
+
+/**
+ * A GBNF expression matching exactly the distinct, non-empty `texts`, with shared prefixes written once:
+ * `"\"word" ("0" | "1" ...) "\""` for `"word0"`, `"word1"`, ... llama.cpp's matcher then keeps one stack per
+ * distinct next character, where a plain alternation keeps one per text (a 20,000-value `enum` held each
+ * decode step for seconds). Chains of single children are one literal. Texts longer than 2,000 code points
+ * are written as a plain alternation.
+ */
+export function literalTrie(texts: readonly string[]): string {
+  const root: LiteralTrieNode = { children: new Map(), end: false };
+  for (const text of texts) {
+    const chars = Array.from(text);
+    if (chars.length > MAX_TRIE_TEXT) return texts.map(gbnfLiteral).join(" | ");
+    let node = root;
+    for (const ch of chars) {
+      let next = node.children.get(ch);
+      if (next === undefined) {
+        next = { children: new Map(), end: false };
+        node.children.set(ch, next);
+      }
+      node = next;
+    }
+    node.end = true;
+  }
+  return writeTrie(root, true);
+}
+
+/** The alternatives below `node` (see {@link literalTrie}), grouped unless `top`. */
+function writeTrie(node: LiteralTrieNode, top: boolean): string {
+  const alternatives: string[] = [];
+  if (node.end) alternatives.push('""');
+  for (const [ch, child] of node.children) {
+    let chunk = ch;
+    let at = child;
+    while (!at.end && at.children.size === 1) {
+      const [next, below] = at.children.entries().next().value as [string, LiteralTrieNode];
+      chunk += next;
+      at = below;
+    }
+    alternatives.push(
+      at.children.size === 0 ? gbnfLiteral(chunk) : `${gbnfLiteral(chunk)} ${writeTrie(at, false)}`,
+    );
+  }
+  if (alternatives.length === 1) return alternatives[0]!;
+  return top ? alternatives.join(" | ") : `(${alternatives.join(" | ")})`;
+}
+
 /**
  * A GBNF character class matching one code point of `set`, e.g. `{a..z, _}` → `[_a-z]`. Writes the negated
  * form `[^...]` when it is shorter. Throws RangeError for an empty set (GBNF has no empty class).

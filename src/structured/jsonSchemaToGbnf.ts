@@ -12,7 +12,7 @@
  */
 import { ApiError, badRequest } from "../errors.ts";
 import { CodePointSet } from "./codePointSet.ts";
-import { GbnfBuilder, gbnfLiteral, isAtomicExpression } from "./gbnf.ts";
+import { GbnfBuilder, gbnfLiteral, isAtomicExpression, literalTrie } from "./gbnf.ts";
 import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
 import {
   DEFAULT_JSON_DEPTH,
@@ -120,6 +120,9 @@ const OBJECT_TYPE: SchemaObject = Object.freeze({ type: "object" });
  * changed its grammar.
  */
 const MAX_EMPTINESS_TESTS = 1_000;
+
+/** Fewest string values of an `enum` written as a trie of their prefixes (see `literalTrie`). */
+const TRIE_STRINGS = 16;
 
 /** Thrown to undo a compilation that only probed whether a subschema compiles on its own. */
 const PROBED = new Error("probed");
@@ -1399,7 +1402,11 @@ class SchemaCompiler implements CompileContext {
     );
     if (kept.length === 0)
       this.unsatisfiable(`no ${"const" in s ? "const" : "enum"} value at ${path} matches its type.`);
-    return [...new Set(kept.map((v) => this.constant(v)))].join(" | ");
+    // Many strings share their prefixes (as a trie: one matcher stack per next character, not per value).
+    const strings = kept.filter((v) => typeof v === "string");
+    if (strings.length < TRIE_STRINGS) return [...new Set(kept.map((v) => this.constant(v)))].join(" | ");
+    const others = kept.filter((v) => typeof v !== "string").map((v) => this.constant(v));
+    return [literalTrie([...new Set(strings.map((v) => JSON.stringify(v)))]), ...new Set(others)].join(" | ");
   }
 
   /** A JSON value as a grammar: scalars as literals, objects/arrays token by token with `ws` between. */

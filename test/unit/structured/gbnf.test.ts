@@ -6,7 +6,13 @@ import { describe, test } from "node:test";
 import { checkGrammar } from "../../../src/engine/grammar.ts";
 import { projectRoot } from "../../../src/paths.ts";
 import { CodePointSet } from "../../../src/structured/codePointSet.ts";
-import { GbnfBuilder, gbnfCharClass, gbnfLiteral, isAtomicExpression } from "../../../src/structured/gbnf.ts";
+import {
+  GbnfBuilder,
+  gbnfCharClass,
+  gbnfLiteral,
+  isAtomicExpression,
+  literalTrie,
+} from "../../../src/structured/gbnf.ts";
 import { checkGbnf } from "../../../src/structured/gbnfCheck.ts";
 import { checkGbnfText, confirmGbnf, validateGbnf } from "../../../src/structured/index.ts";
 import { MAX_GBNF_LENGTH } from "../../../src/structured/validateGbnf.ts";
@@ -208,4 +214,13 @@ test("checkGbnfText refuses literals and classes that only UTF-8 cannot write (n
     '# a comment may say \\uD800\nroot ::= "ok" <[12]>?',
   ])
     checkGbnfText(text);
+});
+
+test("literalTrie matches exactly its texts, shared prefixes written once", async () => {
+  const texts = ["a", "ab", "abc", "abd", "b", '"q\\"uote"', "ü😀x", "ü😀y", "zz"];
+  const expression = literalTrie(texts);
+  assert.equal(literalTrie(["x1", "x2"]), '"x" ("1" | "2")');
+  const matches = await nativeMatcher(`root ::= ${expression}\n`);
+  for (const text of texts) assert.ok(matches(text), text);
+  for (const text of ["", "ac", "abcd", "c", "ü😀", "z", '"q\\"uote']) assert.ok(!matches(text), text);
 });
