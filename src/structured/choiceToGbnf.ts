@@ -3,10 +3,13 @@
  * outlines/xgrammar compile as an alternation of escaped literals).
  */
 import { badRequest } from "../errors.ts";
-import { gbnfLiteral } from "./gbnf.ts";
+import { gbnfLiteral, literalTrie } from "./gbnf.ts";
 
 /** A surrogate code unit that is not half of a pair. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Fewest choices written as a trie of their prefixes (see `literalTrie`: one matcher stack per next character). */
+const TRIE_CHOICES = 16;
 
 /** Most choices accepted in one request. */
 export const MAX_CHOICES = 10_000;
@@ -17,7 +20,8 @@ export const MAX_CHOICES = 10_000;
  * valid choice (matches the empty output). Throws `ApiError` 400 (`param`, default `"guided_choice"`) when
  * `choices` is not a non-empty array of strings, has more than {@link MAX_CHOICES} entries, or a choice has
  * a lone surrogate (no UTF-8 text spells it).
- * Example: `["yes", "no"]` → `root ::= "yes" | "no"`.
+ * Example: `["yes", "no"]` → `root ::= "yes" | "no"`; 16 or more choices share their prefixes
+ * (`literalTrie`).
  */
 export function choiceToGbnf(choices: unknown, param = "guided_choice"): string {
   if (!Array.isArray(choices)) throw badRequest("guided_choice must be an array of strings.", param);
@@ -45,5 +49,6 @@ export function choiceToGbnf(choices: unknown, param = "guided_choice"): string 
       unique.push(choice);
     }
   }
-  return `root ::= ${unique.map(gbnfLiteral).join(" | ")}\n`;
+  const body = unique.length >= TRIE_CHOICES ? literalTrie(unique) : unique.map(gbnfLiteral).join(" | ");
+  return `root ::= ${body}\n`;
 }

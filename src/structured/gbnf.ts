@@ -53,7 +53,7 @@ const MAX_TRIE_TEXT = 2_000;
 type LiteralTrieNode = { children: Map<string, LiteralTrieNode>; end: boolean };
 
 /**
- * A GBNF expression matching exactly the distinct, non-empty `texts`, with shared prefixes written once:
+ * A GBNF expression matching exactly the distinct `texts`, with shared prefixes written once:
  * `"\"word" ("0" | "1" ...) "\""` for `"word0"`, `"word1"`, ... llama.cpp's matcher then keeps one stack per
  * distinct next character, where a plain alternation keeps one per text (a 20,000-value `enum` held each
  * decode step for seconds). Chains of single children are one literal. Texts longer than 2,000 code points

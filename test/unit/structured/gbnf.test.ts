@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { checkGrammar } from "../../../src/engine/grammar.ts";
 import { projectRoot } from "../../../src/paths.ts";
+import { choiceToGbnf } from "../../../src/structured/choiceToGbnf.ts";
 import { CodePointSet } from "../../../src/structured/codePointSet.ts";
 import {
   GbnfBuilder,
@@ -223,4 +224,13 @@ test("literalTrie matches exactly its texts, shared prefixes written once", asyn
   const matches = await nativeMatcher(`root ::= ${expression}\n`);
   for (const text of texts) assert.ok(matches(text), text);
   for (const text of ["", "ac", "abcd", "c", "ü😀", "z", '"q\\"uote']) assert.ok(!matches(text), text);
+});
+
+test("guided_choice of 16 or more choices is a trie that matches exactly them", async () => {
+  const choices = ["", "go", ...Array.from({ length: 18 }, (_, i) => `go-${i}`), "stop"];
+  const gbnf = choiceToGbnf(choices);
+  assert.match(gbnf, /^root ::= "" \| "go" \(""/);
+  const matches = await nativeMatcher(gbnf);
+  for (const choice of choices) assert.ok(matches(choice), choice);
+  for (const text of ["g", "go-", "go-18", "go-1x", "stops"]) assert.ok(!matches(text), text);
 });
