@@ -140,9 +140,11 @@ export function objectBody(
   // The patterns' key automata, when other keys or the keys of two patterns need telling apart (null when
   // some pattern has none: then a key may match any pattern, a narrowing), unless each pattern is one name.
   const literals = patterns.length > 0 ? literalNames(patterns) : null;
+  // (Patterns anchored after different literal prefixes, `^title_` and `^name_`, share no key.)
+  const apart = literals === null && patterns.length > 1 && prefixesApart(patterns);
   const patternKeys =
     literals === null &&
-    (patterns.length > 1 || (patterns.length > 0 && additional !== false && keyNames === null))
+    ((patterns.length > 1 && !apart) || (patterns.length > 0 && additional !== false && keyNames === null))
       ? patternAutomata(patterns)
       : null;
   if (additional !== false) {
@@ -210,9 +212,15 @@ export function objectBody(
           shared: [],
           closure: literals.map(() => null),
         }
-      : patternKeys === null
-        ? null
-        : patternRegions(ctx, patternKeys, names, keyNames, hint);
+      : apart
+        ? {
+            alone: patterns.map(([pattern]) => !names.some((name) => patternMatches(pattern, name))),
+            shared: [],
+            closure: patterns.map(() => null),
+          }
+        : patternKeys === null
+          ? null
+          : patternRegions(ctx, patternKeys, names, keyNames, hint);
   const keyed: { key: string; members: number[] | null }[] = [];
   for (let i = 0; i < patterns.length; i++) {
     const members = regions === null ? null : regions.alone[i] ? [i] : regions.closure[i];
@@ -291,6 +299,45 @@ function literalNames(patterns: [string, Schema][]): string[] | null {
     out.push(name);
   }
   return out;
+}
+
+/**
+ * The literal text every key matching `pattern` (ECMA-262 `test`) starts with: what follows its leading `^`
+ * up to the first item that is not one character (`^(title_(...))$` gives `title_`); null when it does not
+ * begin with `^` or has no automaton syntax.
+ */
+function anchoredPrefix(pattern: string): string | null {
+  let tree: RegexNode;
+  try {
+    tree = parseRegex(pattern);
+  } catch (error) {
+    if (error instanceof RegexError) return null;
+    throw error;
+  }
+  const items = tree.type === "seq" ? tree.items : [tree];
+  if (items[0]?.type !== "start") return null;
+  let prefix = "";
+  const pending = items.slice(1).reverse();
+  while (pending.length > 0) {
+    const item = pending.pop()!;
+    if (item.type === "seq") pending.push(...item.items.slice().reverse());
+    else if (item.type === "set" && item.set.size === 1)
+      prefix += String.fromCodePoint(item.set.ranges[0]![0]);
+    else break;
+  }
+  return prefix;
+}
+
+/** Whether every two of `patterns` are anchored after literal prefixes neither of which begins the other. */
+function prefixesApart(patterns: [string, Schema][]): boolean {
+  const prefixes = patterns.map(([pattern]) => anchoredPrefix(pattern));
+  for (let i = 0; i < prefixes.length; i++)
+    for (let j = i + 1; j < prefixes.length; j++) {
+      const a = prefixes[i]!;
+      const b = prefixes[j]!;
+      if (a === null || b === null || a.startsWith(b) || b.startsWith(a)) return false;
+    }
+  return true;
 }
 
 /** Most key regions {@link patternRegions} writes for one set of patterns that share keys. */
