@@ -273,6 +273,16 @@ function patternAutomata(patterns: [string, Schema][]): Dfa[] | null {
   }
 }
 
+/** The syntax tree of `pattern`, or null when the regex parser refuses it. */
+function parsedPattern(pattern: string): RegexNode | null {
+  try {
+    return parseRegex(pattern);
+  } catch (error) {
+    if (error instanceof RegexError) return null;
+    throw error;
+  }
+}
+
 /**
  * The one key each of `patterns` matches, when each is a literal name between `^` and `$` (as protobuf and
  * OpenAPI generators write aliases, `^batch_jobs$`) and no two name the same key; null otherwise.
@@ -280,13 +290,8 @@ function patternAutomata(patterns: [string, Schema][]): Dfa[] | null {
 function literalNames(patterns: [string, Schema][]): string[] | null {
   const out: string[] = [];
   for (const [pattern] of patterns) {
-    let tree: RegexNode;
-    try {
-      tree = parseRegex(pattern);
-    } catch (error) {
-      if (error instanceof RegexError) return null;
-      throw error;
-    }
+    const tree = parsedPattern(pattern);
+    if (tree === null) return null;
     const items = tree.type === "seq" ? tree.items : [];
     if (items.length < 2 || items[0]!.type !== "start" || items[items.length - 1]!.type !== "end")
       return null;
@@ -307,13 +312,8 @@ function literalNames(patterns: [string, Schema][]): string[] | null {
  * begin with `^` or has no automaton syntax.
  */
 function anchoredPrefix(pattern: string): string | null {
-  let tree: RegexNode;
-  try {
-    tree = parseRegex(pattern);
-  } catch (error) {
-    if (error instanceof RegexError) return null;
-    throw error;
-  }
+  const tree = parsedPattern(pattern);
+  if (tree === null) return null;
   const items = tree.type === "seq" ? tree.items : [tree];
   if (items[0]?.type !== "start") return null;
   let prefix = "";
