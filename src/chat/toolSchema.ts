@@ -16,9 +16,10 @@ function hasKeys(value: Record<string, unknown> | undefined): value is Record<st
 const INSTANCE_KEYWORDS = new Set(["const", "enum", "default", "examples", "example"]);
 
 /**
- * A copy of `schema` (a tool's `parameters`) whose local `$ref`s (`#`, `#/$defs/...`) point where the
- * schema now stands, the JSON pointer `at` of the call schema around it: they were written against the
- * parameters as the root.
+ * A copy of `schema` (a tool's `parameters`) whose local JSON-pointer `$ref`s (`#`, `#/$defs/...`) point
+ * where the schema now stands, the JSON pointer `at` of the call schema around it: they were written
+ * against the parameters as the root. Other references (`#anchor`, URLs) are left for the compiler to
+ * refuse as it refuses them anywhere.
  */
 function rebaseRefs(schema: unknown, at: string): unknown {
   if (Array.isArray(schema)) return schema.map((item) => rebaseRefs(item, at));
@@ -26,7 +27,7 @@ function rebaseRefs(schema: unknown, at: string): unknown {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) {
     const rebased =
-      key === "$ref" && typeof value === "string" && value.startsWith("#")
+      key === "$ref" && typeof value === "string" && (value === "#" || value.startsWith("#/"))
         ? `${at}${value.slice(1)}`
         : INSTANCE_KEYWORDS.has(key)
           ? value

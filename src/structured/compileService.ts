@@ -56,8 +56,9 @@ export class ConstraintCompiler {
   /**
    * Compiles a constraint as `compileConstraint` (`compile.ts`) does, on the worker (with its cache).
    * `spec` is structured-cloned into the worker: plain JSON data only. When `signal` aborts (the client
-   * left), a constraint still queued is dropped and the promise rejects with the signal's reason at once;
-   * one already compiling finishes for the cache.
+   * left), the promise rejects with the signal's reason at once: a constraint still queued is dropped, and
+   * one compiling ends with its worker (a fresh one takes the next), so that a client that sends a slow
+   * schema and leaves does not hold every other guided request.
    * @returns The frozen `{kind, gbnf}`.
    * @throws ApiError 400 as `compileConstraint` (naming `options.param`), also when the compilation takes
    *   longer than `timeoutMs` or more than `heapMb` of memory; 500 for a failure of the compiler itself.
@@ -74,8 +75,11 @@ export class ConstraintCompiler {
       if (signal) {
         const abandon = (): void => {
           const queued = this.queue.indexOf(job);
-          if (queued >= 0) this.queue.splice(queued, 1);
-          reject(signal.reason);
+          if (queued >= 0) {
+            this.queue.splice(queued, 1);
+            reject(signal.reason);
+          } else if (this.job === job) this.fail(signal.reason);
+          else reject(signal.reason);
         };
         signal.addEventListener("abort", abandon, { once: true });
         job.resolve = (compiled) => {
@@ -186,7 +190,7 @@ export class ConstraintCompiler {
    * Ends the current job with `error` (or, when the worker failed before it was ready, the first one
    * waiting) and drops the worker (it may be stuck); the next job starts another.
    */
-  private fail(error: ApiError): void {
+  private fail(error: unknown): void {
     const worker = this.worker;
     this.worker = undefined;
     if (this.job === undefined && !this.ready) this.job = this.queue.shift();

@@ -123,6 +123,13 @@ describe("toolChoiceToJsonSchema with local $refs in parameters", () => {
       dig(named, "properties", "arguments", "properties", "item", "$ref"),
       "#/properties/arguments/$defs/Item",
     );
+    // Only JSON pointers are rebased: an anchor is left for the compiler to refuse as anywhere.
+    const anchored = chatToolSchema.parse({
+      type: "function",
+      function: { name: "q", parameters: { type: "object", properties: { q: { $ref: "#qa" } } } },
+    });
+    const forced = toolChoiceToJsonSchema([anchored], "required", false);
+    assert.equal(dig(forced, "properties", "arguments", "properties", "q", "$ref"), "#qa");
     // The caller's parameters are not changed.
     assert.equal(pydantic.properties.item.$ref, "#/$defs/Item");
   });

@@ -62,22 +62,30 @@ test("a compilation past the time limit is a 400, and a fresh worker takes the n
   }
 });
 
-test("a constraint whose signal aborts leaves the queue at once; one compiling finishes for the next", async () => {
+test("a constraint whose signal aborts leaves at once: queued, dropped; compiling, its worker ends", async () => {
   const queue = new ConstraintCompiler();
   try {
     const slow = { enum: Array.from({ length: 50_000 }, (_, i) => `slow-${i}`) };
+    const reason = new Error("client disconnected");
+    // Queued behind a compilation that goes on: dropped, the other one finishes.
     const running = queue.compile("json_schema", slow);
     const controller = new AbortController();
     const queued = queue.compile("json_schema", { enum: ["queued"] }, {}, controller.signal);
-    const reason = new Error("client disconnected");
     controller.abort(reason);
     await assert.rejects(queued, (error) => error === reason);
     assert.equal((await running).gbnf, compileConstraint("json_schema", slow).gbnf);
+    // Compiling when its client leaves: the worker ends, and the next constraint gets a fresh one.
+    const leaving = new AbortController();
+    const abandoned = queue.compile("json_schema", { ...slow, title: "other" }, {}, leaving.signal);
+    const next = queue.compile("regex", "b+");
+    setTimeout(() => leaving.abort(reason), 20);
+    await assert.rejects(abandoned, (error) => error === reason);
+    assert.equal((await next).gbnf, compileConstraint("regex", "b+").gbnf);
+    // Already aborted: never queued.
     await assert.rejects(
       queue.compile("regex", "a", {}, AbortSignal.abort(reason)),
       (error) => error === reason,
     );
-    assert.equal((await queue.compile("regex", "b+")).gbnf, compileConstraint("regex", "b+").gbnf);
   } finally {
     await queue.close();
   }
