@@ -663,7 +663,11 @@ function countedMembers(
   const body = state(0, 0);
   if (body === null)
     ctx.unsatisfiable(
-      `no member set of the object at ${path} meets minProperties ${min}${max === null ? "" : ` and maxProperties ${max}`}.`,
+      `no member set of the object at ${path} meets minProperties ${min}${max === null ? "" : ` and maxProperties ${max}`}${
+        extraKv !== null && n + 1 < min
+          ? ` with at most one key beyond its declared properties (the grammar cannot keep two added keys distinct, so it counts one; lmserve's limitation)`
+          : ""
+      }.`,
     );
   return body === '""' ? `"{" ${WS} "}"` : `"{" ${WS} ${body} ${WS} "}"`;
 }
