@@ -49,6 +49,7 @@ import {
   STRING_KEYWORDS,
   TYPE_NAMES,
   type TypeName,
+  typeSet,
 } from "./jsonSchema/keywords.ts";
 import { literalFits } from "./jsonSchema/literals.ts";
 import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
@@ -642,7 +643,7 @@ class SchemaCompiler implements CompileContext {
       // null is listed), and without `type` it has no effect; as ajv reads it.
       const { nullable, ...rest } = s;
       if (nullable !== true || !("type" in rest)) return this.body(rest, path, hint, depth + 1);
-      const types = (Array.isArray(rest.type) ? rest.type : [rest.type]) as TypeName[];
+      const types = typeSet(rest.type);
       return this.body(
         { ...rest, type: types.includes("null") ? rest.type : [...types, "null"] },
         path,
@@ -999,7 +1000,7 @@ class SchemaCompiler implements CompileContext {
       if (parts.every((part) => part !== null)) values = parts.flat();
     }
     if (values === null && "type" in schema) {
-      const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+      const types = typeSet(schema.type);
       if (types.every((t) => t === "boolean" || t === "null"))
         values = types.flatMap((t) => (t === "boolean" ? [true, false] : [null]));
     }

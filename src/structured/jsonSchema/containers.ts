@@ -19,15 +19,12 @@ import {
 } from "../regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { ecmaRegex } from "./ecmaRegex.ts";
-import { pointerSegment, type Schema, type SchemaObject } from "./keywords.ts";
+import { allOf, pointerSegment, type Schema, type SchemaObject } from "./keywords.ts";
 import { type Presence, PresenceDiagram } from "./presence.ts";
 import { keyAutomatonExpression, keyExpression } from "./scalars.ts";
 
 /** Most (property index × member count) states of an object with `minProperties`/`maxProperties`. */
 const MAX_COUNT_STATES = 5_000;
-
-/** The conjunction of `schemas`: the schema itself when there is one. */
-const allOf = (schemas: Schema[]): Schema => (schemas.length === 1 ? schemas[0]! : { allOf: schemas });
 
 /** Whether the ECMA-262 regex `pattern` matches `name`; true when JavaScript cannot run it (so its schema applies, which only narrows). */
 function patternMatches(pattern: string, name: string): boolean {
@@ -140,8 +137,9 @@ export function objectBody(
   // The patterns' key automata, when other keys or the keys of two patterns need telling apart (null when
   // some pattern has none: then a key may match any pattern, a narrowing), unless each pattern is one name.
   const literals = patterns.length > 0 ? literalNames(patterns) : null;
-  // (Patterns anchored after different literal prefixes, `^title_` and `^name_`, share no key.)
-  const apart = literals === null && patterns.length > 1 && prefixesApart(patterns);
+  // (Patterns that each name one key, or anchored after different literal prefixes, `^title_` and
+  // `^name_`, share no key.)
+  const apart = literals !== null || (patterns.length > 1 && prefixesApart(patterns));
   const patternKeys =
     literals === null &&
     ((patterns.length > 1 && !apart) || (patterns.length > 0 && additional !== false && keyNames === null))
@@ -205,22 +203,15 @@ export function objectBody(
   // Pattern keys. With the patterns' automata: the keys that match exactly each set of patterns (declared
   // names left out), valued by all of that set's schemas. Without: the keys of each pattern that matches no
   // declared name, valued by every pattern's schema (a narrowing when a key matches only some).
-  const regions =
-    literals !== null
-      ? {
-          alone: literals.map((name) => !names.includes(name)),
-          shared: [],
-          closure: literals.map(() => null),
-        }
-      : apart
-        ? {
-            alone: patterns.map(([pattern]) => !names.some((name) => patternMatches(pattern, name))),
-            shared: [],
-            closure: patterns.map(() => null),
-          }
-        : patternKeys === null
-          ? null
-          : patternRegions(ctx, patternKeys, names, keyNames, hint);
+  const regions = apart
+    ? {
+        alone: patterns.map(([pattern]) => !names.some((name) => patternMatches(pattern, name))),
+        shared: [],
+        closure: patterns.map(() => null),
+      }
+    : patternKeys === null
+      ? null
+      : patternRegions(ctx, patternKeys, names, keyNames, hint);
   const keyed: { key: string; members: number[] | null }[] = [];
   for (let i = 0; i < patterns.length; i++) {
     const members = regions === null ? null : regions.alone[i] ? [i] : regions.closure[i];

@@ -6,13 +6,13 @@
  * a schema narrower, so ignoring them can only turn "disjoint" into "unknown", never the reverse.
  */
 
-import type { Dfa } from "../regexAutomaton.ts";
-import { AutomatonTooLarge } from "../regexAutomaton.ts";
+import { AutomatonTooLarge, type Dfa } from "../regexAutomaton.ts";
 import { RegexError } from "../regexParser.ts";
 import { patternDfa } from "../regexToGbnf.ts";
 import { ecmaRegex } from "./ecmaRegex.ts";
 import { formatDfa, type SupportedFormat } from "./formats.ts";
 import {
+  allOf,
   isConstraint,
   NON_INTEGER,
   OBJECT_KEYWORDS,
@@ -21,6 +21,7 @@ import {
   stringNotFormats,
   stringNotPatterns,
   stringPatterns,
+  typeSet,
 } from "./keywords.ts";
 import { canonical } from "./merge.ts";
 
@@ -42,7 +43,7 @@ const ALL_CLASSES: readonly TypeClass[] = [
  * pathological schema needed 265,000 and 200+ ms before its refusal, strmprivacy DataConnector 10,000 and
  * 35 ms).
  */
-export const MAX_PAIR_TESTS = 4_000;
+const MAX_PAIR_TESTS = 4_000;
 
 /** How deep `$ref`/`allOf`/`anyOf` are followed before answering "unknown". */
 const MAX_DEPTH = 8;
@@ -234,15 +235,20 @@ function kept(set: Set<TypeClass>, allowed: Iterable<TypeClass>): Set<TypeClass>
   return new Set([...set].filter((c) => a.has(c)));
 }
 
+/**
+ * The type classes a schema object's `type` admits, with `null` for OpenAPI's `nullable: true` (a validator
+ * may read it so; admitting more is safe here).
+ */
+function typeClasses(s: SchemaObject): TypeClass[] {
+  const classes = typeSet(s.type).flatMap(classesOfType);
+  if (s.nullable === true) classes.push("null");
+  return classes;
+}
+
 /** The type classes a single schema object's own `type`/`nullable`/`const`/`enum`/`anyOf`/`oneOf` admit. */
 function ownClasses(s: SchemaObject, m: Memo, depth: number): Set<TypeClass> {
   let set = new Set<TypeClass>(ALL_CLASSES);
-  if ("type" in s) {
-    const types = Array.isArray(s.type) ? s.type : [s.type];
-    const classes = types.flatMap(classesOfType);
-    if (s.nullable === true) classes.push("null"); // OpenAPI: a validator may read it; admitting more is safe
-    set = kept(set, classes);
-  }
+  if ("type" in s) set = kept(set, typeClasses(s));
   if ("const" in s) set = kept(set, [classOfValue(s.const)]);
   if (Array.isArray(s.enum)) set = kept(set, s.enum.map(classOfValue));
   if (s[NON_INTEGER] === true)
@@ -401,15 +407,12 @@ function disjointObjects(a: SchemaObject, b: SchemaObject, m: Memo, depth: numbe
       (pa.schemas.length > 1 || pb.schemas.length > 1) &&
       pa.schemas.length > 0 &&
       pb.schemas.length > 0 &&
-      disjoint(conjunction(pa.schemas), conjunction(pb.schemas), m, depth + 1)
+      disjoint(allOf(pa.schemas), allOf(pb.schemas), m, depth + 1)
     )
       return true;
   }
   return false;
 }
-
-/** `schemas` as one schema: itself for one, else their `allOf`. */
-const conjunction = (schemas: Schema[]): Schema => (schemas.length === 1 ? schemas[0]! : { allOf: schemas });
 
 /**
  * True when every value both conjunctions admit is a string and their `pattern`s together match none: the
@@ -562,12 +565,7 @@ function intersectAll(sets: (Set<string> | null)[]): Set<string> | null {
 function failsSome(value: unknown, parts: SchemaObject[]): boolean {
   const cls = classOfValue(value);
   for (const part of parts) {
-    if ("type" in part) {
-      const types = Array.isArray(part.type) ? part.type : [part.type];
-      const classes = types.flatMap(classesOfType);
-      if (part.nullable === true) classes.push("null");
-      if (!classes.includes(cls)) return true;
-    }
+    if ("type" in part && !typeClasses(part).includes(cls)) return true;
     const listed = listedValues(part);
     if (listed !== null && !listed.has(canonical(value))) return true;
     if (typeof value === "string") {

@@ -181,6 +181,14 @@ export const TYPE_NAMES = ["string", "number", "integer", "boolean", "object", "
 /** One JSON Schema type name. */
 export type TypeName = (typeof TYPE_NAMES)[number];
 
+/** The type names a `type` keyword value lists (one name or an array; not checked here). */
+export function typeSet(type: unknown): TypeName[] {
+  return (Array.isArray(type) ? type : [type]) as TypeName[];
+}
+
+/** The conjunction of `schemas` (at least one): the schema itself for one, else their `allOf`. */
+export const allOf = (schemas: Schema[]): Schema => (schemas.length === 1 ? schemas[0]! : { allOf: schemas });
+
 /** Escapes one JSON pointer segment (RFC 6901: `~` → `~0`, `/` → `~1`). */
 export function pointerSegment(key: string): string {
   return key.replace(/~/g, "~0").replace(/\//g, "~1");

@@ -23,6 +23,7 @@ import {
   type SchemaObject,
   TYPE_NAMES,
   type TypeName,
+  typeSet,
 } from "./keywords.ts";
 
 /**
@@ -65,11 +66,6 @@ function setMember(target: SchemaObject, name: string, value: unknown): void {
   if (name === "__proto__")
     Object.defineProperty(target, name, { value, writable: true, enumerable: true, configurable: true });
   else target[name] = value;
-}
-
-/** The JSON Schema type set of a `type` keyword value (`integer` ⊂ `number` is handled by intersection). */
-function typeSet(type: unknown): TypeName[] {
-  return (Array.isArray(type) ? type : [type]) as TypeName[];
 }
 
 function intersectTypes(a: unknown, b: unknown): TypeName[] {

@@ -47,6 +47,7 @@ import {
   stringNotFormats,
   stringNotPatterns,
   stringPatterns,
+  typeSet,
 } from "./keywords.ts";
 import { doubleSafeBound, integerBound, integerRange, type NumberBound, numberRange } from "./numbers.ts";
 
@@ -135,8 +136,7 @@ export function keyLanguage(ctx: CompileContext, names: Schema, path: string): D
       );
   }
   if ("type" in s) {
-    const types = Array.isArray(s.type) ? s.type : [s.type];
-    if (!types.includes("string")) return none();
+    if (!typeSet(s.type).includes("string")) return none();
   }
   const format = typeof s.format === "string" && isSupportedFormat(s.format) ? s.format : null;
   const min = (s.minLength as number | undefined) ?? 0;
