@@ -50,7 +50,27 @@ export function gbnfLiteral(text: string): string {
 /** Longest text (in code points) {@link literalTrie} nests; longer lists are written as alternatives. */
 const MAX_TRIE_TEXT = 2_000;
 
-type LiteralTrieNode = { children: Map<string, LiteralTrieNode>; end: boolean };
+/** A trie of code points: a node's children by the next code point; `end` where a string ends. */
+export type CodePointTrie = { children: Map<number, CodePointTrie>; end: boolean };
+
+/** The trie of `strings`, by code point. */
+export function codePointTrie(strings: readonly string[]): CodePointTrie {
+  const root: CodePointTrie = { children: new Map(), end: false };
+  for (const text of strings) {
+    let node = root;
+    for (const ch of text) {
+      const cp = ch.codePointAt(0) as number;
+      let next = node.children.get(cp);
+      if (next === undefined) {
+        next = { children: new Map(), end: false };
+        node.children.set(cp, next);
+      }
+      node = next;
+    }
+    node.end = true;
+  }
+  return root;
+}
 
 /**
  * A GBNF expression matching exactly the distinct `texts`, with shared prefixes written once:
@@ -60,34 +80,21 @@ type LiteralTrieNode = { children: Map<string, LiteralTrieNode>; end: boolean };
  * are written as a plain alternation.
  */
 export function literalTrie(texts: readonly string[]): string {
-  const root: LiteralTrieNode = { children: new Map(), end: false };
-  for (const text of texts) {
-    const chars = Array.from(text);
-    if (chars.length > MAX_TRIE_TEXT) return texts.map(gbnfLiteral).join(" | ");
-    let node = root;
-    for (const ch of chars) {
-      let next = node.children.get(ch);
-      if (next === undefined) {
-        next = { children: new Map(), end: false };
-        node.children.set(ch, next);
-      }
-      node = next;
-    }
-    node.end = true;
-  }
-  return writeTrie(root, true);
+  if (texts.some((text) => text.length > MAX_TRIE_TEXT && [...text].length > MAX_TRIE_TEXT))
+    return texts.map(gbnfLiteral).join(" | ");
+  return writeTrie(codePointTrie(texts), true);
 }
 
 /** The alternatives below `node` (see {@link literalTrie}), grouped unless `top`. */
-function writeTrie(node: LiteralTrieNode, top: boolean): string {
+function writeTrie(node: CodePointTrie, top: boolean): string {
   const alternatives: string[] = [];
   if (node.end) alternatives.push('""');
-  for (const [ch, child] of node.children) {
-    let chunk = ch;
+  for (const [cp, child] of node.children) {
+    let chunk = String.fromCodePoint(cp);
     let at = child;
     while (!at.end && at.children.size === 1) {
-      const [next, below] = at.children.entries().next().value as [string, LiteralTrieNode];
-      chunk += next;
+      const [next, below] = at.children.entries().next().value as [number, CodePointTrie];
+      chunk += String.fromCodePoint(next);
       at = below;
     }
     alternatives.push(

@@ -12,7 +12,14 @@
  */
 import { ApiError, badRequest } from "../errors.ts";
 import { CodePointSet } from "./codePointSet.ts";
-import { GbnfBuilder, gbnfLiteral, isAtomicExpression, literalTrie } from "./gbnf.ts";
+import {
+  type CodePointTrie,
+  codePointTrie,
+  GbnfBuilder,
+  gbnfLiteral,
+  isAtomicExpression,
+  literalTrie,
+} from "./gbnf.ts";
 import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
 import {
   DEFAULT_JSON_DEPTH,
@@ -23,13 +30,7 @@ import {
   jsonValueRule,
   WS,
 } from "./jsonPrimitives.ts";
-import {
-  arrayBody,
-  type CodePointTrie,
-  codePointTrie,
-  objectBody,
-  uniqueArrayBody,
-} from "./jsonSchema/containers.ts";
+import { arrayBody, objectBody, uniqueArrayBody } from "./jsonSchema/containers.ts";
 import type { CompileContext } from "./jsonSchema/context.ts";
 import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
 import { INTEGER_FORMATS, isSupportedFormat } from "./jsonSchema/formats.ts";

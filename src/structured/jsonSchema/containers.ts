@@ -5,7 +5,14 @@
  * `minItems`/`maxItems` exactly (draft-07 `items: [...]` + `additionalItems` too).
  */
 import { CodePointSet } from "../codePointSet.ts";
-import { type GbnfBuilder, gbnfCharClass, gbnfLiteral, isAtomicExpression } from "../gbnf.ts";
+import {
+  type CodePointTrie,
+  codePointTrie,
+  type GbnfBuilder,
+  gbnfCharClass,
+  gbnfLiteral,
+  isAtomicExpression,
+} from "../gbnf.ts";
 import { jsonCharRule, jsonStringRule, jsonValueRule, WS } from "../jsonPrimitives.ts";
 import { AutomatonTooLarge, type Dfa, regexDfa } from "../regexAutomaton.ts";
 import { ANY_TEXT, parseRegex, RegexError, type RegexNode } from "../regexParser.ts";
@@ -665,28 +672,6 @@ function countedMembers(
 
 /** Most trie nodes {@link otherKeyRule} nests as groups inside one rule. */
 const MAX_INLINE_TRIE = 64;
-
-/** A trie of code points: a node's children by the next code point; `end` where a string ends. */
-export type CodePointTrie = { children: Map<number, CodePointTrie>; end: boolean };
-
-/** The trie of `strings`, by code point. */
-export function codePointTrie(strings: readonly string[]): CodePointTrie {
-  const root: CodePointTrie = { children: new Map(), end: false };
-  for (const text of strings) {
-    let node = root;
-    for (const ch of text) {
-      const cp = ch.codePointAt(0) as number;
-      let next = node.children.get(cp);
-      if (next === undefined) {
-        next = { children: new Map(), end: false };
-        node.children.set(cp, next);
-      }
-      node = next;
-    }
-    node.end = true;
-  }
-  return root;
-}
 
 /**
  * Rule for a JSON string key that is none of `names` (trie construction as llama.cpp's `_not_strings`,
