@@ -10,6 +10,15 @@ import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
 /** Largest GBNF text accepted, in UTF-16 code units (1 MiB-ish); larger grammars get a 400. */
 export const MAX_GBNF_LENGTH = 1_000_000;
 
+/** Throws `ApiError` 400 (`param`) for a text longer than {@link MAX_GBNF_LENGTH}. */
+function refuseTooLong(text: string, param: string): void {
+  if (text.length > MAX_GBNF_LENGTH)
+    throw badRequest(
+      `The grammar is too long (${text.length} characters; at most ${MAX_GBNF_LENGTH}).`,
+      param,
+    );
+}
+
 /** "line L, column C" of a UTF-16 offset in `text` (both 1-based). */
 function lineAndColumn(text: string, offset: number): string {
   const before = text.slice(0, offset);
@@ -27,12 +36,7 @@ export function checkGbnfText(text: string, param = "guided_grammar"): void {
   if (typeof text !== "string" || text.trim() === "") {
     throw badRequest("The grammar must be a non-empty GBNF string.", param);
   }
-  if (text.length > MAX_GBNF_LENGTH) {
-    throw badRequest(
-      `The grammar is too long (${text.length} characters; at most ${MAX_GBNF_LENGTH}).`,
-      param,
-    );
-  }
+  refuseTooLong(text, param);
   try {
     checkGbnf(text);
   } catch (error) {
@@ -158,12 +162,7 @@ export function confirmGbnf(
   nativeCheck: (text: string) => string | null,
   param = "guided_grammar",
 ): string {
-  if (text.length > MAX_GBNF_LENGTH) {
-    throw badRequest(
-      `The grammar is too long (${text.length} characters; at most ${MAX_GBNF_LENGTH}).`,
-      param,
-    );
-  }
+  refuseTooLong(text, param);
   const problem = nativeCheck(text);
   if (problem !== null) {
     const detail = problem
