@@ -3,13 +3,10 @@
  * outlines/xgrammar compile as an alternation of escaped literals).
  */
 import { badRequest } from "../errors.ts";
-import { gbnfLiteral, literalTrie } from "./gbnf.ts";
+import { gbnfLiteral, literalTrie, MIN_TRIE_LITERALS } from "./gbnf.ts";
 
 /** A surrogate code unit that is not half of a pair. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Fewest choices written as a trie of their prefixes (see `literalTrie`: one matcher stack per next character). */
-const TRIE_CHOICES = 16;
 
 /** Most choices accepted in one request. */
 export const MAX_CHOICES = 10_000;
@@ -49,6 +46,6 @@ export function choiceToGbnf(choices: unknown, param = "guided_choice"): string 
       unique.push(choice);
     }
   }
-  const body = unique.length >= TRIE_CHOICES ? literalTrie(unique) : unique.map(gbnfLiteral).join(" | ");
+  const body = unique.length >= MIN_TRIE_LITERALS ? literalTrie(unique) : unique.map(gbnfLiteral).join(" | ");
   return `root ::= ${body}\n`;
 }

@@ -50,6 +50,12 @@ export function gbnfLiteral(text: string): string {
 /** Longest text (in code points) {@link literalTrie} nests; longer lists are written as alternatives. */
 const MAX_TRIE_TEXT = 2_000;
 
+/**
+ * Fewest literals (an `enum`'s strings, `guided_choice`'s choices) worth writing as {@link literalTrie}
+ * rather than as plain alternatives.
+ */
+export const MIN_TRIE_LITERALS = 16;
+
 /** A trie of code points: a node's children by the next code point; `end` where a string ends. */
 export type CodePointTrie = { children: Map<number, CodePointTrie>; end: boolean };
 

@@ -19,6 +19,7 @@ import {
   gbnfLiteral,
   isAtomicExpression,
   literalTrie,
+  MIN_TRIE_LITERALS,
 } from "./gbnf.ts";
 import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
 import {
@@ -122,9 +123,6 @@ const OBJECT_TYPE: SchemaObject = Object.freeze({ type: "object" });
  * changed its grammar.
  */
 const MAX_EMPTINESS_TESTS = 1_000;
-
-/** Fewest string values of an `enum` written as a trie of their prefixes (see `literalTrie`). */
-const TRIE_STRINGS = 16;
 
 /** Thrown to undo a compilation that only probed whether a subschema compiles on its own. */
 const PROBED = new Error("probed");
@@ -1406,7 +1404,8 @@ class SchemaCompiler implements CompileContext {
       this.unsatisfiable(`no ${"const" in s ? "const" : "enum"} value at ${path} matches its type.`);
     // Many strings share their prefixes (as a trie: one matcher stack per next character, not per value).
     const strings = kept.filter((v) => typeof v === "string");
-    if (strings.length < TRIE_STRINGS) return [...new Set(kept.map((v) => this.constant(v)))].join(" | ");
+    if (strings.length < MIN_TRIE_LITERALS)
+      return [...new Set(kept.map((v) => this.constant(v)))].join(" | ");
     const others = kept.filter((v) => typeof v !== "string").map((v) => this.constant(v));
     return [literalTrie([...new Set(strings.map((v) => JSON.stringify(v)))]), ...new Set(others)].join(" | ");
   }
