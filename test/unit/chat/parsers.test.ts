@@ -3,15 +3,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { type ChatOutputParserOptions, createChatOutputParser } from "../../../src/chat/outputParser.ts";
-import { type ParsedOutput, parseAll } from "../../../src/chat/parserDelta.ts";
-
-type Expected = {
-  content?: string;
-  reasoning?: string;
-  calls?: { name: string; args: Record<string, unknown> }[];
-};
-type Case = { title: string; output: string; expect: Expected; leaksAllowed?: boolean };
-type Suite = { parser: ChatOutputParserOptions; cases: Case[] };
+import { runParser as run, runParserSuites, type Suite } from "../../helpers/parserSuite.ts";
 
 const MARKUP = [
   "<tool_call>",
@@ -290,47 +282,7 @@ const suites: Record<string, Suite> = {
   },
 };
 
-function summarize(result: ParsedOutput): Expected {
-  const out: Expected = {};
-  if (result.content !== null) out.content = result.content;
-  if (result.reasoning !== null) out.reasoning = result.reasoning;
-  if (result.toolCalls.length > 0) {
-    out.calls = result.toolCalls.map((call) => ({
-      name: call.function.name,
-      args: JSON.parse(call.function.arguments) as Record<string, unknown>,
-    }));
-  }
-  return out;
-}
-
-function run(options: ChatOutputParserOptions, chunks: string[]): ParsedOutput {
-  let n = 0;
-  return parseAll(createChatOutputParser({ ...options, newId: () => `call_${n++}` }), chunks);
-}
-
-for (const [name, suite] of Object.entries(suites)) {
-  describe(`output parser: ${name}`, () => {
-    for (const testCase of suite.cases) {
-      it(testCase.title, () => {
-        const whole = run(suite.parser, [testCase.output]);
-        assert.deepEqual(summarize(whole), testCase.expect);
-        assert.deepEqual(
-          whole.toolCalls.map((call) => [call.id, call.type]),
-          whole.toolCalls.map((_, i) => [`call_${i}`, "function"]),
-        );
-        if (!testCase.leaksAllowed) {
-          for (const tag of MARKUP) assert.ok(!(whole.content ?? "").includes(tag), `content leaks ${tag}`);
-        }
-        const chars = [...testCase.output];
-        assert.deepEqual(run(suite.parser, chars), whole, "one character per feed");
-        for (let k = 1; k < testCase.output.length; k++) {
-          const split = [testCase.output.slice(0, k), testCase.output.slice(k)];
-          assert.deepEqual(run(suite.parser, split), whole, `split at ${k}: ${JSON.stringify(split)}`);
-        }
-      });
-    }
-  });
-}
+runParserSuites(suites, MARKUP);
 
 describe("output parser streaming", () => {
   it("streams text before a call before the call closes", () => {
