@@ -268,7 +268,20 @@ function functionaryCall(body: string): ParsedCall[] | undefined {
   return call ? [call] : undefined;
 }
 
-/** `functionary_v3_1`: `<function=NAME>{…}</function>` (functionary-medium v3.1, Llama 3.1 based). */
+/** A functionary v3.1 `<|python_tag|>` body: the code of a `python` call (`{"code": …}`). */
+function pythonCode(body: string): ParsedCall[] | undefined {
+  const code = body.trim();
+  return code === "" ? undefined : [{ name: "python", arguments: JSON.stringify({ code }) }];
+}
+
+/**
+ * `functionary_v3_1`: `<function=NAME>{…}</function>` (functionary-medium v3.1, Llama 3.1 based), and
+ * `<|python_tag|>code` to the end of the output (the code interpreter: a `python` call with
+ * `{"code": …}`, as llama.cpp's functionary v3.1 handler reads it).
+ */
 export const FUNCTIONARY_V3_1: DelimitedSyntax = {
-  calls: [{ open: "<function=", close: "</function>", read: functionaryCall }],
+  calls: [
+    { open: "<function=", close: "</function>", read: functionaryCall },
+    { open: "<|python_tag|>", close: "<|eom_id|>", read: pythonCode },
+  ],
 };

@@ -44,6 +44,7 @@ const MARKUP = [
   "<|role_sep|>",
   "<|message_sep|>",
   "<|python_start|>",
+  "<|python_tag|>",
 ];
 
 const weatherCall = { name: "get_weather", args: { city: "Paris", unit: "celsius" } };
@@ -311,6 +312,11 @@ const suites: Record<string, Suite> = {
         title: "two calls, text before",
         output: `Let me see.<function=get_weather>${weatherArgs}</function><function=get_time>${timeArgs}</function>`,
         expect: { content: "Let me see.", calls: [weatherCall, timeCall] },
+      },
+      {
+        title: "code after <|python_tag|> is a python call",
+        output: "Computing.<|python_tag|>print(6 * 7)\n",
+        expect: { content: "Computing.", calls: [{ name: "python", args: { code: "print(6 * 7)" } }] },
       },
       {
         title: "half-written call is content",
