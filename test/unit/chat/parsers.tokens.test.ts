@@ -45,6 +45,9 @@ const MARKUP = [
   "<|message_sep|>",
   "<|python_start|>",
   "<|python_tag|>",
+  "[TOOL_CALLS]",
+  "[CALL_ID]",
+  "[ARGS]",
 ];
 
 const weatherCall = { name: "get_weather", args: { city: "Paris", unit: "celsius" } };
@@ -459,6 +462,42 @@ const suites: Record<string, Suite> = {
       },
     ],
   },
+  "mistral (each template's form)": {
+    parser: { toolParser: "mistral" },
+    cases: [
+      {
+        title: "Mistral Small 3.2: name[CALL_ID]id[ARGS], two calls after text",
+        output: `Checking.[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e[ARGS]${weatherArgs}[TOOL_CALLS]get_time[CALL_ID]000000002[ARGS]${timeArgs}`,
+        expect: { content: "Checking.", calls: [weatherCall, timeCall] },
+      },
+      {
+        title: "Ministral 3 / Devstral: name[ARGS]",
+        output: `[TOOL_CALLS]get_time[ARGS]${timeArgs}`,
+        expect: { calls: [timeCall] },
+      },
+      {
+        title: "Mistral Nemo: a JSON list",
+        output: `[TOOL_CALLS][${weatherJson}, ${timeJson}]`,
+        expect: { calls: [weatherCall, timeCall] },
+      },
+      {
+        title: "a bad call id falls back to content",
+        output: `[TOOL_CALLS]get_time[CALL_ID]no way[ARGS]${timeArgs}`,
+        expect: { content: `[TOOL_CALLS]get_time[CALL_ID]no way[ARGS]${timeArgs}` },
+        leaksAllowed: true,
+      },
+    ],
+  },
+  "deepseek_r1 reasoning + deepseek_v3 calls": {
+    parser: { reasoningParser: "deepseek_r1", toolParser: "deepseek_v3" },
+    cases: [
+      {
+        title: "thinking, then a call",
+        output: `I need the weather.\n</think>\n\n<｜tool▁calls▁begin｜>${dsV3("get_weather", weatherArgs)}<｜tool▁calls▁end｜>`,
+        expect: { reasoning: "I need the weather.", calls: [weatherCall] },
+      },
+    ],
+  },
 };
 
 runParserSuites(suites, MARKUP);
@@ -575,9 +614,7 @@ describe("token-family parser fuzz (seeded)", () => {
     `[${timeJson}]`,
     '{"tool_name": "f", "parameters": {}}',
   ];
-  const names = TOOL_PARSER_NAMES.filter(
-    (name) => !["hermes", "llama3_json", "mistral", "generic"].includes(name),
-  );
+  const names = TOOL_PARSER_NAMES.filter((name) => !["hermes", "llama3_json", "generic"].includes(name));
   let seed = 20261203;
   const random = () => {
     seed = (seed * 1103515245 + 12345) & 0x7fffffff;
