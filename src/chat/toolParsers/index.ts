@@ -89,6 +89,7 @@ const ALIASES: Record<string, ToolParserName> = {
   deepseek_v4: "deepseek_v32",
   llama4_pythonic: "pythonic",
   olmo3: "pythonic",
+  "lfm2.5": "lfm2",
   functionary: "functionary_v3_2",
   cohere: "command_r",
   // --- end token-delimited families ---
@@ -96,7 +97,7 @@ const ALIASES: Record<string, ToolParserName> = {
 
 /**
  * The canonical name for `name` or one of its aliases (`qwen`, `qwen2_5`, `llama3`, `json`; `deepseek_r1`,
- * `deepseek_v4`, `llama4_pythonic`, `olmo3`, `functionary`, `cohere`), else `undefined`.
+ * `deepseek_v4`, `llama4_pythonic`, `olmo3`, `lfm2.5`, `functionary`, `cohere`), else `undefined`.
  */
 export function resolveToolParserName(name: string): ToolParserName | undefined {
   if ((TOOL_PARSER_NAMES as readonly string[]).includes(name)) return name as ToolParserName;

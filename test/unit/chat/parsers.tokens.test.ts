@@ -507,6 +507,8 @@ describe("token-family parser registry", () => {
     for (const name of TOOL_PARSER_NAMES) assert.ok(createToolParser(name));
     assert.equal(resolveToolParserName("deepseek_v4"), "deepseek_v32");
     assert.equal(resolveToolParserName("llama4_pythonic"), "pythonic");
+    assert.equal(resolveToolParserName("lfm2.5"), "lfm2");
+    assert.equal(resolveToolParserName("cohere"), "command_r");
   });
 
   it("streams text before a call at once and emits the call when it closes", () => {
