@@ -1,13 +1,15 @@
 /**
  * Mistral tool calls: `[TOOL_CALLS][{"name": …, "arguments": …}, …]` (tokenizer v3, Mistral 7B v0.3 /
  * Nemo / Small, as vLLM's `mistral` tool parser reads them) and the newer `[TOOL_CALLS]name[ARGS]{…}`
- * form (tokenizer v11+, Mistral Small 3.2 / Devstral / Magistral), which may repeat per call.
+ * form (tokenizer v11+, Devstral / Magistral / Ministral 3), which may repeat per call, with Mistral Small
+ * 3.2's `[TOOL_CALLS]name[CALL_ID]id[ARGS]{…}` variant.
  */
 import { partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
 import { BufferedToolParser, callFromJson, callsFromJsonText, type ParsedCall } from "./common.ts";
 
 const TAG = "[TOOL_CALLS]";
 const ARGS = "[ARGS]";
+const CALL_ID = "[CALL_ID]";
 const NAME_CHARS = /^[A-Za-z0-9_.-]*$/;
 const MAX_NAME_LENGTH = 256;
 
@@ -97,11 +99,22 @@ export class MistralToolParser extends BufferedToolParser {
         }
         case "name": {
           const at = this.buf.indexOf(ARGS);
-          const name =
+          const raw =
             at >= 0
               ? this.buf.slice(0, at)
-              : this.buf.slice(0, this.buf.length - partialTagSuffix(this.buf, [ARGS]));
-          if (!NAME_CHARS.test(name) || name.length > MAX_NAME_LENGTH || (at >= 0 && name === "")) {
+              : this.buf.slice(0, this.buf.length - partialTagSuffix(this.buf, [ARGS, CALL_ID]));
+          // Mistral Small 3.2 writes `name[CALL_ID]id[ARGS]{…}`; the id is checked and not kept.
+          const idAt = raw.indexOf(CALL_ID);
+          const name = idAt >= 0 ? raw.slice(0, idAt) : raw;
+          const callId = idAt >= 0 ? raw.slice(idAt + CALL_ID.length) : "";
+          const badName =
+            !NAME_CHARS.test(name) || name.length > MAX_NAME_LENGTH || (idAt >= 0 && name === "");
+          if (
+            badName ||
+            !NAME_CHARS.test(callId) ||
+            callId.length > MAX_NAME_LENGTH ||
+            (at >= 0 && name === "")
+          ) {
             this.fallback();
             break;
           }
@@ -111,7 +124,7 @@ export class MistralToolParser extends BufferedToolParser {
             break;
           }
           this.name = name;
-          this.prefix += name + ARGS;
+          this.prefix += raw + ARGS;
           this.buf = this.buf.slice(at + ARGS.length);
           this.state = "args";
           break;
