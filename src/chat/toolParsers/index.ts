@@ -8,19 +8,49 @@ import { GenericJsonToolParser } from "./genericJson.ts";
 import { HermesToolParser } from "./hermes.ts";
 import { Llama3JsonToolParser } from "./llama3Json.ts";
 import { MistralToolParser } from "./mistral.ts";
+// XML-style families (qwen3_coder, seed_oss, glm45/glm47, minimax_m2, minimax, muse_glimmer, nemotron_json)
+import { XmlBlockToolParser } from "./xmlBlock.ts";
+import {
+  GLM,
+  MINIMAX_M1,
+  MINIMAX_M2,
+  MUSE_GLIMMER,
+  NEMOTRON_JSON,
+  QWEN3_CODER,
+  SEED_OSS,
+} from "./xmlFamilies.ts";
 
 export { newToolCallId, type ToolParser, type ToolParserOptions } from "./common.ts";
 export { GenericJsonToolParser } from "./genericJson.ts";
 export { HermesToolParser } from "./hermes.ts";
 export { Llama3JsonToolParser } from "./llama3Json.ts";
 export { MistralToolParser } from "./mistral.ts";
+export { XmlBlockToolParser } from "./xmlBlock.ts";
 
 /**
  * Tool parser names: `hermes` (`<tool_call>` JSON, Hermes/Qwen), `llama3_json` (bare JSON with
  * `parameters`, optional `<|python_tag|>`), `mistral` (`[TOOL_CALLS]`), `generic` (the whole output is a
  * JSON call or array of calls, the shape grammar-forced `tool_choice` produces).
+ * XML-style families (`xmlFamilies.ts`): `qwen3_coder` (`<tool_call><function=…><parameter=…>`),
+ * `seed_oss` (`<seed:tool_call><function=…>`), `glm45` / `glm47` (`<tool_call>NAME<arg_key>…`),
+ * `minimax_m2` (`<minimax:tool_call><invoke name=…>`), `minimax` (MiniMax-M1 `<tool_calls>` JSON lines),
+ * `muse_glimmer` (`<atem:function_calls><atem:invoke …>`), `nemotron_json` (`<TOOLCALL>[…]</TOOLCALL>`).
  */
-export const TOOL_PARSER_NAMES = ["hermes", "llama3_json", "mistral", "generic"] as const;
+export const TOOL_PARSER_NAMES = [
+  "hermes",
+  "llama3_json",
+  "mistral",
+  "generic",
+  // XML-style families
+  "qwen3_coder",
+  "seed_oss",
+  "glm45",
+  "glm47",
+  "minimax_m2",
+  "minimax",
+  "muse_glimmer",
+  "nemotron_json",
+] as const;
 
 /** One of {@link TOOL_PARSER_NAMES}. */
 export type ToolParserName = (typeof TOOL_PARSER_NAMES)[number];
@@ -30,9 +60,16 @@ const ALIASES: Record<string, ToolParserName> = {
   qwen2_5: "hermes",
   llama3: "llama3_json",
   json: "generic",
+  // XML-style families
+  qwen3_xml: "qwen3_coder",
+  step3p5: "qwen3_coder",
+  poolside_v1: "glm47",
 };
 
-/** The canonical name for `name` or one of its aliases (`qwen`, `qwen2_5`, `llama3`, `json`), else `undefined`. */
+/**
+ * The canonical name for `name` or one of its aliases (`qwen`, `qwen2_5`, `llama3`, `json`; `qwen3_xml`
+ * and `step3p5` for `qwen3_coder`, `poolside_v1` for `glm47`), else `undefined`.
+ */
 export function resolveToolParserName(name: string): ToolParserName | undefined {
   if ((TOOL_PARSER_NAMES as readonly string[]).includes(name)) return name as ToolParserName;
   return ALIASES[name];
@@ -52,6 +89,22 @@ export function createToolParser(name: string, options: ToolParserOptions = {}):
       return new MistralToolParser(options);
     case "generic":
       return new GenericJsonToolParser(options);
+    // XML-style families
+    case "qwen3_coder":
+      return new XmlBlockToolParser(QWEN3_CODER, options);
+    case "seed_oss":
+      return new XmlBlockToolParser(SEED_OSS, options);
+    case "glm45":
+    case "glm47":
+      return new XmlBlockToolParser(GLM, options);
+    case "minimax_m2":
+      return new XmlBlockToolParser(MINIMAX_M2, options);
+    case "minimax":
+      return new XmlBlockToolParser(MINIMAX_M1, options);
+    case "muse_glimmer":
+      return new XmlBlockToolParser(MUSE_GLIMMER, options);
+    case "nemotron_json":
+      return new XmlBlockToolParser(NEMOTRON_JSON, options);
     default:
       throw new Error(`Unknown tool call parser "${name}"; known: ${TOOL_PARSER_NAMES.join(", ")}`);
   }
@@ -59,16 +112,39 @@ export function createToolParser(name: string, options: ToolParserOptions = {}):
 
 /**
  * Chooses a tool parser from the chat template text (Jinja comments ignored), in this order:
- * `<tool_call>` → `hermes`; `[TOOL_CALLS]` → `mistral`; `<|python_tag|>` or an `ipython` role →
+ * the XML-style families first ({@link detectXmlToolParser}); `<tool_call>` → `hermes`; `[TOOL_CALLS]` → `mistral`; `<|python_tag|>` or an `ipython` role →
  * `llama3_json`; any other template whose code uses a `tools` variable → `generic`; else `undefined`
  * (the template renders no tools: with `tool_choice` `"required"`/named the caller still forces and
  * parses the `generic` format).
  */
 export function detectToolParser(template: string): ToolParserName | undefined {
+  const xml = detectXmlToolParser(template);
+  if (xml) return xml;
   const code = jinjaCode(template);
   if (code.includes("<tool_call>")) return "hermes";
   if (code.includes("[TOOL_CALLS]")) return "mistral";
   if (code.includes("<|python_tag|>") || code.includes("ipython")) return "llama3_json";
   if (/\btools\b/.test(code)) return "generic";
+  return undefined;
+}
+
+// XML-style families: detection
+/**
+ * The XML-style family a chat template writes its calls in, looked for in the whole template text
+ * (Jinja comments removed), since some write the markup as literal text (GLM's `<arg_key>`):
+ * `<minimax:tool_call>` → `minimax_m2`; `<seed:tool_call>` → `seed_oss`; `<atem:function_calls>` →
+ * `muse_glimmer`; `<tool_call>` with `<function=` → `qwen3_coder`; `<arg_key>` → `glm45` when a line
+ * break (raw or a `\n` escape) comes right before it, as GLM-4.5/4.6 write, else `glm47`;
+ * `<tool_calls>` → `minimax` (MiniMax-M1); `<TOOLCALL>` → `nemotron_json`; else `undefined`.
+ */
+export function detectXmlToolParser(template: string): ToolParserName | undefined {
+  const text = template.replace(/\{#[\s\S]*?#\}/g, "");
+  if (text.includes("<minimax:tool_call>")) return "minimax_m2";
+  if (text.includes("<seed:tool_call>")) return "seed_oss";
+  if (text.includes("<atem:function_calls>")) return "muse_glimmer";
+  if (text.includes("<tool_call>") && text.includes("<function=")) return "qwen3_coder";
+  if (text.includes("<arg_key>")) return /\n<arg_key>|\\n<arg_key>/.test(text) ? "glm45" : "glm47";
+  if (text.includes("<tool_calls>")) return "minimax";
+  if (text.includes("<TOOLCALL>")) return "nemotron_json";
   return undefined;
 }
