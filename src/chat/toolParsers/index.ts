@@ -8,12 +8,14 @@ import { GenericJsonToolParser } from "./genericJson.ts";
 import { HermesToolParser } from "./hermes.ts";
 import { Llama3JsonToolParser } from "./llama3Json.ts";
 import { MistralToolParser } from "./mistral.ts";
-// XML-style families (qwen3_coder, seed_oss, glm45/glm47, minimax_m2, minimax, muse_glimmer, nemotron_json)
+// XML-style families (qwen3_coder, seed_oss, glm45/glm47, minimax_m2, minimax_m3, minimax, muse_glimmer, hy_v3, nemotron_json)
 import { XmlBlockToolParser } from "./xmlBlock.ts";
 import {
   GLM,
+  HY_V3,
   MINIMAX_M1,
   MINIMAX_M2,
+  MINIMAX_M3,
   MUSE_GLIMMER,
   NEMOTRON_JSON,
   QWEN3_CODER,
@@ -33,7 +35,8 @@ export { XmlBlockToolParser } from "./xmlBlock.ts";
  * JSON call or array of calls, the shape grammar-forced `tool_choice` produces).
  * XML-style families (`xmlFamilies.ts`): `qwen3_coder` (`<tool_call><function=…><parameter=…>`),
  * `seed_oss` (`<seed:tool_call><function=…>`), `glm45` / `glm47` (`<tool_call>NAME<arg_key>…`),
- * `minimax_m2` (`<minimax:tool_call><invoke name=…>`), `minimax` (MiniMax-M1 `<tool_calls>` JSON lines),
+ * `minimax_m2` (`<minimax:tool_call><invoke name=…>`), `minimax_m3` (`]<]minimax[>[`-prefixed nested
+ * elements), `minimax` (MiniMax-M1 `<tool_calls>` JSON lines), `hy_v3` (Hunyuan 3 `<tool_calls:opensource>`),
  * `muse_glimmer` (`<atem:function_calls><atem:invoke …>`), `nemotron_json` (`<TOOLCALL>[…]</TOOLCALL>`).
  */
 export const TOOL_PARSER_NAMES = [
@@ -47,8 +50,10 @@ export const TOOL_PARSER_NAMES = [
   "glm45",
   "glm47",
   "minimax_m2",
+  "minimax_m3",
   "minimax",
   "muse_glimmer",
+  "hy_v3",
   "nemotron_json",
 ] as const;
 
@@ -99,8 +104,12 @@ export function createToolParser(name: string, options: ToolParserOptions = {}):
       return new XmlBlockToolParser(GLM, options);
     case "minimax_m2":
       return new XmlBlockToolParser(MINIMAX_M2, options);
+    case "minimax_m3":
+      return new XmlBlockToolParser(MINIMAX_M3, options);
     case "minimax":
       return new XmlBlockToolParser(MINIMAX_M1, options);
+    case "hy_v3":
+      return new XmlBlockToolParser(HY_V3, options);
     case "muse_glimmer":
       return new XmlBlockToolParser(MUSE_GLIMMER, options);
     case "nemotron_json":
@@ -132,13 +141,15 @@ export function detectToolParser(template: string): ToolParserName | undefined {
 /**
  * The XML-style family a chat template writes its calls in, looked for in the whole template text
  * (Jinja comments removed), since some write the markup as literal text (GLM's `<arg_key>`):
- * `<minimax:tool_call>` → `minimax_m2`; `<seed:tool_call>` → `seed_oss`; `<atem:function_calls>` →
+ * `]<]minimax[>[` → `minimax_m3`; `<tool_sep` → `hy_v3`; `<minimax:tool_call>` → `minimax_m2`; `<seed:tool_call>` → `seed_oss`; `<atem:function_calls>` →
  * `muse_glimmer`; `<tool_call>` with `<function=` → `qwen3_coder`; `<arg_key>` → `glm45` when a line
  * break (raw or a `\n` escape) comes right before it, as GLM-4.5/4.6 write, else `glm47`;
  * `<tool_calls>` → `minimax` (MiniMax-M1); `<TOOLCALL>` → `nemotron_json`; else `undefined`.
  */
 export function detectXmlToolParser(template: string): ToolParserName | undefined {
   const text = template.replace(/\{#[\s\S]*?#\}/g, "");
+  if (text.includes("]<]minimax[>[")) return "minimax_m3";
+  if (text.includes("<tool_sep")) return "hy_v3";
   if (text.includes("<minimax:tool_call>")) return "minimax_m2";
   if (text.includes("<seed:tool_call>")) return "seed_oss";
   if (text.includes("<atem:function_calls>")) return "muse_glimmer";

@@ -1,14 +1,15 @@
 /**
  * The XML-style tool-call families, each a {@link BlockFormat} for {@link XmlBlockToolParser}: Qwen3-Coder
  * and Seed-OSS (`<function=NAME>` / `<parameter=KEY>`), GLM-4.5/4.7 (`NAME<arg_key>…<arg_value>…`),
- * MiniMax-M2 and Muse Glimmer (`<invoke name="…">` / `<parameter name="…">`), and the JSON-bodied
+ * MiniMax-M2 and Muse Glimmer (`<invoke name="…">` / `<parameter name="…">`), MiniMax-M3 (nested
+ * namespaced elements), Hunyuan 3 (`<tool_call:opensource>NAME<tool_sep:opensource>…`), and the JSON-bodied
  * blocks of MiniMax-M1 (`<tool_calls>` JSON lines) and Nemotron Nano v2 (`<TOOLCALL>[…]</TOOLCALL>`).
  * Parameter values are converted to their schema types from the request's tools (`convertParameter`).
  */
 import type { ChatTool } from "../../protocol/tools.ts";
 import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
 import { callsFromJsonText, type ParsedCall } from "./common.ts";
-import { type BlockFormat, BodyCursor, stripNewlines, typedCall } from "./xmlBlock.ts";
+import { type BlockFormat, BodyCursor, convertParameter, stripNewlines, typedCall } from "./xmlBlock.ts";
 
 /** A name or key as the formats write it: not empty, no markup or line break in it. */
 function validName(text: string | undefined): string | undefined {
@@ -148,4 +149,165 @@ export const NEMOTRON_JSON: BlockFormat = {
   open: "<TOOLCALL>",
   close: "</TOOLCALL>",
   read: (body) => readJsonSequence(body),
+};
+
+/** Hunyuan 3's tag suffix (the template's `HYTK`). */
+const HY = ":opensource";
+
+/**
+ * Reads Hunyuan 3's calls: per call `<tool_call:opensource>NAME<tool_sep:opensource>` then
+ * `<arg_key:opensource>K</arg_key:opensource><arg_value:opensource>V</arg_value:opensource>` pairs and
+ * `</tool_call:opensource>`; values are kept as written (strings raw, others JSON).
+ */
+function readHunyuanCalls(body: string, tools: readonly ChatTool[]): ParsedCall[] | undefined {
+  const cursor = new BodyCursor(body);
+  const calls: ParsedCall[] = [];
+  while (cursor.expect(`<tool_call${HY}>`)) {
+    const name = validName(cursor.until(`<tool_sep${HY}>`));
+    if (!name) return undefined;
+    const params: [string, string][] = [];
+    while (!cursor.expect(`</tool_call${HY}>`)) {
+      if (!cursor.expect(`<arg_key${HY}>`)) return undefined;
+      const key = validName(cursor.until(`</arg_key${HY}>`));
+      if (key === undefined || !cursor.expect(`<arg_value${HY}>`)) return undefined;
+      const value = cursor.until(`</arg_value${HY}>`);
+      if (value === undefined) return undefined;
+      params.push([key, value]);
+    }
+    calls.push(typedCall(name, params, tools));
+  }
+  return calls.length > 0 && cursor.done() ? calls : undefined;
+}
+
+/** Tencent Hunyuan 3 (Hy3): `<tool_calls:opensource>\n<tool_call:opensource>NAME<tool_sep:opensource>\n<arg_key:opensource>K</arg_key:opensource>\n<arg_value:opensource>V</arg_value:opensource>\n</tool_call:opensource>\n</tool_calls:opensource>`, as vLLM's `hy_v3`. */
+export const HY_V3: BlockFormat = {
+  open: `<tool_calls${HY}>`,
+  close: `</tool_calls${HY}>`,
+  read: readHunyuanCalls,
+};
+
+/** MiniMax-M3's namespace token, written before every tag of its calls. */
+const MM = "]<]minimax[>[";
+
+type XmlToken = { tag: string; text: string };
+
+/**
+ * Splits a MiniMax-M3 body at its namespace tokens: each token is followed by a tag (`<name>`,
+ * `</name>`, `<invoke name="…">`) and then the text up to the next token. Undefined when a token is not
+ * followed by a tag or non-blank text comes before the first token.
+ */
+function minimaxTokens(body: string): XmlToken[] | undefined {
+  const parts = body.split(MM);
+  if ((parts[0] ?? "").trim() !== "") return undefined;
+  const tokens: XmlToken[] = [];
+  for (const part of parts.slice(1)) {
+    const end = part.indexOf(">");
+    if (!part.startsWith("<") || end < 0) return undefined;
+    tokens.push({ tag: part.slice(1, end), text: part.slice(end + 1) });
+  }
+  return tokens;
+}
+
+/** The sub-schema of `schema` for an object key or (key `undefined`) for an array item. */
+function childSchema(schema: unknown, key: string | undefined): unknown {
+  if (typeof schema !== "object" || schema === null) return undefined;
+  const record = schema as Record<string, unknown>;
+  if (key === undefined) return record.items;
+  const properties = record.properties;
+  return typeof properties === "object" && properties !== null
+    ? (properties as Record<string, unknown>)[key]
+    : undefined;
+}
+
+/**
+ * Reads one MiniMax-M3 value from `tokens[at]` on (the tokens after an element's open tag, whose text is
+ * `text`) up to the close tag `</name>`: a leaf (text, converted per `schema`), or child elements — all
+ * `<item>` an array, else an object. Returns the value and the index after the close tag; undefined if malformed.
+ */
+function readMinimaxValue(
+  tokens: readonly XmlToken[],
+  at: number,
+  text: string,
+  name: string,
+  schema: unknown,
+): { value: unknown; next: number } | undefined {
+  const first = tokens[at];
+  if (first === undefined) return undefined;
+  if (first.tag === `/${name}`) {
+    if (first.text.trim() !== "") return undefined;
+    return { value: convertParameter(text, schema), next: at + 1 };
+  }
+  if (text.trim() !== "") return undefined;
+  const entries: [string, unknown][] = [];
+  let i = at;
+  for (;;) {
+    const token = tokens[i];
+    if (token === undefined) return undefined;
+    if (token.tag === `/${name}`) {
+      if (token.text.trim() !== "") return undefined;
+      break;
+    }
+    if (token.tag.startsWith("/") || token.tag.includes(" ")) return undefined;
+    const key = token.tag;
+    const child = readMinimaxValue(
+      tokens,
+      i + 1,
+      token.text,
+      key,
+      childSchema(schema, key === "item" ? undefined : key),
+    );
+    if (!child) return undefined;
+    entries.push([key, child.value]);
+    i = child.next;
+  }
+  const value = entries.every(([key]) => key === "item")
+    ? entries.map(([, v]) => v)
+    : Object.fromEntries(entries);
+  return { value, next: i + 1 };
+}
+
+/** Reads MiniMax-M3's `<invoke name="NAME">` elements (namespace-prefixed), each element a parameter. */
+function readMinimaxM3(body: string, tools: readonly ChatTool[]): ParsedCall[] | undefined {
+  const tokens = minimaxTokens(body);
+  if (!tokens) return undefined;
+  const calls: ParsedCall[] = [];
+  let i = 0;
+  while (i < tokens.length) {
+    const open = tokens[i];
+    const match = open ? /^invoke name="([^"<>\n]+)"$/.exec(open.tag) : null;
+    if (!open || !match?.[1] || open.text.trim() !== "") return undefined;
+    const name = match[1];
+    const tool = tools.find((candidate) => candidate.function.name === name);
+    i++;
+    const args: Record<string, unknown> = {};
+    for (;;) {
+      const token = tokens[i];
+      if (token === undefined) return undefined;
+      if (token.tag === "/invoke") {
+        if (token.text.trim() !== "") return undefined;
+        i++;
+        break;
+      }
+      if (token.tag.startsWith("/") || token.tag.includes(" ")) return undefined;
+      const child = readMinimaxValue(
+        tokens,
+        i + 1,
+        token.text,
+        token.tag,
+        childSchema(tool?.function.parameters, token.tag),
+      );
+      if (!child) return undefined;
+      args[token.tag] = child.value;
+      i = child.next;
+    }
+    calls.push({ name, arguments: JSON.stringify(args) });
+  }
+  return calls.length > 0 ? calls : undefined;
+}
+
+/** MiniMax-M3: `NS<tool_call>\nNS<invoke name="NAME">NS<K>VNS</K>…NS</invoke>\nNS</tool_call>` with NS `]<]minimax[>[`, objects and arrays as nested elements (`<item>` for array items), as vLLM's `minimax_m3`. */
+export const MINIMAX_M3: BlockFormat = {
+  open: `${MM}<tool_call>`,
+  close: `${MM}</tool_call>`,
+  read: readMinimaxM3,
 };

@@ -28,7 +28,14 @@ const MARKUP = [
   "<atem:function_calls>",
   "<atem:invoke",
   "<TOOLCALL>",
+  "<tool_calls:opensource>",
+  "<tool_call:opensource>",
+  "<arg_key:opensource>",
+  "]<]minimax[>[",
 ];
+
+/** MiniMax-M3's namespace token. */
+const MM = "]<]minimax[>[";
 
 const TOOLS: ChatTool[] = [
   {
@@ -273,6 +280,54 @@ const suites: Record<string, Suite> = {
       '<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Paris"}}',
     ),
   },
+  hy_v3: {
+    parser: { toolParser: "hy_v3", tools: TOOLS },
+    cases: familyCases(
+      (calls) =>
+        `<tool_calls:opensource>\n${calls
+          .map(
+            ([name, params]) =>
+              `<tool_call:opensource>${name}<tool_sep:opensource>\n${params
+                .map(
+                  ([k, v]) =>
+                    `<arg_key:opensource>${k}</arg_key:opensource>\n<arg_value:opensource>${v}</arg_value:opensource>\n`,
+                )
+                .join("")}</tool_call:opensource>\n`,
+          )
+          .join("")}</tool_calls:opensource>`,
+      "<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n<arg_key:opensource>city",
+    ),
+  },
+  minimax_m3: {
+    parser: { toolParser: "minimax_m3", tools: TOOLS },
+    cases: [
+      ...familyCases(
+        (calls) =>
+          `${MM}<tool_call>\n${calls
+            .map(
+              ([name, params]) =>
+                `${MM}<invoke name="${name}">${params.map(([k, v]) => `${MM}<${k}>${v}${MM}</${k}>`).join("")}${MM}</invoke>\n`,
+            )
+            .join("")}${MM}</tool_call>`,
+        `${MM}<tool_call>\n${MM}<invoke name="get_weather">${MM}<city>Paris${MM}</city>`,
+      ),
+      {
+        title: "nested elements: <item>s are an array, other keys an object",
+        output:
+          `${MM}<tool_call>\n${MM}<invoke name="get_weather">${MM}<tags>${MM}<item>a${MM}</item>${MM}<item>b${MM}</item>${MM}</tags>` +
+          `${MM}<opts>${MM}<x>1${MM}</x>${MM}<y>${MM}<item>${MM}<item>2${MM}</item>${MM}</item>${MM}</y>${MM}</opts>${MM}</invoke>\n${MM}</tool_call>`,
+        expect: { calls: [{ name: "get_weather", args: { tags: ["a", "b"], opts: { x: 1, y: [[2]] } } }] },
+      },
+      {
+        title: "a mismatched close tag falls back to content",
+        output: `${MM}<tool_call>\n${MM}<invoke name="get_weather">${MM}<city>Paris${MM}</town>${MM}</invoke>\n${MM}</tool_call>`,
+        expect: {
+          content: `${MM}<tool_call>\n${MM}<invoke name="get_weather">${MM}<city>Paris${MM}</town>${MM}</invoke>\n${MM}</tool_call>`,
+        },
+        leaksAllowed: true,
+      },
+    ],
+  },
   "qwen3_coder after reasoning": {
     parser: { reasoningParser: "qwen3", toolParser: "qwen3_coder", tools: TOOLS },
     cases: [
@@ -339,6 +394,8 @@ describe("XML tool parsers: detection from the real templates", () => {
     "poolside-Laguna-XS.2.jinja": "glm45",
     "MiniMax-M1.jinja": "minimax",
     "MiniMax-M2.jinja": "minimax_m2",
+    "MiniMax-M3.jinja": "minimax_m3",
+    "tencent-Hy3.jinja": "hy_v3",
     "muse-glimmer.jinja": "muse_glimmer",
     "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron_json",
     "unsloth-Apriel-1.5.jinja": "minimax",
