@@ -18,6 +18,8 @@ export type BlockFormat = {
   close: string;
   /** Reads the body into calls. */
   read: BlockReader;
+  /** Structural tags removed from the content (e.g. Kimi K3's `<|close|>response<|sep|>`). Defaults to none. */
+  drop?: readonly string[];
 };
 
 /**
@@ -41,18 +43,39 @@ export class XmlBlockToolParser extends BufferedToolParser {
     this.tools = options.tools ?? [];
   }
 
+  /** The tags whose start the text state holds back: `open` and the dropped tags. */
+  private get held(): readonly string[] {
+    return [this.format.open, ...(this.format.drop ?? [])];
+  }
+
+  /** The first dropped tag in `buf` before `before` (any position when `before` is -1), if any. */
+  private firstDrop(before: number): { at: number; tag: string } | undefined {
+    let best: { at: number; tag: string } | undefined;
+    for (const tag of this.format.drop ?? []) {
+      const at = this.buf.indexOf(tag);
+      if (at >= 0 && (before < 0 || at < before) && (!best || at < best.at)) best = { at, tag };
+    }
+    return best;
+  }
+
   protected run(final: boolean): void {
     const { open, close } = this.format;
     for (;;) {
       if (this.state === "text") {
         const at = this.buf.indexOf(open);
+        const dropped = this.firstDrop(at);
+        if (dropped) {
+          this.out.content(this.buf.slice(0, dropped.at));
+          this.buf = this.buf.slice(dropped.at + dropped.tag.length);
+          continue;
+        }
         if (at >= 0) {
           this.out.content(this.buf.slice(0, at));
           this.buf = this.buf.slice(at + open.length);
           this.state = "call";
           continue;
         }
-        const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, [open]));
+        const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, this.held));
         this.out.content(this.buf.slice(0, cut));
         this.buf = this.buf.slice(cut);
         return;

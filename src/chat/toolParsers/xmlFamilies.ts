@@ -9,7 +9,14 @@
 import type { ChatTool } from "../../protocol/tools.ts";
 import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
 import { callsFromJsonText, type ParsedCall } from "./common.ts";
-import { type BlockFormat, BodyCursor, convertParameter, stripNewlines, typedCall } from "./xmlBlock.ts";
+import {
+  type BlockFormat,
+  BodyCursor,
+  convertParameter,
+  parameterSchema,
+  stripNewlines,
+  typedCall,
+} from "./xmlBlock.ts";
 
 /** A name or key as the formats write it: not empty, no markup or line break in it. */
 function validName(text: string | undefined): string | undefined {
@@ -310,4 +317,69 @@ export const MINIMAX_M3: BlockFormat = {
   open: `${MM}<tool_call>`,
   close: `${MM}</tool_call>`,
   read: readMinimaxM3,
+};
+
+/** Kimi K3's XTML tags: `<|open|>NAME ATTRS<|sep|>` and `<|close|>NAME<|sep|>`. */
+const K3_OPEN = "<|open|>";
+const K3_CLOSE = "<|close|>";
+const K3_SEP = "<|sep|>";
+
+/** The `key="value"` attributes of an XTML open tag, `&quot;` and `&amp;` unescaped. */
+function xtmlAttributes(text: string): Map<string, string> {
+  const attrs = new Map<string, string>();
+  for (const match of text.matchAll(/([\w-]+)="([^"]*)"/g)) {
+    attrs.set(match[1] ?? "", (match[2] ?? "").replaceAll("&quot;", '"').replaceAll("&amp;", "&"));
+  }
+  return attrs;
+}
+
+/**
+ * Reads Kimi K3's calls: `<|open|>call tool="NAME" index="N"<|sep|>` holding
+ * `<|open|>argument key="K" type="T"<|sep|>VALUE<|close|>argument<|sep|>` elements (each value converted
+ * to its `type` attribute, else to the tools' schema type) or one `<|open|>json …<|sep|>{…}<|close|>json<|sep|>`,
+ * closed by `<|close|>call<|sep|>`.
+ */
+function readKimiK3(body: string, tools: readonly ChatTool[]): ParsedCall[] | undefined {
+  const cursor = new BodyCursor(body);
+  const calls: ParsedCall[] = [];
+  while (cursor.expect(`${K3_OPEN}call `)) {
+    const name = validName(xtmlAttributes(cursor.until(K3_SEP) ?? "").get("tool"));
+    if (!name) return undefined;
+    const args: Record<string, unknown> = {};
+    let json: string | undefined;
+    while (!cursor.expect(`${K3_CLOSE}call${K3_SEP}`)) {
+      if (cursor.expect(`${K3_OPEN}json`)) {
+        if (cursor.until(K3_SEP) === undefined) return undefined;
+        json = cursor.until(`${K3_CLOSE}json${K3_SEP}`);
+        if (json === undefined) return undefined;
+        continue;
+      }
+      if (!cursor.expect(`${K3_OPEN}argument `)) return undefined;
+      const attrs = xtmlAttributes(cursor.until(K3_SEP) ?? "");
+      const key = attrs.get("key");
+      const value = key === undefined ? undefined : cursor.until(`${K3_CLOSE}argument${K3_SEP}`);
+      if (key === undefined || key === "" || value === undefined) return undefined;
+      const type = attrs.get("type");
+      args[key] = convertParameter(value, type ? { type } : parameterSchema(tools, name, key));
+    }
+    if (json !== undefined) {
+      if (Object.keys(args).length > 0) return undefined;
+      const parsed = callsFromJsonText(JSON.stringify({ name, arguments: json.trim() }), false);
+      if (!parsed) return undefined;
+      calls.push(...parsed);
+    } else calls.push({ name, arguments: JSON.stringify(args) });
+  }
+  return calls.length > 0 && cursor.done() ? calls : undefined;
+}
+
+/**
+ * Kimi K3 (XTML): `<|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|><|open|>argument key="K"
+ * type="string"<|sep|>V<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>`, as vLLM's
+ * `kimi_k3`; the response element's tags around the content are dropped.
+ */
+export const KIMI_K3: BlockFormat = {
+  open: `${K3_OPEN}tools${K3_SEP}`,
+  close: `${K3_CLOSE}tools${K3_SEP}`,
+  read: readKimiK3,
+  drop: [`${K3_OPEN}response${K3_SEP}`, `${K3_CLOSE}response${K3_SEP}`, `${K3_CLOSE}message${K3_SEP}`],
 };

@@ -9,7 +9,7 @@ import { createChatOutputParser } from "../../../src/chat/outputParser.ts";
 import { detectToolParser, resolveToolParserName } from "../../../src/chat/toolParsers/index.ts";
 import { convertParameter } from "../../../src/chat/toolParsers/xmlBlock.ts";
 import type { ChatTool } from "../../../src/protocol/tools.ts";
-import { type Case, runParserSuites, type Suite } from "../../helpers/parserSuite.ts";
+import { type Case, runParser, runParserSuites, type Suite } from "../../helpers/parserSuite.ts";
 
 const MARKUP = [
   "<tool_call>",
@@ -32,6 +32,8 @@ const MARKUP = [
   "<tool_call:opensource>",
   "<arg_key:opensource>",
   "]<]minimax[>[",
+  "<|open|>",
+  "<|close|>",
 ];
 
 /** MiniMax-M3's namespace token. */
@@ -328,6 +330,39 @@ const suites: Record<string, Suite> = {
       },
     ],
   },
+  kimi_k3: {
+    parser: { toolParser: "kimi_k3", tools: TOOLS },
+    cases: [
+      ...familyCases(
+        (calls) =>
+          `<|open|>tools<|sep|>${calls
+            .map(
+              ([name, params], i) =>
+                `<|open|>call tool="${name}" index="${i + 1}"<|sep|>${params
+                  .map(([k, v]) => `<|open|>argument key="${k}"<|sep|>${v}<|close|>argument<|sep|>`)
+                  .join("")}<|close|>call<|sep|>`,
+            )
+            .join("")}<|close|>tools<|sep|>`,
+        '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="city"<|sep|>Paris',
+      ),
+      {
+        title: "type attributes, a JSON block, and the response tags dropped",
+        output:
+          "<|open|>response<|sep|>Sure.<|close|>response<|sep|><|open|>tools<|sep|>" +
+          '<|open|>call tool="f" index="1"<|sep|><|open|>argument key="n" type="number"<|sep|>2.5<|close|>argument<|sep|>' +
+          '<|open|>argument key="q" type="string"<|sep|>7<|close|>argument<|sep|><|close|>call<|sep|>' +
+          '<|open|>call tool="g" index="2"<|sep|><|open|>json type="object"<|sep|>{"a": [1, "&"]}<|close|>json<|sep|><|close|>call<|sep|>' +
+          "<|close|>tools<|sep|><|close|>message<|sep|>",
+        expect: {
+          content: "Sure.",
+          calls: [
+            { name: "f", args: { n: 2.5, q: "7" } },
+            { name: "g", args: { a: [1, "&"] } },
+          ],
+        },
+      },
+    ],
+  },
   "qwen3_coder after reasoning": {
     parser: { reasoningParser: "qwen3", toolParser: "qwen3_coder", tools: TOOLS },
     cases: [
@@ -396,6 +431,7 @@ describe("XML tool parsers: detection from the real templates", () => {
     "MiniMax-M2.jinja": "minimax_m2",
     "MiniMax-M3.jinja": "minimax_m3",
     "tencent-Hy3.jinja": "hy_v3",
+    "Kimi-K3.jinja": "kimi_k3",
     "muse-glimmer.jinja": "muse_glimmer",
     "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron_json",
     "unsloth-Apriel-1.5.jinja": "minimax",
@@ -413,5 +449,85 @@ describe("XML tool parsers: detection from the real templates", () => {
     assert.equal(resolveToolParserName("qwen3_xml"), "qwen3_coder");
     assert.equal(resolveToolParserName("step3p5"), "qwen3_coder");
     assert.equal(resolveToolParserName("poolside_v1"), "glm47");
+  });
+});
+
+describe("XML tool parsers: fuzz (seeded)", () => {
+  const fragments = [
+    "<tool_call>",
+    "</tool_call>",
+    "<tool",
+    "<function=f>",
+    "</function>",
+    "<parameter=a>",
+    "</parameter>",
+    "<arg_key>a</arg_key>",
+    "<arg_value>1</arg_value>",
+    "<minimax:tool_call>",
+    "</minimax:tool_call>",
+    '<invoke name="f">',
+    "</invoke>",
+    '<parameter name="a">',
+    "<seed:tool_call>",
+    "</seed:tool_call>",
+    "<tool_calls>",
+    "</tool_calls>",
+    `${MM}<tool_call>`,
+    `${MM}</tool_call>`,
+    `${MM}<invoke name="f">`,
+    `${MM}</invoke>`,
+    `${MM}<a>`,
+    `${MM}</a>`,
+    "]<]mini",
+    "<|open|>tools<|sep|>",
+    "<|close|>tools<|sep|>",
+    '<|open|>call tool="f"<|sep|>',
+    "<|close|>call<|sep|>",
+    "<|close|>response<|sep|>",
+    "<|clo",
+    '{"name": "f", "arguments": {"a": 1}}',
+    "\n",
+    " ",
+    "f",
+    "1",
+    "hello",
+  ];
+  const parsers = [
+    "qwen3_coder",
+    "seed_oss",
+    "glm45",
+    "minimax_m2",
+    "minimax_m3",
+    "minimax",
+    "muse_glimmer",
+    "hy_v3",
+    "kimi_k3",
+    "nemotron_json",
+  ];
+  let seed = 20261203;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x80000000;
+  };
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+
+  it("any split gives the whole-text result, and text without calls is kept verbatim", () => {
+    for (let iteration = 0; iteration < 3000; iteration++) {
+      let output = "";
+      for (let n = 1 + Math.floor(random() * 10); n > 0; n--) output += pick(fragments);
+      const config = { toolParser: pick(parsers), tools: TOOLS };
+      const whole = runParser(config, [output]);
+      const chunks: string[] = [];
+      for (let i = 0; i < output.length; ) {
+        const length = 1 + Math.floor(random() * 5);
+        chunks.push(output.slice(i, i + length));
+        i += length;
+      }
+      assert.deepEqual(runParser(config, [...output]), whole, JSON.stringify({ config, output }));
+      assert.deepEqual(runParser(config, chunks), whole, JSON.stringify({ config, chunks }));
+      if (whole.toolCalls.length === 0 && config.toolParser !== "kimi_k3") {
+        assert.equal(whole.content ?? "", output, JSON.stringify({ config, output }));
+      }
+    }
   });
 });
