@@ -195,7 +195,8 @@ export function stripNewlines(text: string): string {
 /**
  * A cursor over a block body (from offset `at`, defaults to 0) for the readers: `expect(tag)` skips whitespace and then `tag` (false when
  * something else comes), `until(tag)` returns the text up to `tag` and moves past it (undefined when
- * `tag` never comes), `done()` is true when only whitespace is left.
+ * `tag` never comes), `untilClose` the same, tolerating a forgotten close tag, `done()` is true when only
+ * whitespace is left.
  */
 export class BodyCursor {
   constructor(
@@ -222,6 +223,27 @@ export class BodyCursor {
     if (end < 0) return undefined;
     const text = this.text.slice(this.at, end);
     this.at = end + tag.length;
+    return text;
+  }
+
+  /**
+   * The text up to the next `close` (moving past it) or, when one of `also` comes first, up to that one
+   * (left in place): a value whose close tag was forgotten ends where the next element starts.
+   * `undefined` (cursor unmoved) when none comes.
+   */
+  untilClose(close: string, also: readonly string[]): string | undefined {
+    let end = this.text.indexOf(close, this.at);
+    let skip = close.length;
+    for (const tag of also) {
+      const at = this.text.indexOf(tag, this.at);
+      if (at >= 0 && (end < 0 || at < end)) {
+        end = at;
+        skip = 0;
+      }
+    }
+    if (end < 0) return undefined;
+    const text = this.text.slice(this.at, end);
+    this.at = end + skip;
     return text;
   }
 

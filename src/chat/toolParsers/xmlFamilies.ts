@@ -27,7 +27,8 @@ function validName(text: string | undefined): string | undefined {
 /**
  * Reads `<function=NAME>` blocks of `<parameter=KEY>VALUE</parameter>` closed by `</function>` (one or
  * more per body); one newline around each value is dropped (Qwen3-Coder writes the value on its own
- * lines). Undefined unless every function and parameter is closed and nothing else is in the body.
+ * lines). A forgotten `</parameter>` ends the value at the next `<parameter=` or `</function>`, as vLLM's
+ * `qwen3_coder` reads it. Undefined unless every function is closed and nothing else is in the body.
  */
 function readFunctionTags(body: string, tools: readonly ChatTool[]): ParsedCall[] | undefined {
   const cursor = new BodyCursor(body);
@@ -39,7 +40,8 @@ function readFunctionTags(body: string, tools: readonly ChatTool[]): ParsedCall[
     while (!cursor.expect("</function>")) {
       if (!cursor.expect("<parameter=")) return undefined;
       const key = validName(cursor.until(">"));
-      const value = key === undefined ? undefined : cursor.until("</parameter>");
+      const value =
+        key === undefined ? undefined : cursor.untilClose("</parameter>", ["<parameter=", "</function>"]);
       if (key === undefined || value === undefined) return undefined;
       params.push([key, stripNewlines(value)]);
     }

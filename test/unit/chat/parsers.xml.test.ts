@@ -190,10 +190,16 @@ const suites: Record<string, Suite> = {
         expect: { calls: [{ name: "get_time", args: {} }] },
       },
       {
-        title: "a parameter never closed falls back to content",
-        output: "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</function>\n</tool_call>",
+        title: "a forgotten </parameter> ends the value at the next parameter or </function> (as vLLM)",
+        output:
+          "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n<parameter=days>\n3\n</function>\n</tool_call>",
+        expect: { calls: [{ name: "get_weather", args: { city: "Paris", days: 3 } }] },
+      },
+      {
+        title: "a function never closed falls back to content",
+        output: "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</tool_call>",
         expect: {
-          content: "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</function>\n</tool_call>",
+          content: "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</tool_call>",
         },
         leaksAllowed: true,
       },
