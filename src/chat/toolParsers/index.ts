@@ -21,6 +21,7 @@ import {
   NEMOTRON_JSON,
   QWEN3_CODER,
   SEED_OSS,
+  SOLAR_OPEN,
 } from "./xmlFamilies.ts";
 
 export { newToolCallId, type ToolParser, type ToolParserOptions } from "./common.ts";
@@ -38,7 +39,7 @@ export { XmlBlockToolParser } from "./xmlBlock.ts";
  * `seed_oss` (`<seed:tool_call><function=…>`), `glm45` / `glm47` (`<tool_call>NAME<arg_key>…`),
  * `minimax_m2` (`<minimax:tool_call><invoke name=…>`), `minimax_m3` (`]<]minimax[>[`-prefixed nested
  * elements), `minimax` (MiniMax-M1 `<tool_calls>` JSON lines), `hy_v3` (Hunyuan 3 `<tool_calls:opensource>`),
- * `kimi_k3` (Kimi K3 XTML `<|open|>tools<|sep|>`),
+ * `kimi_k3` (Kimi K3 XTML `<|open|>tools<|sep|>`), `solar_open` (`<|tool_call:begin|>…<|tool_call:end|>`),
  * `muse_glimmer` (`<atem:function_calls><atem:invoke …>`), `nemotron_json` (`<TOOLCALL>[…]</TOOLCALL>`).
  */
 export const TOOL_PARSER_NAMES = [
@@ -57,6 +58,7 @@ export const TOOL_PARSER_NAMES = [
   "muse_glimmer",
   "hy_v3",
   "kimi_k3",
+  "solar_open",
   "nemotron_json",
 ] as const;
 
@@ -115,6 +117,8 @@ export function createToolParser(name: string, options: ToolParserOptions = {}):
       return new XmlBlockToolParser(HY_V3, options);
     case "kimi_k3":
       return new XmlBlockToolParser(KIMI_K3, options);
+    case "solar_open":
+      return new XmlBlockToolParser(SOLAR_OPEN, options);
     case "muse_glimmer":
       return new XmlBlockToolParser(MUSE_GLIMMER, options);
     case "nemotron_json":
@@ -146,7 +150,8 @@ export function detectToolParser(template: string): ToolParserName | undefined {
 /**
  * The XML-style family a chat template writes its calls in, looked for in the whole template text
  * (Jinja comments removed), since some write the markup as literal text (GLM's `<arg_key>`):
- * `]<]minimax[>[` → `minimax_m3`; `<tool_sep` → `hy_v3`; `'<|open|>'` with a `call` tag → `kimi_k3`; `<minimax:tool_call>` → `minimax_m2`; `<seed:tool_call>` → `seed_oss`; `<atem:function_calls>` →
+ * `]<]minimax[>[` → `minimax_m3`; `<tool_sep` → `hy_v3`; `'<|open|>'` with a `call` tag → `kimi_k3`;
+ * `<|tool_call:begin|>` → `solar_open`; `<minimax:tool_call>` → `minimax_m2`; `<seed:tool_call>` → `seed_oss`; `<atem:function_calls>` →
  * `muse_glimmer`; `<tool_call>` with `<function=` → `qwen3_coder`; `<arg_key>` → `glm45` when a line
  * break (raw or a `\n` escape) comes right before it, as GLM-4.5/4.6 write, else `glm47`;
  * `<tool_calls>` → `minimax` (MiniMax-M1); `<TOOLCALL>` → `nemotron_json`; else `undefined`.
@@ -156,6 +161,7 @@ export function detectXmlToolParser(template: string): ToolParserName | undefine
   if (text.includes("]<]minimax[>[")) return "minimax_m3";
   if (text.includes("<tool_sep")) return "hy_v3";
   if (text.includes("<|open|>") && text.includes("open_tag('call'")) return "kimi_k3";
+  if (text.includes("<|tool_call:begin|>")) return "solar_open";
   if (text.includes("<minimax:tool_call>")) return "minimax_m2";
   if (text.includes("<seed:tool_call>")) return "seed_oss";
   if (text.includes("<atem:function_calls>")) return "muse_glimmer";

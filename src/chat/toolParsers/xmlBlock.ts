@@ -27,7 +27,8 @@ export type BlockFormat = {
  * streams as content (a possible start of `open` is held back, so no delta ever carries text that turns
  * out to be markup); a block becomes calls when its close tag arrives, or at `end()` when the model
  * stopped before the close tag but the body reads complete (its own inner closings all written).
- * Whitespace between and after blocks is dropped; other text after a block streams as content. A body
+ * Whitespace between and after blocks is dropped (and the format's `drop` tags, everywhere); other text
+ * after a block streams as content. A body
  * that does not read (malformed, half-written) falls back to content: the `open` text is emitted
  * verbatim and scanning resumes after it. Calls are emitted whole, as the other parsers here do.
  */
@@ -102,7 +103,12 @@ export class XmlBlockToolParser extends BufferedToolParser {
         this.state = "call";
         continue;
       }
-      if (!final && open.startsWith(this.buf)) return;
+      const drop = (this.format.drop ?? []).find((tag) => this.buf.startsWith(tag));
+      if (drop) {
+        this.buf = this.buf.slice(drop.length);
+        continue;
+      }
+      if (!final && this.held.some((tag) => tag.startsWith(this.buf))) return;
       this.state = "text";
     }
   }

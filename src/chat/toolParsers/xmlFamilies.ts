@@ -385,3 +385,29 @@ export const KIMI_K3: BlockFormat = {
   read: readKimiK3,
   drop: [`${K3_OPEN}response${K3_SEP}`, `${K3_CLOSE}response${K3_SEP}`, `${K3_CLOSE}message${K3_SEP}`],
 };
+
+/**
+ * Reads one Solar Open call: `ID<|tool_call:name|>NAME<|tool_call:args|>{…}` (the model's own id is not
+ * kept: ids are ours, as for every family).
+ */
+function readSolarOpen(body: string): ParsedCall[] | undefined {
+  const nameAt = body.indexOf("<|tool_call:name|>");
+  const argsAt = body.indexOf("<|tool_call:args|>");
+  if (nameAt < 0 || argsAt < nameAt) return undefined;
+  const name = validName(body.slice(nameAt + "<|tool_call:name|>".length, argsAt));
+  const args = body.slice(argsAt + "<|tool_call:args|>".length).trim();
+  if (!name) return undefined;
+  return callsFromJsonText(JSON.stringify({ name, arguments: args === "" ? "{}" : args }), false);
+}
+
+/**
+ * Upstage Solar Open: `<|tool_calls|><|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{…}<|tool_call:end|>…<|calls|>`,
+ * one block per call; the turn's markers around the content and the calls (`<|content|>`, `<|end|>`,
+ * `<|tool_calls|>`, `<|calls|>`) are dropped from the content.
+ */
+export const SOLAR_OPEN: BlockFormat = {
+  open: "<|tool_call:begin|>",
+  close: "<|tool_call:end|>",
+  read: (body) => readSolarOpen(body),
+  drop: ["<|content|>", "<|end|>", "<|tool_calls|>", "<|calls|>"],
+};

@@ -34,6 +34,9 @@ const MARKUP = [
   "]<]minimax[>[",
   "<|open|>",
   "<|close|>",
+  "<|tool_call:begin|>",
+  "<|tool_calls|>",
+  "<|calls|>",
 ];
 
 /** MiniMax-M3's namespace token. */
@@ -369,6 +372,26 @@ const suites: Record<string, Suite> = {
       },
     ],
   },
+  solar_open: {
+    parser: { toolParser: "solar_open", tools: TOOLS },
+    cases: [
+      ...familyCases(
+        (calls) =>
+          `<|tool_calls|>${jsonCallsOf(calls)
+            .map(
+              (call, i) =>
+                `<|tool_call:begin|>abc${i}<|tool_call:name|>${call.name}<|tool_call:args|>${JSON.stringify(call.arguments)}<|tool_call:end|>`,
+            )
+            .join("")}<|calls|>`,
+        '<|tool_call:begin|>abc<|tool_call:name|>get_weather<|tool_call:args|>{"city": "Par',
+      ),
+      {
+        title: "the content markers are dropped",
+        output: "<|content|>Paris.<|end|>",
+        expect: { content: "Paris." },
+      },
+    ],
+  },
   "qwen3_coder after reasoning": {
     parser: { reasoningParser: "qwen3", toolParser: "qwen3_coder", tools: TOOLS },
     cases: [
@@ -438,6 +461,7 @@ describe("XML tool parsers: detection from the real templates", () => {
     "MiniMax-M3.jinja": "minimax_m3",
     "tencent-Hy3.jinja": "hy_v3",
     "Kimi-K3.jinja": "kimi_k3",
+    "upstage-Solar-Open-100B.jinja": "solar_open",
     "muse-glimmer.jinja": "muse_glimmer",
     "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron_json",
     "unsloth-Apriel-1.5.jinja": "minimax",
@@ -491,6 +515,10 @@ describe("XML tool parsers: fuzz (seeded)", () => {
     "<|close|>call<|sep|>",
     "<|close|>response<|sep|>",
     "<|clo",
+    "<|tool_call:begin|>",
+    "<|tool_call:name|>f<|tool_call:args|>",
+    "<|tool_call:end|>",
+    "<|end|>",
     '{"name": "f", "arguments": {"a": 1}}',
     "\n",
     " ",
@@ -508,6 +536,7 @@ describe("XML tool parsers: fuzz (seeded)", () => {
     "muse_glimmer",
     "hy_v3",
     "kimi_k3",
+    "solar_open",
     "nemotron_json",
   ];
   let seed = 20261203;
@@ -531,7 +560,7 @@ describe("XML tool parsers: fuzz (seeded)", () => {
       }
       assert.deepEqual(runParser(config, [...output]), whole, JSON.stringify({ config, output }));
       assert.deepEqual(runParser(config, chunks), whole, JSON.stringify({ config, chunks }));
-      if (whole.toolCalls.length === 0 && config.toolParser !== "kimi_k3") {
+      if (whole.toolCalls.length === 0 && !["kimi_k3", "solar_open"].includes(config.toolParser)) {
         assert.equal(whole.content ?? "", output, JSON.stringify({ config, output }));
       }
     }
