@@ -18,6 +18,11 @@ export type BlockFormat = {
   close: string;
   /** Reads the body into calls. */
   read: BlockReader;
+  /**
+   * A block also accepted without the `open`/`close` wrapper, whose own tags start and end it and stay in
+   * the body (Qwen3-Coder's bare `<function=…>…</function>`, which vLLM's `qwen3_coder` reads). Defaults to none.
+   */
+  bare?: { open: string; close: string };
   /** Structural tags removed from the content (e.g. Kimi K3's `<|close|>response<|sep|>`). Defaults to none. */
   drop?: readonly string[];
 };
@@ -30,11 +35,15 @@ export type BlockFormat = {
  * Whitespace between and after blocks is dropped (and the format's `drop` tags, everywhere); other text
  * after a block streams as content. A body
  * that does not read (malformed, half-written) falls back to content: the `open` text is emitted
- * verbatim and scanning resumes after it. Calls are emitted whole, as the other parsers here do.
+ * verbatim and scanning resumes after it. A format's `bare` block is read the same way. Calls are
+ * emitted whole, as the other parsers here do.
  */
 export class XmlBlockToolParser extends BufferedToolParser {
   private state: "text" | "call" | "after" = "text";
   private readonly tools: readonly ChatTool[];
+  private readonly openers: readonly Opener[];
+  /** The opener of the block being read (state `call`). */
+  private current: Opener;
 
   constructor(
     private readonly format: BlockFormat,
@@ -42,38 +51,45 @@ export class XmlBlockToolParser extends BufferedToolParser {
   ) {
     super(options);
     this.tools = options.tools ?? [];
+    const main: Opener = { open: format.open, close: format.close, inclusive: false };
+    this.openers = format.bare ? [main, { ...format.bare, inclusive: true }] : [main];
+    this.current = main;
   }
 
-  /** The tags whose start the text state holds back: `open` and the dropped tags. */
+  /** The tags whose start is held back: the openers and the dropped tags. */
   private get held(): readonly string[] {
-    return [this.format.open, ...(this.format.drop ?? [])];
+    return [...this.openers.map((opener) => opener.open), ...(this.format.drop ?? [])];
   }
 
-  /** The first dropped tag in `buf` before `before` (any position when `before` is -1), if any. */
-  private firstDrop(before: number): { at: number; tag: string } | undefined {
-    let best: { at: number; tag: string } | undefined;
+  /** The first opener or dropped tag in `buf`, if any (an opener wins a tie). */
+  private firstTag(): { at: number; tag: string; opener?: Opener } | undefined {
+    let best: { at: number; tag: string; opener?: Opener } | undefined;
+    for (const opener of this.openers) {
+      const at = this.buf.indexOf(opener.open);
+      if (at >= 0 && (!best || at < best.at)) best = { at, tag: opener.open, opener };
+    }
     for (const tag of this.format.drop ?? []) {
       const at = this.buf.indexOf(tag);
-      if (at >= 0 && (before < 0 || at < before) && (!best || at < best.at)) best = { at, tag };
+      if (at >= 0 && (!best || at < best.at)) best = { at, tag };
     }
     return best;
   }
 
+  /** Enters a block of `opener` whose open tag starts `buf` at `at`. */
+  private enter(opener: Opener, at: number): void {
+    this.buf = this.buf.slice(at + opener.open.length);
+    this.current = opener;
+    this.state = "call";
+  }
+
   protected run(final: boolean): void {
-    const { open, close } = this.format;
     for (;;) {
       if (this.state === "text") {
-        const at = this.buf.indexOf(open);
-        const dropped = this.firstDrop(at);
-        if (dropped) {
-          this.out.content(this.buf.slice(0, dropped.at));
-          this.buf = this.buf.slice(dropped.at + dropped.tag.length);
-          continue;
-        }
-        if (at >= 0) {
-          this.out.content(this.buf.slice(0, at));
-          this.buf = this.buf.slice(at + open.length);
-          this.state = "call";
+        const found = this.firstTag();
+        if (found) {
+          this.out.content(this.buf.slice(0, found.at));
+          if (found.opener) this.enter(found.opener, found.at);
+          else this.buf = this.buf.slice(found.at + found.tag.length);
           continue;
         }
         const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, this.held));
@@ -82,9 +98,11 @@ export class XmlBlockToolParser extends BufferedToolParser {
         return;
       }
       if (this.state === "call") {
+        const { open, close, inclusive } = this.current;
         const at = this.buf.indexOf(close);
         if (at < 0 && !final) return;
-        const body = at < 0 ? this.buf : this.buf.slice(0, at);
+        const inner = at < 0 ? this.buf : this.buf.slice(0, at);
+        const body = inclusive ? open + inner + (at < 0 ? "" : close) : inner;
         const calls = this.format.read(body, this.tools);
         if (calls && calls.length > 0) {
           this.out.calls(calls);
@@ -98,9 +116,9 @@ export class XmlBlockToolParser extends BufferedToolParser {
       }
       this.buf = this.buf.slice(skipSpace(this.buf));
       if (this.buf === "") return;
-      if (this.buf.startsWith(open)) {
-        this.buf = this.buf.slice(open.length);
-        this.state = "call";
+      const opener = this.openers.find((candidate) => this.buf.startsWith(candidate.open));
+      if (opener) {
+        this.enter(opener, 0);
         continue;
       }
       const drop = (this.format.drop ?? []).find((tag) => this.buf.startsWith(tag));
@@ -113,6 +131,9 @@ export class XmlBlockToolParser extends BufferedToolParser {
     }
   }
 }
+
+/** A block's open and close tags; `inclusive` when both belong to the body the reader gets. */
+type Opener = { open: string; close: string; inclusive: boolean };
 
 /** The JSON Schema of parameter `key` of tool `name` among `tools`, or `undefined` when not declared. */
 export function parameterSchema(tools: readonly ChatTool[], name: string, key: string): unknown {

@@ -115,11 +115,12 @@ function readJsonSequence(body: string): ParsedCall[] | undefined {
   return calls.length > 0 ? calls : undefined;
 }
 
-/** Qwen3-Coder, Qwen3.5, Nemotron 3 Nano, Step 3.5: `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>`, as vLLM's `qwen3_coder`. */
+/** Qwen3-Coder, Qwen3.5, Nemotron 3 Nano, Step 3.5 (a bare `<function=…>…</function>` is read too): `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>`, as vLLM's `qwen3_coder`. */
 export const QWEN3_CODER: BlockFormat = {
   open: "<tool_call>",
   close: "</tool_call>",
   read: readFunctionTags,
+  bare: { open: "<function=", close: "</function>" },
 };
 
 /** ByteDance Seed-OSS: `<seed:tool_call>\n<function=NAME>\n<parameter=KEY>VALUE</parameter>\n</function>\n</seed:tool_call>`, as vLLM's `seed_oss`. */

@@ -207,6 +207,18 @@ const suites: Record<string, Suite> = {
         leaksAllowed: true,
       },
       {
+        title: "a bare <function=…> without <tool_call> is a call too (as vLLM)",
+        output:
+          "Checking.\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n<function=get_time>\n</function>\nDone.",
+        expect: { content: "Checking.\nDone.", calls: [weatherCall, { name: "get_time", args: {} }] },
+      },
+      {
+        title: "a half-written bare <function= at the end is content",
+        output: "See <function=get_weather>\n<parameter=city>\nPa",
+        expect: { content: "See <function=get_weather>\n<parameter=city>\nPa" },
+        leaksAllowed: true,
+      },
+      {
         title: "hermes JSON inside <tool_call> is not this format: content",
         output: '<tool_call>{"name": "f", "arguments": {}}</tool_call>',
         expect: { content: '<tool_call>{"name": "f", "arguments": {}}</tool_call>' },
