@@ -33,10 +33,10 @@ export type BlockFormat = {
  * out to be markup); a block becomes calls when its close tag arrives, or at `end()` when the model
  * stopped before the close tag but the body reads complete (its own inner closings all written).
  * Whitespace between and after blocks is dropped (and the format's `drop` tags, everywhere); other text
- * after a block streams as content. A body
- * that does not read (malformed, half-written) falls back to content: the `open` text is emitted
- * verbatim and scanning resumes after it. A format's `bare` block is read the same way. Calls are
- * emitted whole, as the other parsers here do.
+ * after a block streams as content. A body that does not read (malformed, half-written) falls back to
+ * content: the `open` text is emitted verbatim and scanning resumes after it. A format's `bare` block
+ * is read the same way. Unlike vLLM's parsers, which stream partial arguments, calls are emitted whole
+ * (as the other parsers here do), so a malformed one can still become content.
  */
 export class XmlBlockToolParser extends BufferedToolParser {
   private state: "text" | "call" | "after" = "text";
