@@ -48,7 +48,7 @@ export class ChatOutputParser implements StreamParser {
 export type ChatOutputParserOptions = ToolParserOptions & {
   /** A reasoning parser name (`deepseek_r1`, `qwen3`), or none. */
   reasoningParser?: string;
-  /** A tool parser name (`hermes`, `llama3_json`, `mistral`, `generic`), or none (e.g. `tool_choice: "none"`). */
+  /** A tool parser name (one of `TOOL_PARSER_NAMES` or an alias), or none (e.g. `tool_choice: "none"`). */
   toolParser?: string;
   /** Whether the prompt opened `<think>` (`promptOpensThinking(prompt)`); default per reasoning parser. */
   startsInThinking?: boolean;

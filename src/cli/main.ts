@@ -3,6 +3,7 @@
  * Flag names follow `vllm serve` where it has one, llama-server's otherwise.
  */
 import { Command, CommanderError, Option } from "commander";
+import { TOOL_PARSER_NAMES } from "../chat/index.ts";
 import { ConfigError, loadServeConfig, type ServeFlags } from "../config/serveConfig.ts";
 import { DeviceUnavailableError } from "../engine/devices.ts";
 import { ModelLoadError } from "../engine/ModelHost.ts";
@@ -60,7 +61,7 @@ program
   )
   .option(
     "--tool-call-parser <name>",
-    "tool-call parser for tool_choice auto: hermes, llama3_json, mistral, generic (default: detected from the chat template)",
+    `tool-call parser for tool_choice auto: ${TOOL_PARSER_NAMES.join(", ")} (default: detected from the chat template)`,
   )
   .option(
     "--reasoning-parser <name>",

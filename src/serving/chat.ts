@@ -82,7 +82,7 @@ export async function planChat(
   const parserFor = (startsInThinking: boolean | undefined) =>
     createChatOutputParser({
       ...(reasoningParser !== undefined ? { reasoningParser } : {}),
-      ...(tools.parser !== undefined ? { toolParser: tools.parser } : {}),
+      ...(tools.parser !== undefined ? { toolParser: tools.parser, tools: body.tools ?? [] } : {}),
       ...(startsInThinking !== undefined ? { startsInThinking } : {}),
     });
   // A prompt that mentions <think> says whether the output starts inside the block; else the parser's default.

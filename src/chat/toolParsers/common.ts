@@ -3,6 +3,7 @@
  * JSON (`{"name": …, "arguments"|"parameters": …}`), and the builder of one feed's {@link ParserDelta}.
  */
 import { randomInt } from "node:crypto";
+import type { ChatTool } from "../../protocol/tools.ts";
 import type { ParserDelta, StreamParser } from "../parserDelta.ts";
 import { skipSpace } from "../textScan.ts";
 
@@ -10,6 +11,11 @@ import { skipSpace } from "../textScan.ts";
 export type ToolParserOptions = {
   /** Makes a new call id; defaults to {@link newToolCallId}. Tests inject a counter. */
   newId?: () => string;
+  /**
+   * The request's tool definitions: the XML-style parsers convert each parameter's text to the JSON
+   * Schema type declared here. Defaults to none (values are JSON when they parse as JSON, else strings).
+   */
+  tools?: readonly ChatTool[];
 };
 
 /** A tool-call parser: a {@link StreamParser} that emits `content` and `toolCalls` (never `reasoning`). */

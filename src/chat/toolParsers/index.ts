@@ -28,6 +28,21 @@ import {
 } from "./tokenFormats.ts";
 
 // --- end token-delimited families ---
+// XML-style families (qwen3_coder, seed_oss, glm45/glm47, minimax_m2, minimax_m3, minimax, muse_glimmer, hy_v3, nemotron_json)
+import { XmlBlockToolParser } from "./xmlBlock.ts";
+import {
+  GLM,
+  HY_V3,
+  KIMI_K3,
+  MINIMAX_M1,
+  MINIMAX_M2,
+  MINIMAX_M3,
+  MUSE_GLIMMER,
+  NEMOTRON_JSON,
+  QWEN3_CODER,
+  SEED_OSS,
+  SOLAR_OPEN,
+} from "./xmlFamilies.ts";
 
 export { newToolCallId, type ToolParser, type ToolParserOptions } from "./common.ts";
 export { type CallMarkup, type DelimitedSyntax, DelimitedToolParser } from "./delimited.ts";
@@ -36,6 +51,7 @@ export { GenericJsonToolParser } from "./genericJson.ts";
 export { HermesToolParser } from "./hermes.ts";
 export { Llama3JsonToolParser } from "./llama3Json.ts";
 export { MistralToolParser } from "./mistral.ts";
+export { XmlBlockToolParser } from "./xmlBlock.ts";
 
 /**
  * Tool parser names: `hermes` (`<tool_call>` JSON, Hermes/Qwen), `llama3_json` (bare JSON with
@@ -51,6 +67,12 @@ export { MistralToolParser } from "./mistral.ts";
  * `firefunction_v2` (`functools[…]`), `command_r` (`<|START_ACTION|>` / `Action:` + fenced JSON),
  * `apriel` (`<tool_calls>[…]</tool_calls>`), `apertus` (`<|tools_prefix|>[{"NAME": {…}}]`),
  * `gigachat3` (`function call<|role_sep|>{…}`).
+ * XML-style families (`xmlFamilies.ts`): `qwen3_coder` (`<tool_call><function=…><parameter=…>`),
+ * `seed_oss` (`<seed:tool_call><function=…>`), `glm45` / `glm47` (`<tool_call>NAME<arg_key>…`),
+ * `minimax_m2` (`<minimax:tool_call><invoke name=…>`), `minimax_m3` (`]<]minimax[>[`-prefixed nested
+ * elements), `minimax` (MiniMax-M1 `<tool_calls>` JSON lines), `hy_v3` (Hunyuan 3 `<tool_calls:opensource>`),
+ * `kimi_k3` (Kimi K3 XTML `<|open|>tools<|sep|>`), `solar_open` (`<|tool_call:begin|>…<|tool_call:end|>`),
+ * `muse_glimmer` (`<atem:function_calls><atem:invoke …>`), `nemotron_json` (`<TOOLCALL>[…]</TOOLCALL>`).
  */
 export const TOOL_PARSER_NAMES = [
   "hermes",
@@ -74,6 +96,19 @@ export const TOOL_PARSER_NAMES = [
   "apertus",
   "gigachat3",
   // --- end token-delimited families ---
+  // XML-style families
+  "qwen3_coder",
+  "seed_oss",
+  "glm45",
+  "glm47",
+  "minimax_m2",
+  "minimax_m3",
+  "minimax",
+  "muse_glimmer",
+  "hy_v3",
+  "kimi_k3",
+  "solar_open",
+  "nemotron_json",
 ] as const;
 
 /** One of {@link TOOL_PARSER_NAMES}. */
@@ -93,11 +128,16 @@ const ALIASES: Record<string, ToolParserName> = {
   functionary: "functionary_v3_2",
   cohere: "command_r",
   // --- end token-delimited families ---
+  // XML-style families
+  qwen3_xml: "qwen3_coder",
+  step3p5: "qwen3_coder",
+  poolside_v1: "glm47",
 };
 
 /**
  * The canonical name for `name` or one of its aliases (`qwen`, `qwen2_5`, `llama3`, `json`; `deepseek_r1`,
- * `deepseek_v4`, `llama4_pythonic`, `olmo3`, `lfm2.5`, `functionary`, `cohere`), else `undefined`.
+ * `deepseek_v4`, `llama4_pythonic`, `olmo3`, `lfm2.5`, `functionary`, `cohere`; `qwen3_xml` and `step3p5`
+ * for `qwen3_coder`, `poolside_v1` for `glm47`), else `undefined`.
  */
 export function resolveToolParserName(name: string): ToolParserName | undefined {
   if ((TOOL_PARSER_NAMES as readonly string[]).includes(name)) return name as ToolParserName;
@@ -149,6 +189,30 @@ export function createToolParser(name: string, options: ToolParserOptions = {}):
     case "gigachat3":
       return new DelimitedToolParser(GIGACHAT3, options);
     // --- end token-delimited families ---
+    // XML-style families
+    case "qwen3_coder":
+      return new XmlBlockToolParser(QWEN3_CODER, options);
+    case "seed_oss":
+      return new XmlBlockToolParser(SEED_OSS, options);
+    case "glm45":
+    case "glm47":
+      return new XmlBlockToolParser(GLM, options);
+    case "minimax_m2":
+      return new XmlBlockToolParser(MINIMAX_M2, options);
+    case "minimax_m3":
+      return new XmlBlockToolParser(MINIMAX_M3, options);
+    case "minimax":
+      return new XmlBlockToolParser(MINIMAX_M1, options);
+    case "hy_v3":
+      return new XmlBlockToolParser(HY_V3, options);
+    case "kimi_k3":
+      return new XmlBlockToolParser(KIMI_K3, options);
+    case "solar_open":
+      return new XmlBlockToolParser(SOLAR_OPEN, options);
+    case "muse_glimmer":
+      return new XmlBlockToolParser(MUSE_GLIMMER, options);
+    case "nemotron_json":
+      return new XmlBlockToolParser(NEMOTRON_JSON, options);
     default:
       throw new Error(`Unknown tool call parser "${name}"; known: ${TOOL_PARSER_NAMES.join(", ")}`);
   }
@@ -192,11 +256,14 @@ export function detectTokenToolParser(text: string): ToolParserName | undefined 
  * Chooses a tool parser from the chat template text (Jinja comments ignored), in this order:
  * the token-delimited families ({@link detectTokenToolParser});
  * `<tool_call>` → `hermes`; `[TOOL_CALLS]` → `mistral`; `<|python_tag|>` or an `ipython` role →
+ * the XML-style families first ({@link detectXmlToolParser}); `<tool_call>` → `hermes`; `[TOOL_CALLS]` → `mistral`; `<|python_tag|>` or an `ipython` role →
  * `llama3_json`; any other template whose code uses a `tools` variable → `generic`; else `undefined`
  * (the template renders no tools: with `tool_choice` `"required"`/named the caller still forces and
  * parses the `generic` format).
  */
 export function detectToolParser(template: string): ToolParserName | undefined {
+  const xml = detectXmlToolParser(template);
+  if (xml) return xml;
   const code = jinjaCode(template);
   const token = detectTokenToolParser(template.replace(/\{#[\s\S]*?#\}/g, ""));
   if (token) return token;
@@ -204,5 +271,32 @@ export function detectToolParser(template: string): ToolParserName | undefined {
   if (code.includes("[TOOL_CALLS]")) return "mistral";
   if (code.includes("<|python_tag|>") || code.includes("ipython")) return "llama3_json";
   if (/\btools\b/.test(code)) return "generic";
+  return undefined;
+}
+
+// XML-style families: detection
+/**
+ * The XML-style family a chat template writes its calls in, looked for in the whole template text
+ * (Jinja comments removed), since some write the markup as literal text (GLM's `<arg_key>`):
+ * `]<]minimax[>[` → `minimax_m3`; `<tool_sep` → `hy_v3`; `'<|open|>'` with a `call` tag → `kimi_k3`;
+ * `<|tool_call:begin|>` → `solar_open`; `<minimax:tool_call>` → `minimax_m2`; `<seed:tool_call>` → `seed_oss`; `<atem:function_calls>` →
+ * `muse_glimmer`; `<tool_call>` with `<function=` → `qwen3_coder`; `<arg_key>` → `glm45` when a line
+ * break (raw or a `\n` escape) comes right before it, as GLM-4.5/4.6 write, else `glm47`;
+ * `<tool_calls>` not followed by `[` → `minimax` (MiniMax-M1); `<TOOLCALL>` → `nemotron_json`; else `undefined`.
+ */
+export function detectXmlToolParser(template: string): ToolParserName | undefined {
+  const text = template.replace(/\{#[\s\S]*?#\}/g, "");
+  if (text.includes("]<]minimax[>[")) return "minimax_m3";
+  if (text.includes("<tool_sep")) return "hy_v3";
+  if (text.includes("<|open|>") && text.includes("open_tag('call'")) return "kimi_k3";
+  if (text.includes("<|tool_call:begin|>")) return "solar_open";
+  if (text.includes("<minimax:tool_call>")) return "minimax_m2";
+  if (text.includes("<seed:tool_call>")) return "seed_oss";
+  if (text.includes("<atem:function_calls>")) return "muse_glimmer";
+  if (text.includes("<tool_call>") && text.includes("<function=")) return "qwen3_coder";
+  if (text.includes("<arg_key>")) return /\n<arg_key>|\\n<arg_key>/.test(text) ? "glm45" : "glm47";
+  // Apriel writes a JSON array in the same tag (`<tool_calls>[`): that is the `apriel` format.
+  if (text.includes("<tool_calls>") && !text.includes("<tool_calls>[")) return "minimax";
+  if (text.includes("<TOOLCALL>")) return "nemotron_json";
   return undefined;
 }

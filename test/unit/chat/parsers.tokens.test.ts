@@ -561,7 +561,7 @@ const DETECTIONS: Record<string, string | undefined> = {
   "Cohere2MoE.jinja": "command_r",
   "unsloth-Apriel-1.5.jinja": "apriel",
   "Apriel-1.6-15b-Thinker-fixed.jinja": "apriel",
-  "MiniMax-M1.jinja": "apriel",
+  "MiniMax-M1.jinja": "minimax",
   "Apertus-8B-Instruct.jinja": "apertus",
   "GigaChat3-10B-A1.8B.jinja": "gigachat3",
   "GigaChat3.1-10B-A1.8B.jinja": "gigachat3",
