@@ -5,6 +5,7 @@
 import { Template } from "@huggingface/jinja";
 import { badRequest } from "../errors.ts";
 import type { ChatTool } from "../protocol/tools.ts";
+import { installJinjaExtensions } from "./jinjaExtensions.mjs";
 import type { TemplateMessage } from "./messages.ts";
 import { TemplateRenderError, TemplateSandbox } from "./TemplateSandbox.ts";
 
@@ -39,6 +40,8 @@ export type RenderChatTemplateContext = {
   /** The request's `chat_template_kwargs` (e.g. `{enable_thinking: false}`), spread into the variables. */
   kwargs?: Record<string, unknown> | null;
 };
+
+installJinjaExtensions();
 
 const MAX_CACHED_TEMPLATES = 64;
 const templateCache = new Map<string, Template>();
