@@ -199,7 +199,8 @@ export type ShapeOptions = {
  * a system prompt it refuses is merged into the first user turn (`system + "\n\n" + user`);
  * for a template demanding alternation, consecutive same-role messages are merged with `"\n\n"`. Ids
  * are cut to 9 alphanumerics for Mistral's templates, and arguments passed as JSON text to templates
- * that print them. Messages are copied, never changed in place. `tools` is `null` when there are none.
+ * that print them; a tool without `parameters` gets an empty object schema. Messages are copied, never
+ * changed in place. `tools` is `null` when there are none.
  */
 export function shapeConversation(
   messages: readonly TemplateMessage[],
@@ -216,7 +217,20 @@ export function shapeConversation(
   if (!caps.toolResponses) out = out.map(resultAsUser);
   if (!caps.systemRole) out = systemIntoUser(out);
   if (caps.alternatingRoles) out = mergeSameRole(out);
-  return { messages: out, tools: hasTools ? tools : null };
+  return { messages: out, tools: hasTools ? tools.map(withParameters) : null };
+}
+
+/**
+ * `tool` with `function.parameters` defaulted to an empty object schema when absent (OpenAI: omitting
+ * `parameters` defines a function with an empty parameter list); templates such as ByteDance Seed-OSS's
+ * iterate `parameters.properties`.
+ */
+function withParameters(tool: ChatTool): ChatTool {
+  if (tool.function.parameters !== undefined && tool.function.parameters !== null) return tool;
+  return {
+    ...tool,
+    function: { ...tool.function, parameters: { type: "object", properties: {} } },
+  } as ChatTool;
 }
 
 /**

@@ -36,7 +36,8 @@ const tools: ChatTool[] = [
   {
     type: "function",
     function: { name: "get_time", parameters: { type: "object", properties: { city: { type: "string" } } } },
-  },
+  }, // No parameters at all (OpenAI: an empty parameter list): Seed-OSS iterates parameters.properties.
+  { type: "function", function: { name: "get_date" } },
 ];
 
 const call = (id: string, name: string) => ({
