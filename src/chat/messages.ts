@@ -129,13 +129,21 @@ function templateArguments(text: string): Record<string, unknown> | string {
  * `_parse_chat_message_content` + `_postprocess_messages`: `developer` → `system`; content strings kept,
  * text parts joined with `"\n"`, null content → `""`; `name`, `tool_call_id` and assistant `tool_calls`
  * carried over with `arguments` parsed to an object where valid JSON; assistant `reasoning_content` /
- * `reasoning` passed as both keys. Legacy forms: the `function` role becomes a `tool` message keeping
+ * `reasoning` passed as both keys; a `tool` message without `name` gets the name of the earlier assistant
+ * call its `tool_call_id` answers (templates such as Kimi K2's and Command R's print it). Legacy forms: the `function` role becomes a `tool` message keeping
  * `name`; an assistant `function_call` becomes a one-element `tool_calls` with id `call_<message index>`.
  * Throws 400 (`param: "messages"`) for an empty list and the errors of content parts (see above).
  */
 export function normalizeMessages(messages: readonly ChatMessage[], media?: MediaPrompt): TemplateMessage[] {
   if (messages.length === 0) throw badRequest("`messages` must contain at least one message.", "messages");
-  return messages.map((message, index) => normalizeMessage(message, index, media));
+  const out = messages.map((message, index) => normalizeMessage(message, index, media));
+  const callNames = new Map<string, string>();
+  for (const message of out) {
+    for (const call of message.tool_calls ?? []) callNames.set(call.id, call.function.name);
+    const name = message.tool_call_id === undefined ? undefined : callNames.get(message.tool_call_id);
+    if (message.role === "tool" && message.name === undefined && name !== undefined) message.name = name;
+  }
+  return out;
 }
 
 /** One message of {@link normalizeMessages}; `index` is its position, for error params and legacy ids. */

@@ -5,8 +5,10 @@
 import { Template } from "@huggingface/jinja";
 import { badRequest } from "../errors.ts";
 import type { ChatTool } from "../protocol/tools.ts";
+import { installJinjaExtensions } from "./jinjaExtensions.mjs";
 import type { TemplateMessage } from "./messages.ts";
 import { TemplateRenderError, TemplateSandbox } from "./TemplateSandbox.ts";
+import { shapeConversation, type TemplateCaps, templateCaps, templateCapsAsync } from "./templateCaps.ts";
 
 /**
  * The template used when a model has none: ChatML, as llama-server falls back to (llama.cpp's
@@ -39,6 +41,8 @@ export type RenderChatTemplateContext = {
   /** The request's `chat_template_kwargs` (e.g. `{enable_thinking: false}`), spread into the variables. */
   kwargs?: Record<string, unknown> | null;
 };
+
+installJinjaExtensions();
 
 const MAX_CACHED_TEMPLATES = 64;
 const templateCache = new Map<string, Template>();
@@ -102,15 +106,23 @@ function cutAfterFinalMessage(rendered: string, finalContent: string): string {
  * message (`param: "messages"`, code `chat_template_error`).
  */
 export function renderChatTemplate(template: string, ctx: RenderChatTemplateContext): string {
-  const variables = templateVariables(ctx);
+  checkFlags(ctx);
   const compiled = parsedTemplate(template);
+  const caps = templateCaps(template, (variables) => compiled.render(variables));
+  const shaped = shapedContext(ctx, caps);
   let rendered: string;
   try {
-    rendered = compiled.render(variables);
+    rendered = compiled.render(templateVariables(shaped));
   } catch (error) {
     throw renderFailed(errorMessage(error));
   }
-  return finishRender(rendered, ctx);
+  return finishRender(rendered, shaped);
+}
+
+/** `ctx` with its messages and tools shaped for a template with `caps` (see `shapeConversation`). */
+function shapedContext(ctx: RenderChatTemplateContext, caps: TemplateCaps): RenderChatTemplateContext {
+  const shaped = shapeConversation(ctx.messages, ctx.tools, caps);
+  return { ...ctx, messages: shaped.messages, tools: shaped.tools };
 }
 
 /**
@@ -126,10 +138,12 @@ export async function renderChatTemplateSandboxed(
   ctx: RenderChatTemplateContext,
   sandbox: TemplateSandbox = sharedSandbox(),
 ): Promise<string> {
-  const variables = templateVariables(ctx);
+  checkFlags(ctx);
+  const caps = await templateCapsAsync(template, (variables) => sandbox.render(template, variables));
+  const shaped = shapedContext(ctx, caps);
   let rendered: string;
   try {
-    rendered = await sandbox.render(template, variables);
+    rendered = await sandbox.render(template, templateVariables(shaped));
   } catch (error) {
     if (!(error instanceof TemplateRenderError)) throw error;
     if (error.stage === "parse") throw parseFailed(error.message);
@@ -140,7 +154,7 @@ export async function renderChatTemplateSandboxed(
       "chat_template_limit",
     );
   }
-  return finishRender(rendered, ctx);
+  return finishRender(rendered, shaped);
 }
 
 let shared: TemplateSandbox | undefined;
@@ -151,15 +165,19 @@ function sharedSandbox(): TemplateSandbox {
   return shared;
 }
 
-/** The template's variables (see {@link renderChatTemplate}); throws 400 for conflicting flags. */
-function templateVariables(ctx: RenderChatTemplateContext): Record<string, unknown> {
-  const continueFinal = ctx.continueFinalMessage ?? false;
-  if (continueFinal && ctx.addGenerationPrompt) {
+/** Throws 400 when both `continueFinalMessage` and `addGenerationPrompt` are set (vLLM's check). */
+function checkFlags(ctx: RenderChatTemplateContext): void {
+  if ((ctx.continueFinalMessage ?? false) && ctx.addGenerationPrompt) {
     throw badRequest(
       "Cannot set both `continue_final_message` and `add_generation_prompt` to true.",
       "continue_final_message",
     );
   }
+}
+
+/** The template's variables (see {@link renderChatTemplate}). */
+function templateVariables(ctx: RenderChatTemplateContext): Record<string, unknown> {
+  const continueFinal = ctx.continueFinalMessage ?? false;
   return {
     ...(ctx.kwargs ?? {}),
     messages: ctx.messages,

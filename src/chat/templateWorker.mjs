@@ -8,6 +8,9 @@
 // can be refused for cheaply: `range()` size (as jinja2's sandbox, `MAX_RANGE`) and output length.
 import { parentPort, workerData } from "node:worker_threads";
 import { Environment, Template } from "@huggingface/jinja";
+import { installJinjaExtensions } from "./jinjaExtensions.mjs";
+
+installJinjaExtensions();
 
 /** @type {{ maxRange: number, maxOutputChars: number }} */
 const limits = workerData;

@@ -141,12 +141,14 @@ describe("renderChatTemplate: fixtures with system, user, tool call, tool result
     });
   }
 
-  it("gemma refuses the tool turn with the template's own message", () => {
-    assertApiError(
-      () => renderChatTemplate(fixture("gemma"), base),
-      400,
-      "messages",
-      /Conversation roles must alternate/,
+  it("gemma, which raises on tool turns, gets the calls and results as text, system merged, roles alternating", () => {
+    const prompt = renderChatTemplate(fixture("gemma"), base);
+    assert.equal(
+      prompt,
+      "<s><start_of_turn>user\nYou are a weather bot.\n\nWhat's the weather in Paris?<end_of_turn>\n" +
+        '<start_of_turn>model\n{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"},"id":"call_abc123"}]}<end_of_turn>\n' +
+        `<start_of_turn>user\n${JSON.stringify({ tool_response: { content: TOOL_RESULT, tool: "get_weather", tool_call_id: "call_abc123" } })}` +
+        "\n\nThanks! And tomorrow?<end_of_turn>\n<start_of_turn>model\n",
     );
   });
 
