@@ -70,6 +70,11 @@ const ServeConfigSchema = z.object({
   maxWaiting: z.number().int().min(0).optional(),
   requestTimeout: z.number().positive().optional(),
   prefixCaching: z.boolean(),
+  /**
+   * `--prefix-cache-scope`: requests without a `cache_salt` reuse cached prompt prefixes only under
+   * their own API key (`key`) or across every request (`global`). Defaults to `key`.
+   */
+  prefixCacheScope: z.enum(["key", "global"]),
   batchInvariantSeeds: z.boolean(),
   /** `--device`: where the models run. */
   device: z.enum(["auto", "cpu", "cuda", "vulkan"]),
@@ -120,6 +125,7 @@ export type ServeFlags = {
   maxWaiting?: string;
   requestTimeout?: string;
   prefixCaching?: boolean;
+  prefixCacheScope?: string;
   batchInvariantSeeds?: boolean;
   device?: string;
   nGpuLayers?: string;
@@ -229,6 +235,7 @@ export function loadServeConfig(
         ? undefined
         : parseSeconds(flags.requestTimeout, "--request-timeout"),
     prefixCaching: flags.prefixCaching ?? true,
+    prefixCacheScope: prefixCacheScope(flags.prefixCacheScope),
     batchInvariantSeeds: flags.batchInvariantSeeds ?? false,
     device: flags.device ?? "auto",
     nGpuLayers: optionalInteger(flags.nGpuLayers, "--n-gpu-layers"),
@@ -342,4 +349,13 @@ function reasoningParserName(name: string | undefined): string | undefined {
 
 function optionalInteger(value: string | undefined, flag: string): number | undefined {
   return value === undefined ? undefined : toInteger(value, flag);
+}
+
+/**
+ * `--prefix-cache-scope`: `key` (the default) or `global`.
+ * @throws ConfigError naming the flag for any other value.
+ */
+function prefixCacheScope(value: string | undefined): "key" | "global" {
+  if (value === undefined || value === "key" || value === "global") return value ?? "key";
+  throw new ConfigError(`--prefix-cache-scope must be 'key' or 'global', got '${value}'.`);
 }
