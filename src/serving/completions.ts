@@ -80,7 +80,12 @@ export async function planCompletion(
         ? Math.max(logprobs, body.prompt_logprobs ?? 0)
         : (body.prompt_logprobs ?? null),
   };
-  const grammar = await grammarForConstraint(fields.constraint, fields.whitespacePattern, signal);
+  const grammar = await grammarForConstraint(
+    fields.constraint,
+    fields.whitespacePattern,
+    signal,
+    fields.whitespacePatternParam,
+  );
   const requests: GenerationRequest[] = [];
   for (const prompt of prompts) {
     const maxTokens = resolveMaxTokens(
