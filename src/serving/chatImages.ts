@@ -9,6 +9,7 @@ import type { MediaSpan, PromptMedia } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { EngineHost } from "./engine.ts";
 import { type ImageSourceOptions, loadImage } from "./imageSource.ts";
+import { imageDimensions, MAX_IMAGE_PIXELS } from "./imageType.ts";
 
 /** The image limits of the server (`--max-image-bytes`, `--allow-private-image-urls`). */
 export type ImageLimits = Pick<ImageSourceOptions, "maxBytes" | "allowPrivate"> & { timeoutMs?: number };
@@ -42,6 +43,7 @@ export async function tokenizeWithImages(
       }),
     ),
   );
+  for (const [index, image] of images.entries()) refuseTooLarge(loaded[index]!.bytes, image.param);
   const marker = host.imageMarker ?? "";
   const markers = prompt.split(marker).length - 1;
   if (markers !== images.length) {
@@ -85,4 +87,18 @@ export async function tokenizeWithImages(
 /** A negative id from an image's SHA-256 (hex): equal images share it, different ones (almost) never. */
 function placeholderId(hash: string): number {
   return -1 - Number.parseInt(hash.slice(0, 12) || "0", 16);
+}
+
+/**
+ * Refuses an image whose header declares more than {@link MAX_IMAGE_PIXELS} pixels, before any decoding.
+ * @throws ApiError 400 naming the content part (`param`), with the dimensions and the limit.
+ */
+export function refuseTooLarge(bytes: Uint8Array, param: string): void {
+  const size = imageDimensions(bytes);
+  if (size !== undefined && size.width * size.height > MAX_IMAGE_PIXELS) {
+    throw badRequest(
+      `${param}: the image is too large (${size.width}x${size.height} pixels; at most ${MAX_IMAGE_PIXELS} pixels).`,
+      param,
+    );
+  }
 }
