@@ -251,7 +251,7 @@ export function loadServeConfig(
   const result = ServeConfigSchema.safeParse(raw);
   if (!result.success) {
     const issue = result.error.issues[0];
-    throw new ConfigError(`Invalid configuration: ${issue?.path.join(".")}: ${issue?.message}`);
+    throw new ConfigError(`Invalid configuration: ${flagPath(issue?.path ?? [])}: ${issue?.message}`);
   }
   return Object.freeze(result.data);
 }
@@ -358,4 +358,27 @@ function optionalInteger(value: string | undefined, flag: string): number | unde
 function prefixCacheScope(value: string | undefined): "key" | "global" {
   if (value === undefined || value === "key" || value === "global") return value ?? "key";
   throw new ConfigError(`--prefix-cache-scope must be 'key' or 'global', got '${value}'.`);
+}
+
+/** Settings whose flag is not their name in kebab case. */
+const FLAG_NAMES: Record<string, string> = { apiKeys: "api-key" };
+
+/**
+ * A `ServeConfig` path as the flags and config keys spell it: `maxModelLen` is `--max-model-len (config
+ * key 'max-model-len')`, `models.0.maxModelLen` is `models[0].max-model-len` (a config file's entry).
+ */
+function flagPath(path: readonly PropertyKey[]): string {
+  const kebab = (key: string): string =>
+    FLAG_NAMES[key] ?? key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+  const [head, ...rest] = path;
+  if (head === "models" && typeof rest[0] === "number") {
+    return `models[${rest[0]}]${rest
+      .slice(1)
+      .map((key) => `.${kebab(String(key))}`)
+      .join("")}`;
+  }
+  if (typeof head !== "string") return path.map(String).join(".");
+  const name = kebab(head);
+  const inner = rest.map((key) => `.${String(key)}`).join("");
+  return `--${name}${inner} (config key '${name}')`;
 }
