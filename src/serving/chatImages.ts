@@ -43,7 +43,11 @@ export async function tokenizeWithImages(
       }),
     ),
   );
-  for (const [index, image] of images.entries()) refuseTooLarge(loaded[index]!.bytes, image.param);
+  // Before decoding, the formats whose header checks itself (a GIF's logical screen does not: a corrupt
+  // GIF would read as a huge one, so GIFs are left to the decoder).
+  for (const [index, image] of images.entries()) {
+    if (loaded[index]!.mime !== "image/gif") refuseTooLarge(loaded[index]!.bytes, image.param);
+  }
   const marker = host.imageMarker ?? "";
   const markers = prompt.split(marker).length - 1;
   if (markers !== images.length) {

@@ -37,14 +37,16 @@ export const MAX_IMAGE_PIXELS = 89_478_485;
 
 /**
  * The width and height an image's header declares, in pixels, read without decoding: PNG's IHDR, GIF's
- * logical screen, BMP's info header (a negative height means top-down), JPEG's first SOFn marker. Undefined
- * when the header is cut short or the format is none of {@link SupportedImageMime}.
+ * logical screen (which has no check of its own: corrupt bytes read as any size), BMP's info header
+ * (a negative height means top-down), JPEG's first SOFn marker. Undefined when the header is cut short or
+ * malformed, or the format is none of {@link SupportedImageMime}.
  */
 export function imageDimensions(bytes: Uint8Array): { width: number; height: number } | undefined {
   const type = imageType(bytes);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (type === "image/png") {
-    if (bytes.length < 24) return undefined;
+    // The first chunk must be IHDR (RFC 2083 §4.1.1).
+    if (bytes.length < 24 || String.fromCharCode(...bytes.subarray(12, 16)) !== "IHDR") return undefined;
     return { width: view.getUint32(16), height: view.getUint32(20) };
   }
   if (type === "image/gif") {
@@ -52,6 +54,8 @@ export function imageDimensions(bytes: Uint8Array): { width: number; height: num
     return { width: view.getUint16(6, true), height: view.getUint16(8, true) };
   }
   if (type === "image/bmp") {
+    // The info header's own size tells the known BMP versions (as stb_image's `stbi__bmp_test`).
+    if (![12, 40, 56, 108, 124].includes(view.getUint32(14, true))) return undefined;
     return { width: Math.abs(view.getInt32(18, true)), height: Math.abs(view.getInt32(22, true)) };
   }
   if (type === "image/jpeg") {

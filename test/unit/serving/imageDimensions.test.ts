@@ -23,6 +23,7 @@ describe("image dimensions", () => {
     assert.deepEqual(imageDimensions(gif), { width: 800, height: 600 });
     const bmp = new Uint8Array(30);
     bmp.set(Buffer.from("BM"));
+    new DataView(bmp.buffer).setUint32(14, 40, true);
     new DataView(bmp.buffer).setInt32(18, 100, true);
     new DataView(bmp.buffer).setInt32(22, -50, true);
     assert.deepEqual(imageDimensions(bmp), { width: 100, height: 50 });
@@ -48,6 +49,12 @@ describe("image dimensions", () => {
     ]);
     assert.deepEqual(imageDimensions(jpeg), { width: 400, height: 300 });
     assert.equal(imageDimensions(new Uint8Array([0x89, 0x50])), undefined);
+    // A PNG whose first chunk is not IHDR, a BMP of no known header version: no dimensions to trust.
+    const noIhdr = pngHeader(20_000, 20_000);
+    noIhdr.set(Buffer.from("IDAT"), 12);
+    assert.equal(imageDimensions(noIhdr), undefined);
+    new DataView(bmp.buffer).setUint32(14, 7, true);
+    assert.equal(imageDimensions(bmp), undefined);
   });
 
   test("a 20000x20000 image is refused as too large, naming the part; a large one under the limit passes", () => {
