@@ -128,6 +128,7 @@ export async function startServer(
       seeds,
       metrics,
       maxTokensCap: config.maxTokensCap,
+      prefixCacheScope: config.prefixCacheScope,
       imageLimits: { maxBytes: config.maxImageBytes, allowPrivate: config.allowPrivateImageUrls },
       isReady: () => ready,
     },

@@ -60,8 +60,8 @@ export type MediaPrompt = { readonly marker: string; readonly images: MessageIma
  * The text of a message's content: a string as is, parts' texts joined with `"\n"` (as vLLM joins text
  * parts), `null`/absent as `""`. With `media`, a user message's `image_url` parts become its marker.
  * Throws 400 naming `messages[i].content[j]` for another media part (or any image part when the model
- * takes none, or outside a user message), a malformed image part, and a `refusal` part outside an
- * assistant message.
+ * takes none, or outside a user message), a malformed image part, a `refusal` part outside an
+ * assistant message, and, with `media`, text holding the image marker.
  */
 function contentText(
   value: string | ContentPart[] | null | undefined,
@@ -70,11 +70,11 @@ function contentText(
   media: MediaPrompt | undefined,
 ): string {
   if (value === null || value === undefined) return "";
-  if (typeof value === "string") return value;
+  if (typeof value === "string") return withoutMarker(value, media, `messages[${index}].content`);
   const texts: string[] = [];
   value.forEach((part, j) => {
     const param = `messages[${index}].content[${j}]`;
-    if (part.type === "text") texts.push(part.text);
+    if (part.type === "text") texts.push(withoutMarker(part.text, media, param));
     else if (part.type === "refusal" && role === "assistant") texts.push(part.refusal);
     else if (part.type === "refusal") {
       throw badRequest(`A refusal part is only allowed in an assistant message (${param}).`, param);
@@ -92,6 +92,21 @@ function contentText(
     }
   });
   return texts.join("\n");
+}
+
+/**
+ * `text`, refused when it holds the projector's image marker (`<__media__>`): the marker would take an
+ * image's place in the prompt (as llama-server, which has no escape for it either).
+ * @throws ApiError 400 naming `param`.
+ */
+function withoutMarker(text: string, media: MediaPrompt | undefined, param: string): string {
+  if (media && text.includes(media.marker)) {
+    throw badRequest(
+      `${param} contains the text '${media.marker}', this model's image marker; remove it (images are sent as image_url parts).`,
+      param,
+    );
+  }
+  return text;
 }
 
 /** The URL and detail of an `image_url` part. @throws ApiError 400 naming `param` when it has no URL string. */

@@ -72,6 +72,12 @@ program
     "accepted for vLLM compatibility; tool_choice auto is always on when a request has tools",
   )
   .option("--no-prefix-caching", "do not reuse cached prompt prefixes across requests")
+  .addOption(
+    new Option(
+      "--prefix-cache-scope <scope>",
+      "who shares cached prompt prefixes when a request gives no cache_salt: requests of the same API key (key, the default) or all (global)",
+    ).choices(["key", "global"]),
+  )
   .option("--trust-request-chat-template", "honour a request's own chat_template (it runs arbitrary Jinja)")
   .option(
     "--batch-invariant-seeds",

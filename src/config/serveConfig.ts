@@ -70,6 +70,11 @@ const ServeConfigSchema = z.object({
   maxWaiting: z.number().int().min(0).optional(),
   requestTimeout: z.number().positive().optional(),
   prefixCaching: z.boolean(),
+  /**
+   * `--prefix-cache-scope`: requests without a `cache_salt` reuse cached prompt prefixes only under
+   * their own API key (`key`) or across every request (`global`). Defaults to `key`.
+   */
+  prefixCacheScope: z.enum(["key", "global"]),
   batchInvariantSeeds: z.boolean(),
   /** `--device`: where the models run. */
   device: z.enum(["auto", "cpu", "cuda", "vulkan"]),
@@ -120,6 +125,7 @@ export type ServeFlags = {
   maxWaiting?: string;
   requestTimeout?: string;
   prefixCaching?: boolean;
+  prefixCacheScope?: string;
   batchInvariantSeeds?: boolean;
   device?: string;
   nGpuLayers?: string;
@@ -229,6 +235,7 @@ export function loadServeConfig(
         ? undefined
         : parseSeconds(flags.requestTimeout, "--request-timeout"),
     prefixCaching: flags.prefixCaching ?? true,
+    prefixCacheScope: prefixCacheScope(flags.prefixCacheScope),
     batchInvariantSeeds: flags.batchInvariantSeeds ?? false,
     device: flags.device ?? "auto",
     nGpuLayers: optionalInteger(flags.nGpuLayers, "--n-gpu-layers"),
@@ -244,7 +251,7 @@ export function loadServeConfig(
   const result = ServeConfigSchema.safeParse(raw);
   if (!result.success) {
     const issue = result.error.issues[0];
-    throw new ConfigError(`Invalid configuration: ${issue?.path.join(".")}: ${issue?.message}`);
+    throw new ConfigError(`Invalid configuration: ${flagPath(issue?.path ?? [])}: ${issue?.message}`);
   }
   return Object.freeze(result.data);
 }
@@ -342,4 +349,36 @@ function reasoningParserName(name: string | undefined): string | undefined {
 
 function optionalInteger(value: string | undefined, flag: string): number | undefined {
   return value === undefined ? undefined : toInteger(value, flag);
+}
+
+/**
+ * `--prefix-cache-scope`: `key` (the default) or `global`.
+ * @throws ConfigError naming the flag for any other value.
+ */
+function prefixCacheScope(value: string | undefined): "key" | "global" {
+  if (value === undefined || value === "key" || value === "global") return value ?? "key";
+  throw new ConfigError(`--prefix-cache-scope must be 'key' or 'global', got '${value}'.`);
+}
+
+/** Settings whose flag is not their name in kebab case. */
+const FLAG_NAMES: Record<string, string> = { apiKeys: "api-key" };
+
+/**
+ * A `ServeConfig` path as the flags and config keys spell it: `maxModelLen` is `--max-model-len (config
+ * key 'max-model-len')`, `models.0.maxModelLen` is `models[0].max-model-len` (a config file's entry).
+ */
+function flagPath(path: readonly PropertyKey[]): string {
+  const kebab = (key: string): string =>
+    FLAG_NAMES[key] ?? key.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
+  const [head, ...rest] = path;
+  if (head === "models" && typeof rest[0] === "number") {
+    return `models[${rest[0]}]${rest
+      .slice(1)
+      .map((key) => `.${kebab(String(key))}`)
+      .join("")}`;
+  }
+  if (typeof head !== "string") return path.map(String).join(".");
+  const name = kebab(head);
+  const inner = rest.map((key) => `.${String(key)}`).join("");
+  return `--${name}${inner} (config key '${name}')`;
 }

@@ -44,6 +44,11 @@ export type Slot = {
   kvImages: MediaSpan[];
   /** `performance.now()` when the slot last took a request, in milliseconds (0: never). */
   lastUsedAt: number;
+  /**
+   * The prefix-cache isolation domain of the request whose tokens `kvTokens` holds
+   * ({@link GenerationRequest.cacheDomain}); only a request of the same domain reuses them.
+   */
+  cacheDomain: string;
 };
 
 /** Options of the {@link Scheduler}. */
@@ -143,6 +148,7 @@ export class Scheduler {
       id,
       state: SlotState.Idle,
       kvTokens: [],
+      cacheDomain: "",
       kvImages: [],
       lastUsedAt: 0,
     }));
@@ -371,7 +377,7 @@ export class Scheduler {
       const job = this.waiting.shift() as Job;
       job.detach();
       if (job.request.batchInvariant) this.exclusiveRunning = true;
-      const slot = this.pickSlot(idle, job.request.promptTokens);
+      const slot = this.pickSlot(idle, job.request);
       this.start(slot, job);
     }
   }
@@ -396,7 +402,9 @@ export class Scheduler {
       request.promptLogprobs === null &&
       !request.batchInvariant &&
       request.embed === undefined;
-    let cached = reuse ? commonPrefixLength(slot.kvTokens, prompt) : 0;
+    // Another isolation domain's cells are never reused (the time to first token would tell).
+    const domain = request.cacheDomain ?? "";
+    let cached = reuse && slot.cacheDomain === domain ? commonPrefixLength(slot.kvTokens, prompt) : 0;
     // At least one prompt token is evaluated, for the next token's logits.
     if (cached >= prompt.length) cached = prompt.length - 1;
     // Never half an image: the cut goes before an image the reused prefix ends inside.
@@ -404,6 +412,7 @@ export class Scheduler {
       if (cached > span.start && cached < span.start + span.length) cached = span.start;
     }
     slot.state = SlotState.Prefill;
+    slot.cacheDomain = domain;
     slot.lastUsedAt = performance.now();
     const startedAt = performance.now();
     try {
@@ -443,16 +452,19 @@ export class Scheduler {
   }
 
   /**
-   * The idle slot sharing the longest prefix with the prompt, if that prefix is at least a tenth of the
-   * prompt (llama-server's `--slot-prompt-similarity` default, 0.1); otherwise (and without prefix
-   * caching) the least recently used idle slot (as llama-server), so recent caches survive for the next
-   * request.
+   * The idle slot of the request's isolation domain sharing the longest prefix with the prompt, if that
+   * prefix is at least a tenth of the prompt (llama-server's `--slot-prompt-similarity` default, 0.1);
+   * otherwise (and without prefix caching) the least recently used idle slot (as llama-server), so
+   * recent caches survive for the next request.
    */
-  private pickSlot(idle: Slot[], prompt: readonly number[]): Slot {
+  private pickSlot(idle: Slot[], request: GenerationRequest): Slot {
+    const prompt = request.promptTokens;
+    const domain = request.cacheDomain ?? "";
     if (this.prefixCaching) {
       let best: Slot | undefined;
       let bestLength = 0;
       for (const slot of idle) {
+        if (slot.cacheDomain !== domain) continue;
         const length = commonPrefixLength(slot.kvTokens, prompt);
         if (length > bestLength) {
           best = slot;

@@ -126,6 +126,12 @@ export type GenerationRequest = {
   /** The prompt's images, when it has any (the model's projector evaluates them). */
   media?: PromptMedia;
   /**
+   * The prefix-cache isolation domain: the scheduler reuses cached prompt cells only from a request of
+   * the same domain (vLLM's `cache_salt`, RFC #16016; see `server/cacheDomain.ts`), so no request can
+   * time another domain's prompts. Defaults to "" (the one shared domain).
+   */
+  cacheDomain?: string;
+  /**
    * Return the prompt's pooled embedding instead of generating (`/v1/embeddings`): `mean` of every
    * position's final hidden state, the first position's (`cls`) or the last one's (`last`). Unnormalised.
    */

@@ -4,6 +4,7 @@
  * from them) and types. Served on the chat serving by `serving/messages.ts`.
  */
 import { z } from "zod";
+import { CacheSaltSchema } from "./common.ts";
 
 const textBlock = z.object({ type: z.literal("text"), text: z.string() });
 const toolUseBlock = z.object({
@@ -81,6 +82,8 @@ export const AnthropicMessagesRequestSchema = z.object({
   metadata: z.object({ user_id: z.string().nullish() }).optional(),
   /** Extended thinking: `enabled` is a 400 (not supported yet); `disabled` is accepted. */
   thinking: z.looseObject({ type: z.string() }).optional(),
+  /** vLLM's prefix-cache isolation salt (see `CacheSaltSchema`); not an Anthropic field. */
+  cache_salt: CacheSaltSchema,
 });
 
 /** A validated `POST /v1/messages` request. */

@@ -68,6 +68,16 @@ export const NvextSchema = z
   .nullish();
 
 /**
+ * vLLM's `cache_salt` (RFC #16016): requests reuse each other's cached prompt prefix only when they
+ * carry the same salt; null or absent: the server's default isolation domain (`--prefix-cache-scope`).
+ * As vLLM, it must be a non-empty string when given.
+ */
+export const CacheSaltSchema = z
+  .string()
+  .min(1, { message: "Parameter 'cache_salt' must be a non-empty string if provided." })
+  .nullish();
+
+/**
  * Sampling and generation-control fields accepted by both endpoints. `max_tokens` and `logprobs`
  * differ between the endpoints and live in their own schemas.
  */
@@ -95,6 +105,7 @@ export const SamplingFieldsSchema = {
   prompt_logprobs: z.number().int().min(0).max(20).nullish(),
   return_tokens_as_token_ids: z.boolean().nullish(),
   request_id: z.string().nullish(),
+  cache_salt: CacheSaltSchema,
   priority: z.number().int().nullish(),
   add_special_tokens: z.boolean().nullish(),
   // --- vLLM guided decoding (pre-0.12 spelling, also in NIM) ---

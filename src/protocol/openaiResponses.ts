@@ -5,6 +5,7 @@
  * (`serving/responses.ts`), other unknown fields are ignored as on the other routes.
  */
 import { z } from "zod";
+import { CacheSaltSchema } from "./common.ts";
 
 const textContent = z.object({ type: z.enum(["input_text", "output_text"]), text: z.string() });
 /** Media inputs are declared so that the serving can answer them with a precise 400. */
@@ -96,6 +97,8 @@ export const ResponseCreateRequestSchema = z.object({
   store: z.boolean().nullish(),
   user: z.string().nullish(),
   metadata: z.record(z.string(), z.string()).nullish(),
+  /** vLLM's prefix-cache isolation salt (see `CacheSaltSchema`). */
+  cache_salt: CacheSaltSchema,
 });
 
 /** A validated `POST /v1/responses` request. */

@@ -56,6 +56,17 @@ export function keyMatches(token: string, keyDigests: readonly Buffer[]): boolea
   return matched;
 }
 
+/** The key each request authenticated with (set by {@link registerAuth}'s hook). */
+const authenticated = new WeakMap<FastifyRequest, string>();
+
+/**
+ * The API key a request authenticated with: one of `--api-key`'s, once {@link registerAuth}'s hook
+ * accepted it; undefined when authentication is off or the route needs no key.
+ */
+export function authenticatedKey(request: FastifyRequest): string | undefined {
+  return authenticated.get(request);
+}
+
 /**
  * Checks `Authorization: Bearer KEY` (or Anthropic's `x-api-key: KEY`) on every route {@link requiresApiKey} names, before anything else
  * runs for the request: a missing or wrong key is a 401 with `WWW-Authenticate: Bearer` and the error
@@ -74,7 +85,10 @@ export function registerAuth(app: FastifyInstance, options: AuthOptions): void {
       (route !== undefined && requiresApiKey(route, options.protectMetrics));
     if (!needsKey) return;
     const token = requestApiKey(request);
-    if (token !== undefined && keyMatches(token, digests)) return;
+    if (token !== undefined && keyMatches(token, digests)) {
+      authenticated.set(request, token);
+      return;
+    }
     return sendError(request, reply, unauthorized(token !== undefined));
   });
 }

@@ -1,6 +1,7 @@
 import type { ImageLimits } from "../serving/chatImages.ts";
 import type { SeedSource } from "../serving/generationParams.ts";
 import type { ModelRegistry } from "../serving/ModelRegistry.ts";
+import type { PrefixCacheScope } from "./cacheDomain.ts";
 import type { ServerMetrics } from "./metrics.ts";
 
 /** What the HTTP layer needs from the rest of the server. */
@@ -15,6 +16,8 @@ export type AppContext = {
   imageLimits?: ImageLimits;
   /** Prometheus metrics served at GET /metrics, and their sampled history at GET /metrics/history (absent: neither route). */
   metrics?: ServerMetrics;
+  /** `--prefix-cache-scope`: the isolation domain of requests without a `cache_salt`. Defaults to `key`. */
+  prefixCacheScope?: PrefixCacheScope;
   /** True once every model is loaded (readiness). */
   isReady(): boolean;
 };

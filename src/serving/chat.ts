@@ -53,7 +53,8 @@ export type ChatPlan = {
  *   close text is appended to the prompt); without a reasoning parser it has no effect;
  * - guided decoding (`chatGrammar.ts`), whose grammar admits a thinking block first when reasoning is parsed.
  * A request without `max_tokens`/`max_completion_tokens` generates until the context ends, at most
- * `maxTokensCap` tokens (`--max-tokens-cap`).
+ * `maxTokensCap` tokens (`--max-tokens-cap`). `cacheDomain` is the request's prefix-cache isolation
+ * domain (`server/cacheDomain.ts`); defaults to "" (shared).
  * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`requestChecks.ts`), unsupported content (images), a template that
  *   fails to render, a prompt plus `max_tokens` longer than the context, and invalid tool use; `signal`'s
  *   reason once it aborts while the constraint waits for the compiler.
@@ -65,6 +66,7 @@ export async function planChat(
   maxTokensCap?: number,
   imageLimits: ImageLimits = DEFAULT_IMAGE_LIMITS,
   signal?: AbortSignal,
+  cacheDomain = "",
 ): Promise<ChatPlan> {
   const { name: model, scheduler, chat } = registry.resolve(body.model);
   refusePeerFields(body);
@@ -141,6 +143,7 @@ export async function planChat(
       grammar,
     );
     if (promptMedia) request.media = promptMedia;
+    request.cacheDomain = cacheDomain;
     if (closeTokens && budget !== undefined)
       request.injectTokens = output.thinkingBudget(budget, closeTokens);
     return request;

@@ -32,17 +32,18 @@ export async function chatGrammar(
   thinking: ThinkingStart,
   signal?: AbortSignal,
 ): Promise<Grammar | null> {
-  const { constraint, whitespacePattern, maxThinkingTokens } = fields;
+  const { constraint, whitespacePattern, whitespacePatternParam, maxThinkingTokens } = fields;
   let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
   if (tools.schema) {
     const gbnf = await compileGuided(
       { kind: "json_schema", spec: tools.schema, param: "tools" },
       whitespacePattern,
       signal,
+      whitespacePatternParam,
     );
     compiled = { gbnf, param: "tools", answerOnly: true };
   } else if (constraint) {
-    const gbnf = await compileGuided(constraint, whitespacePattern, signal);
+    const gbnf = await compileGuided(constraint, whitespacePattern, signal, whitespacePatternParam);
     compiled = { gbnf, param: constraint.param, answerOnly: constraint.kind !== "grammar" };
   }
   if (!compiled) return null;

@@ -9,6 +9,7 @@ import type { MediaSpan, PromptMedia } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { EngineHost } from "./engine.ts";
 import { type ImageSourceOptions, loadImage } from "./imageSource.ts";
+import { imageDimensions, MAX_IMAGE_PIXELS } from "./imageType.ts";
 
 /** The image limits of the server (`--max-image-bytes`, `--allow-private-image-urls`). */
 export type ImageLimits = Pick<ImageSourceOptions, "maxBytes" | "allowPrivate"> & { timeoutMs?: number };
@@ -42,6 +43,11 @@ export async function tokenizeWithImages(
       }),
     ),
   );
+  // Before decoding, the formats whose header checks itself (a GIF's logical screen does not: a corrupt
+  // GIF would read as a huge one, so GIFs are left to the decoder).
+  for (const [index, image] of images.entries()) {
+    if (loaded[index]!.mime !== "image/gif") refuseTooLarge(loaded[index]!.bytes, image.param);
+  }
   const marker = host.imageMarker ?? "";
   const markers = prompt.split(marker).length - 1;
   if (markers !== images.length) {
@@ -85,4 +91,18 @@ export async function tokenizeWithImages(
 /** A negative id from an image's SHA-256 (hex): equal images share it, different ones (almost) never. */
 function placeholderId(hash: string): number {
   return -1 - Number.parseInt(hash.slice(0, 12) || "0", 16);
+}
+
+/**
+ * Refuses an image whose header declares more than {@link MAX_IMAGE_PIXELS} pixels, before any decoding.
+ * @throws ApiError 400 naming the content part (`param`), with the dimensions and the limit.
+ */
+export function refuseTooLarge(bytes: Uint8Array, param: string): void {
+  const size = imageDimensions(bytes);
+  if (size !== undefined && size.width * size.height > MAX_IMAGE_PIXELS) {
+    throw badRequest(
+      `${param}: the image is too large (${size.width}x${size.height} pixels; at most ${MAX_IMAGE_PIXELS} pixels).`,
+      param,
+    );
+  }
 }

@@ -47,6 +47,8 @@ export type CompletionPlan = {
 /**
  * Validates a completions request against its model and tokenizes its prompts. `maxTokensCap`
  * (`--max-tokens-cap`) bounds a request whose `max_tokens` is null (larger values were refused before).
+ * `cacheDomain` is the request's prefix-cache isolation domain (`server/cacheDomain.ts`); defaults to
+ * "" (shared).
  * @throws ApiError 404 for an unknown model; 400 for conflicting fields (`requestChecks.ts`: `echo` with
  *   `stream`, `best_of` < `n`, `best_of` with `stream`, ...), `suffix` on a model without fill-in-the-middle tokens,
  *   token ids outside the vocabulary, a prompt plus `max_tokens` longer than the context, or a
@@ -59,6 +61,7 @@ export async function planCompletion(
   seeds: SeedSource,
   maxTokensCap?: number,
   signal?: AbortSignal,
+  cacheDomain = "",
 ): Promise<CompletionPlan> {
   const { name: model, scheduler } = registry.resolve(body.model);
   refusePeerFields(body);
@@ -77,7 +80,12 @@ export async function planCompletion(
         ? Math.max(logprobs, body.prompt_logprobs ?? 0)
         : (body.prompt_logprobs ?? null),
   };
-  const grammar = await grammarForConstraint(fields.constraint, fields.whitespacePattern, signal);
+  const grammar = await grammarForConstraint(
+    fields.constraint,
+    fields.whitespacePattern,
+    signal,
+    fields.whitespacePatternParam,
+  );
   const requests: GenerationRequest[] = [];
   for (const prompt of prompts) {
     const maxTokens = resolveMaxTokens(
@@ -88,19 +96,19 @@ export async function planCompletion(
       maxTokensCap,
     );
     for (let choice = 0; choice < perPrompt; choice++) {
-      requests.push(
-        generationRequest(
-          body,
-          fields,
-          host,
-          prompt.tokens,
-          maxTokens,
-          requests.length,
-          seeds,
-          counts,
-          grammar,
-        ),
+      const request = generationRequest(
+        body,
+        fields,
+        host,
+        prompt.tokens,
+        maxTokens,
+        requests.length,
+        seeds,
+        counts,
+        grammar,
       );
+      request.cacheDomain = cacheDomain;
+      requests.push(request);
     }
   }
   return {

@@ -5,6 +5,7 @@
  */
 import { checkGrammar } from "../engine/grammar.ts";
 import type { Grammar } from "../engine/types.ts";
+import { ApiError, badRequest } from "../errors.ts";
 import { sharedCompiler } from "../structured/compileService.ts";
 import { confirmGbnf } from "../structured/index.ts";
 import { LruCache } from "../structured/lru.ts";
@@ -23,9 +24,13 @@ export async function grammarForConstraint(
   constraint: GuidedConstraint | null,
   whitespacePattern: string | undefined,
   signal?: AbortSignal,
+  whitespaceParam = WHITESPACE_PARAM,
 ): Promise<Grammar | null> {
   if (!constraint) return null;
-  return grammarForGbnf(await compileGuided(constraint, whitespacePattern, signal), constraint.param);
+  return grammarForGbnf(
+    await compileGuided(constraint, whitespacePattern, signal, whitespaceParam),
+    constraint.param,
+  );
 }
 
 /**
@@ -33,21 +38,39 @@ export async function grammarForConstraint(
  * pattern (`RequestFields.whitespacePattern`; undefined: the compilers' default). The one compile step
  * of both endpoints (chat's forced tool calls included), on the compiler's worker thread
  * (`structured/compileService.ts`); `signal` (the client's) drops it from the compiler's queue.
+ * `whitespaceParam` is the field the pattern came from (`RequestFields.whitespacePatternParam`), named
+ * in its errors; defaults to `guided_whitespace_pattern`.
  * @throws ApiError 400 naming the constraint's field for what cannot be compiled (or past the compiler's
- *   time and memory limits); the signal's reason once it aborts.
+ *   time and memory limits), or the pattern's field for a bad pattern; the signal's reason once it aborts.
  */
 export async function compileGuided(
   constraint: GuidedConstraint,
   whitespacePattern: string | undefined,
   signal?: AbortSignal,
+  whitespaceParam = WHITESPACE_PARAM,
 ): Promise<string> {
   const options = {
     param: constraint.param,
     ...(whitespacePattern !== undefined ? { whitespacePattern } : {}),
   };
-  const compiled = await sharedCompiler().compile(constraint.kind, constraint.spec, options, signal);
-  return compiled.gbnf;
+  try {
+    const compiled = await sharedCompiler().compile(constraint.kind, constraint.spec, options, signal);
+    return compiled.gbnf;
+  } catch (error) {
+    // The compilers name the pattern by its top-level spelling; the client may have sent another one.
+    if (
+      error instanceof ApiError &&
+      error.param === WHITESPACE_PARAM &&
+      whitespaceParam !== WHITESPACE_PARAM
+    ) {
+      throw badRequest(error.message.replaceAll(WHITESPACE_PARAM, whitespaceParam), whitespaceParam);
+    }
+    throw error;
+  }
 }
+
+/** The top-level spelling of the whitespace pattern, as the compilers name it. */
+const WHITESPACE_PARAM = "guided_whitespace_pattern";
 
 /**
  * The engine grammar for GBNF text that the compiler returned (which checked it with our port of

@@ -137,7 +137,7 @@ export type MessagesPlan = {
 };
 
 /**
- * Plans a Messages request on the chat serving.
+ * Plans a Messages request on the chat serving, in the prefix-cache isolation domain `cacheDomain`.
  * @throws ApiError as {@link messagesToChat} and `planChat` (404 unknown model, 400s).
  */
 export async function planMessages(
@@ -146,8 +146,17 @@ export async function planMessages(
   seeds: SeedSource,
   maxTokensCap?: number,
   signal?: AbortSignal,
+  cacheDomain = "",
 ): Promise<MessagesPlan> {
-  const chat = await planChat(registry, messagesToChat(body), seeds, maxTokensCap, undefined, signal);
+  const chat = await planChat(
+    registry,
+    messagesToChat(body),
+    seeds,
+    maxTokensCap,
+    undefined,
+    signal,
+    cacheDomain,
+  );
   return { id: `msg_${randomUUID().replaceAll("-", "")}`, chat, stops: body.stop_sequences ?? [] };
 }
 

@@ -41,6 +41,8 @@ export type RequestFields = {
    * compilers' default.
    */
   whitespacePattern: string | undefined;
+  /** The field {@link RequestFields.whitespacePattern} came from, as its errors name it. */
+  whitespacePatternParam: string;
   /** The one guided-decoding constraint, from whichever spelling gave it; null when none. */
   constraint: GuidedConstraint | null;
 };
@@ -73,6 +75,14 @@ export function requestFields(body: CommonRequest): RequestFields {
       nvext?.guided_whitespace_pattern ??
       body.structured_outputs?.whitespace_pattern ??
       undefined,
+    whitespacePatternParam:
+      body.guided_whitespace_pattern != null
+        ? "guided_whitespace_pattern"
+        : nvext?.guided_whitespace_pattern != null
+          ? "nvext.guided_whitespace_pattern"
+          : body.structured_outputs?.whitespace_pattern != null
+            ? "structured_outputs.whitespace_pattern"
+            : "guided_whitespace_pattern",
     constraint: guidedConstraintOf(body),
   };
 }

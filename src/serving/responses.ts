@@ -141,7 +141,8 @@ function addInputItem(messages: Record<string, unknown>[], item: ResponseInputIt
 }
 
 /**
- * Plans a Responses request on the chat serving (see {@link responsesToChat} and `planChat`).
+ * Plans a Responses request on the chat serving (see {@link responsesToChat} and `planChat`), in the
+ * prefix-cache isolation domain `cacheDomain`.
  * @throws ApiError as {@link responsesToChat} and `planChat` (404 unknown model, 400s).
  */
 export async function planResponse(
@@ -150,8 +151,17 @@ export async function planResponse(
   seeds: SeedSource,
   maxTokensCap?: number,
   signal?: AbortSignal,
+  cacheDomain = "",
 ): Promise<ResponsePlan> {
-  const chat = await planChat(registry, responsesToChat(body), seeds, maxTokensCap, undefined, signal);
+  const chat = await planChat(
+    registry,
+    responsesToChat(body),
+    seeds,
+    maxTokensCap,
+    undefined,
+    signal,
+    cacheDomain,
+  );
   return { id: newId("resp"), createdAt: chat.created, body, chat };
 }
 

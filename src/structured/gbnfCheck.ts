@@ -47,6 +47,13 @@ export type GbnfInfo = {
   ruleCount: number;
   /** Names of the rules written in the text. */
   ruleNames: string[];
+  /** Alternatives of every rule together (llama.cpp's rewriting included). */
+  alternativeCount: number;
+  /**
+   * The most parse stacks one rule reference expands to (see {@link stackFanOut}): what llama.cpp's
+   * sampler walks for every candidate token at that point, its cost per step. Saturates at 2^31.
+   */
+  maxFanOut: number;
 };
 
 const SPACE = 32;
@@ -407,7 +414,75 @@ function parseGbnf(text: string, rootRule: string, whole: boolean): GbnfInfo {
       src.length,
     );
   }
-  return { ruleCount: rules.length, ruleNames: written };
+  const fanOut = stackFanOut(rules as Rule[]);
+  let maxFanOut = 0;
+  let alternativeCount = 0;
+  for (let id = 0; id < rules.length; id++) {
+    maxFanOut = Math.max(maxFanOut, fanOut[id]!);
+    alternativeCount += rules[id]!.length;
+  }
+  return { ruleCount: rules.length, ruleNames: written, alternativeCount, maxFanOut };
+}
+
+/** Where {@link stackFanOut} saturates. */
+const FAN_OUT_CEILING = 2 ** 31;
+
+/**
+ * Per rule, the parse stacks llama.cpp's `llama_grammar_advance_stack` makes when it expands the rule:
+ * one per alternative that starts with a terminal (or is empty), plus for an alternative that starts
+ * with a reference that rule's fan-out (and, when that rule may be empty, the next element's too).
+ * Nested alternations multiply: `a ::= b | b`, `b ::= c | c`, ... doubles per level. An upper
+ * estimate (llama.cpp merges equal stacks); saturates at 2^31. The leftmost-reference graph is acyclic
+ * (left recursion was refused), so one post-order walk over it computes every rule once.
+ */
+function stackFanOut(rules: Rule[]): Float64Array {
+  const mayBeEmpty = rules.map((rule) => rule.some((alt) => alt.length === 0));
+  const fanOut = new Float64Array(rules.length).fill(-1);
+  /** The fan-out of `alt` from element `index`, or the id of a rule still to compute first. */
+  const sequence = (alt: Element[], index: number): number | { needs: number } => {
+    let total = 0;
+    for (let i = index; i < alt.length; i++) {
+      const el = alt[i]!;
+      if (el === TERMINAL) return total + 1;
+      const known = fanOut[el]!;
+      if (known < 0) return { needs: el };
+      total += known;
+      if (!mayBeEmpty[el]) return total;
+    }
+    return total + 1;
+  };
+  const stack: number[] = [];
+  const onStack = new Uint8Array(rules.length);
+  for (let start = 0; start < rules.length; start++) {
+    if (fanOut[start]! >= 0) continue;
+    stack.push(start);
+    onStack[start] = 1;
+    while (stack.length > 0) {
+      const id = stack[stack.length - 1]!;
+      let total = 0;
+      let pending: number | undefined;
+      for (const alt of rules[id]!) {
+        const part = sequence(alt, 0);
+        if (typeof part !== "number") {
+          pending = part.needs;
+          break;
+        }
+        total = Math.min(total + part, FAN_OUT_CEILING);
+      }
+      if (pending !== undefined && onStack[pending] === 0) {
+        stack.push(pending);
+        onStack[pending] = 1;
+        continue;
+      }
+      // The walk follows the leftmost-reference edges, which have no cycle (left recursion was refused);
+      // should one appear anyway, the rule on the stack counts as one stack, so the walk still ends.
+      if (pending !== undefined) fanOut[pending] = 1;
+      fanOut[id] = total + (pending !== undefined ? 1 : 0);
+      stack.pop();
+      onStack[id] = 0;
+    }
+  }
+  return fanOut;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import { ChatCompletionRequestSchema } from "../../protocol/chat.ts";
 import { planChat } from "../../serving/chat.ts";
 import { completeChat, streamChat } from "../../serving/chatResponse.ts";
+import { cacheDomain } from "../cacheDomain.ts";
 import type { AppContext } from "../context.ts";
 import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
@@ -13,7 +14,15 @@ export function registerChatRoutes(app: FastifyInstance, context: AppContext): v
     const signal = clientSignal(request, reply);
     const plan = await planUnder(
       signal,
-      planChat(context.registry, body, context.seeds, context.maxTokensCap, context.imageLimits, signal),
+      planChat(
+        context.registry,
+        body,
+        context.seeds,
+        context.maxTokensCap,
+        context.imageLimits,
+        signal,
+        cacheDomain(request, body.cache_salt, context.prefixCacheScope),
+      ),
     );
     if (plan === null) return reply;
     if (!body.stream) {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { CompletionRequestSchema } from "../../protocol/completions.ts";
 import { completeCompletion, planCompletion, streamCompletion } from "../../serving/completions.ts";
+import { cacheDomain } from "../cacheDomain.ts";
 import type { AppContext } from "../context.ts";
 import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
@@ -12,7 +13,14 @@ export function registerCompletionRoutes(app: FastifyInstance, context: AppConte
     const signal = clientSignal(request, reply);
     const plan = await planUnder(
       signal,
-      planCompletion(context.registry, body, context.seeds, context.maxTokensCap, signal),
+      planCompletion(
+        context.registry,
+        body,
+        context.seeds,
+        context.maxTokensCap,
+        signal,
+        cacheDomain(request, body.cache_salt, context.prefixCacheScope),
+      ),
     );
     if (plan === null) return reply;
     if (!body.stream) {

@@ -9,6 +9,7 @@ import {
   planMessages,
   streamMessages,
 } from "../../serving/messages.ts";
+import { cacheDomain } from "../cacheDomain.ts";
 import type { AppContext } from "../context.ts";
 import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
@@ -23,7 +24,14 @@ export function registerMessagesRoutes(app: FastifyInstance, context: AppContext
     const signal = clientSignal(request, reply);
     const plan = await planUnder(
       signal,
-      planMessages(context.registry, body, context.seeds, context.maxTokensCap, signal),
+      planMessages(
+        context.registry,
+        body,
+        context.seeds,
+        context.maxTokensCap,
+        signal,
+        cacheDomain(request, body.cache_salt, context.prefixCacheScope),
+      ),
     );
     if (plan === null) return reply;
     if (!body.stream) {

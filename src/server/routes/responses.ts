@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { ResponseCreateRequestSchema } from "../../protocol/openaiResponses.ts";
 import { completeResponse, planResponse, streamResponse } from "../../serving/responses.ts";
+import { cacheDomain } from "../cacheDomain.ts";
 import type { AppContext } from "../context.ts";
 import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
@@ -15,7 +16,14 @@ export function registerResponsesRoutes(app: FastifyInstance, context: AppContex
     const signal = clientSignal(request, reply);
     const plan = await planUnder(
       signal,
-      planResponse(context.registry, body, context.seeds, context.maxTokensCap, signal),
+      planResponse(
+        context.registry,
+        body,
+        context.seeds,
+        context.maxTokensCap,
+        signal,
+        cacheDomain(request, body.cache_salt, context.prefixCacheScope),
+      ),
     );
     if (plan === null) return reply;
     if (!body.stream) {

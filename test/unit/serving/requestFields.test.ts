@@ -23,6 +23,7 @@ describe("requestFields (every alias folded once)", () => {
       ignoreEos: false,
       maxThinkingTokens: undefined,
       whitespacePattern: undefined,
+      whitespacePatternParam: "guided_whitespace_pattern",
       constraint: null,
     });
   });
@@ -46,6 +47,7 @@ describe("requestFields (every alias folded once)", () => {
       ignoreEos: true,
       maxThinkingTokens: 5,
       whitespacePattern: "[ ]?",
+      whitespacePatternParam: "nvext.guided_whitespace_pattern",
       constraint: null,
     });
     const both = completion({ nvext, top_k: 4, min_p: 0.2, min_tokens: 1, ignore_eos: false });
@@ -70,6 +72,16 @@ describe("requestFields (every alias folded once)", () => {
     assert.equal(
       chat({ guided_whitespace_pattern: "a", nvext: { guided_whitespace_pattern: "b" } }).whitespacePattern,
       "a",
+    );
+    // The spelling that won is the one errors name.
+    assert.equal(
+      chat({ structured_outputs: { whitespace_pattern: "c" } }).whitespacePatternParam,
+      "structured_outputs.whitespace_pattern",
+    );
+    assert.equal(
+      chat({ guided_whitespace_pattern: "a", nvext: { guided_whitespace_pattern: "b" } })
+        .whitespacePatternParam,
+      "guided_whitespace_pattern",
     );
   });
 
