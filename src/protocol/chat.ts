@@ -3,7 +3,7 @@
  * The message and tool schemas are `messages.ts` and `tools.ts`.
  */
 import { z } from "zod";
-import { SamplingFieldsSchema, type Usage } from "./common.ts";
+import { REASONING_EFFORTS, SamplingFieldsSchema, type Usage } from "./common.ts";
 import { chatMessagesSchema } from "./messages.ts";
 import { chatToolSchema, toolChoiceSchema } from "./tools.ts";
 
@@ -20,6 +20,8 @@ export const ChatCompletionRequestSchema = z.object({
   tools: z.array(chatToolSchema).nullish(),
   tool_choice: toolChoiceSchema.nullish(),
   parallel_tool_calls: z.boolean().nullish(),
+  /** OpenAI's reasoning effort: reaches the chat template's own knob (`chat/reasoningEffort.ts`). */
+  reasoning_effort: z.enum(REASONING_EFFORTS).nullish(),
   ...SamplingFieldsSchema,
   // --- vLLM chat extensions ---
   add_generation_prompt: z.boolean().nullish(),

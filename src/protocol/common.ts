@@ -149,3 +149,9 @@ export type Usage = {
   total_tokens: number;
   prompt_tokens_details?: { cached_tokens: number } | null;
 };
+
+/** OpenAI's `reasoning_effort` values (chat completions; Responses' `reasoning.effort`). */
+export const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"] as const;
+
+/** One of {@link REASONING_EFFORTS}. */
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];

@@ -5,7 +5,7 @@
  * (`serving/responses.ts`), other unknown fields are ignored as on the other routes.
  */
 import { z } from "zod";
-import { CacheSaltSchema } from "./common.ts";
+import { CacheSaltSchema, REASONING_EFFORTS } from "./common.ts";
 
 const textContent = z.object({ type: z.enum(["input_text", "output_text"]), text: z.string() });
 /** Media inputs are declared so that the serving can answer them with a precise 400. */
@@ -90,6 +90,10 @@ export const ResponseCreateRequestSchema = z.object({
     ])
     .nullish(),
   parallel_tool_calls: z.boolean().nullish(),
+  /** OpenAI's reasoning configuration: `effort` maps as chat's `reasoning_effort`; `summary` is accepted. */
+  reasoning: z
+    .looseObject({ effort: z.enum(REASONING_EFFORTS).nullish(), summary: z.string().nullish() })
+    .nullish(),
   stream: z.boolean().nullish(),
   /** Refused when set: responses are not stored, so there is nothing to continue from. */
   previous_response_id: z.string().nullish(),

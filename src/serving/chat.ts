@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { createChatOutputParser, detectReasoningParser, promptOpensThinking } from "../chat/index.ts";
 import { type MediaPrompt, normalizeMessages } from "../chat/messages.ts";
+import { reasoningEffortVariables } from "../chat/reasoningEffort.ts";
 import {
   CHATML_FALLBACK_TEMPLATE,
   promptStartsWithBos,
@@ -187,6 +188,7 @@ export type ChatPromptFields = Pick<
   | "continue_final_message"
   | "chat_template"
   | "chat_template_kwargs"
+  | "reasoning_effort"
   | "add_special_tokens"
 >;
 
@@ -204,7 +206,11 @@ export async function renderPrompt(
   body: ChatPromptFields,
   media?: MediaPrompt,
 ): Promise<[string, boolean]> {
-  const prompt = await renderChatTemplateSandboxed(chatTemplateOf(chat, body), {
+  const template = chatTemplateOf(chat, body);
+  // `reasoning_effort` sets the template's own knob; the client's `chat_template_kwargs` win.
+  const effort = reasoningEffortVariables(template, body.reasoning_effort ?? undefined);
+  const kwargs = { ...effort, ...(body.chat_template_kwargs ?? {}) };
+  const prompt = await renderChatTemplateSandboxed(template, {
     messages: normalizeMessages(body.messages, media),
     tools: body.tools ?? null,
     documents: body.documents ?? null,
@@ -212,7 +218,7 @@ export async function renderPrompt(
     continueFinalMessage: body.continue_final_message ?? false,
     bosToken: host.bosText,
     eosToken: host.eosText,
-    kwargs: body.chat_template_kwargs ?? null,
+    kwargs,
   });
   const addSpecialTokens = (body.add_special_tokens ?? false) && !promptStartsWithBos(prompt, host.bosText);
   return [prompt, addSpecialTokens];

@@ -88,6 +88,7 @@ export function responsesToChat(body: ResponseCreateRequest): ChatCompletionRequ
     tool_choice:
       typeof choice === "object" && choice ? { type: "function", function: { name: choice.name } } : choice,
     parallel_tool_calls: body.parallel_tool_calls,
+    reasoning_effort: body.reasoning?.effort ?? undefined,
     response_format:
       format?.type === "json_schema"
         ? {
