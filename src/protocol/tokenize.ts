@@ -4,6 +4,7 @@
  * DetokenizeRequest, DetokenizeResponse). Field names, defaults and order as vLLM's.
  */
 import { z } from "zod";
+import { REASONING_EFFORTS } from "./common.ts";
 import { chatMessagesSchema } from "./messages.ts";
 import { chatToolSchema } from "./tools.ts";
 
@@ -29,6 +30,8 @@ export const TokenizeChatRequestSchema = z.object({
   add_special_tokens: z.boolean().nullish(),
   chat_template: z.string().nullish(),
   chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
+  /** As chat's `reasoning_effort`: sets the template's own thinking knob. */
+  reasoning_effort: z.enum(REASONING_EFFORTS).nullish(),
   mm_processor_kwargs: z.record(z.string(), z.unknown()).nullish(),
   tools: z.array(chatToolSchema).nullish(),
 });

@@ -126,6 +126,36 @@ describe("reasoning (stories260K, <think> templates)", () => {
     await server.stop();
   });
 
+  it("reasoning_effort reaches the template's knobs, through the official client and /tokenize", async () => {
+    const knobs =
+      "{{- 'effort=' ~ (reasoning_effort if reasoning_effort is defined else '-') ~ ' thinking=' ~ ('-' if enable_thinking is not defined else ('on' if enable_thinking else 'off')) -}}";
+    const prompt = async (effort: string) => {
+      const tokenized = await server.post("/tokenize", {
+        messages: [{ role: "user", content: "Hi" }],
+        chat_template: knobs,
+        reasoning_effort: effort,
+      });
+      assert.equal(tokenized.status, 200);
+      const { tokens } = (await tokenized.json()) as { tokens: number[] };
+      const detokenized = await server.post("/detokenize", { tokens });
+      return ((await detokenized.json()) as { prompt: string }).prompt.trim();
+    };
+    assert.equal(await prompt("none"), "effort=none thinking=off");
+    assert.equal(await prompt("high"), "effort=high thinking=on");
+    const refused = await server.post("/v1/chat/completions", {
+      messages: [{ role: "user", content: "Hi" }],
+      reasoning_effort: "extreme",
+    });
+    assert.equal(refused.status, 422);
+    const reply = await server.client.chat.completions.create({
+      model: TEST_MODEL,
+      messages: [{ role: "user", content: "Hi" }],
+      reasoning_effort: "low",
+      max_tokens: 2,
+    });
+    assert.equal(reply.choices.length, 1);
+  });
+
   it("a prompt that opened <think> makes the whole unclosed output reasoning", async () => {
     const out = await both({ chat_template: opensThinking, max_tokens: 16, temperature: 0 });
     assert.ok((out.reasoning ?? "").length > 0);
