@@ -13,7 +13,14 @@ export function registerChatRoutes(app: FastifyInstance, context: AppContext): v
     const signal = clientSignal(request, reply);
     const plan = await planUnder(
       signal,
-      planChat(context.registry, body, context.seeds, context.maxTokensCap, context.imageLimits, signal),
+      planChat(
+        context.registry,
+        body,
+        context.seeds,
+        context.maxTokensCap ?? context.defaultMaxTokens,
+        context.imageLimits,
+        signal,
+      ),
     );
     if (plan === null) return reply;
     if (!body.stream) {

@@ -15,7 +15,13 @@ export function registerResponsesRoutes(app: FastifyInstance, context: AppContex
     const signal = clientSignal(request, reply);
     const plan = await planUnder(
       signal,
-      planResponse(context.registry, body, context.seeds, context.maxTokensCap, signal),
+      planResponse(
+        context.registry,
+        body,
+        context.seeds,
+        context.maxTokensCap ?? context.defaultMaxTokens,
+        signal,
+      ),
     );
     if (plan === null) return reply;
     if (!body.stream) {
