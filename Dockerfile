@@ -12,7 +12,10 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY . .
-RUN node scripts/build-native.mjs && npm run build && npm prune --omit=dev
+RUN node scripts/build-native.mjs && npm run build && npm prune --omit=dev \
+    && platform="$(node -p 'process.platform + "-" + process.arch')" \
+    && find node_modules/@node-llama-cpp -mindepth 1 -maxdepth 1 -type d ! -name "${platform}*" -exec rm -rf {} +
+# (above: only this platform's node-llama-cpp prebuilt libraries reach the runtime layer, ~680 MB less)
 
 # --- runtime: the server only, as the unprivileged `node` user (uid 1000) ---
 FROM node:20-bookworm-slim
@@ -22,6 +25,7 @@ WORKDIR /app
 COPY --from=build --chown=root:root /app/package.json /app/package-lock.json ./
 COPY --from=build --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/bin ./bin
+COPY --from=build --chown=root:root /app/scripts/healthcheck.mjs ./scripts/healthcheck.mjs
 COPY --from=build --chown=root:root /app/src ./src
 # The compiled addon and where it finds node-llama-cpp's prebuilt libraries (an rpath into node_modules).
 COPY --from=build --chown=root:root /app/native/build/lmserve_engine.node /app/native/build/paths.json ./native/build/
@@ -32,8 +36,9 @@ VOLUME ["/models"]
 USER node
 EXPOSE 8000
 # Readiness is 503 while models load and while draining for shutdown.
+# It follows the port: the server's own --port argument, else LMSERVE_PORT, else 8000 (scripts/healthcheck.mjs).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=120s \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:8000/v1/health/ready').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "scripts/healthcheck.mjs"]
 # SIGTERM drains in-flight requests for --shutdown-timeout seconds (default 30), then exits 0.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["node", "bin/lmserve.js", "serve"]

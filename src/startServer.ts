@@ -1,12 +1,14 @@
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, createServer } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.ts";
+import { summariseSkippedBackends } from "./engine/devices.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
 import { ModelFileWatch } from "./models/modelFileWatch.ts";
 import { resolveServeModels } from "./resolveServeModels.ts";
 import { buildApp } from "./server/app.ts";
+import { chooseLogFormat, prettyLogStream } from "./server/logFormat.ts";
 import { ServerMetrics } from "./server/metrics.ts";
 import { drainServer } from "./server/shutdown.ts";
 import { SeedSource } from "./serving/generationParams.ts";
@@ -34,11 +36,18 @@ export async function startServer(
   config: ServeConfig,
   options: { handleSignals?: boolean } = {},
 ): Promise<RunningServer> {
-  const logger = pino({ level: config.logLevel, base: { service: "lmserve" } });
+  const logOptions = { level: config.logLevel, base: { service: "lmserve" } };
+  const logger =
+    chooseLogFormat(config.logFormat, process.stdout.isTTY) === "pretty"
+      ? pino(logOptions, prettyLogStream(process.stdout))
+      : pino(logOptions);
   const registry = new ModelRegistry<Scheduler>();
   const metrics = new ServerMetrics();
   const seeds = new SeedSource(config.seed, config.batchInvariantSeeds);
   let ready = false;
+
+  // A busy port fails at once, before minutes of downloading and loading (the real bind follows the load).
+  await checkPortFree(config.host, config.port);
 
   const hosts: ModelHost[] = [];
   const watches: ModelFileWatch[] = [];
@@ -92,6 +101,16 @@ export async function startServer(
         },
       );
       metrics.track(registry.all().at(-1) as Scheduler);
+      // Absent GPU backends: one phrase at info; the loader's messages (libcublas.so.13: cannot open …) at debug.
+      const gpu = summariseSkippedBackends(host.placement.skipped);
+      if (host.placement.skipped.length > 0)
+        logger.debug(
+          {
+            model: host.id,
+            gpuBackendsSkipped: host.placement.skipped.map((entry) => `${entry.backend}: ${entry.reason}`),
+          },
+          "GPU backends not used",
+        );
       logger.info(
         {
           model: host.id,
@@ -102,13 +121,7 @@ export async function startServer(
           backend: host.placement.backend,
           ...(host.placement.devices.length > 0 ? { devices: host.placement.devices } : {}),
           offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
-          ...(host.placement.skipped.length > 0
-            ? {
-                gpuBackendsSkipped: host.placement.skipped.map(
-                  (entry) => `${entry.backend}: ${entry.reason}`,
-                ),
-              }
-            : {}),
+          ...(gpu !== undefined ? { gpu } : {}),
           threads: threadsFor(config, model.sizeBytes),
           ...(mmproj !== undefined ? { mmproj, vision: host.acceptsImages } : {}),
         },
@@ -129,6 +142,7 @@ export async function startServer(
       metrics,
       maxTokensCap: config.maxTokensCap,
       prefixCacheScope: config.prefixCacheScope,
+      defaultMaxTokens: config.defaultMaxTokens,
       imageLimits: { maxBytes: config.maxImageBytes, allowPrivate: config.allowPrivateImageUrls },
       isReady: () => ready,
     },
@@ -152,7 +166,14 @@ export async function startServer(
   const address = app.server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  logger.info({ url }, "listening");
+  logger.info(
+    {
+      url,
+      ...(config.ui ? { ui: `${url}/` } : {}),
+      ...(config.defaultMaxTokens !== undefined ? { defaultMaxTokens: config.defaultMaxTokens } : {}),
+    },
+    "listening",
+  );
   sharedCompiler().warm(); // in the background: the guided-decoding compiler's worker and its automata
   if (process.stderr.isTTY)
     process.stderr.write(
@@ -190,4 +211,23 @@ export async function startServer(
     process.once("SIGINT", onSignal);
   }
   return { app, registry, url, close };
+}
+
+/**
+ * Binds `host:port` for a moment and lets it go, so that a port already taken fails before the models
+ * load. Port 0 (any free port) is not checked. Another process may still take the port before the
+ * server binds it; that later bind reports the same error.
+ * @throws ConfigError "Cannot listen on HOST:PORT: EADDRINUSE …" (or the bind's other error code).
+ */
+export async function checkPortFree(host: string, port: number): Promise<void> {
+  if (port === 0) return;
+  await new Promise<void>((resolvePromise, reject) => {
+    const probe = createServer();
+    probe.once("error", (error: NodeJS.ErrnoException) => {
+      const code = error.code ?? String(error);
+      const hint = code === "EADDRINUSE" ? " (another process uses this port; pick another with --port)" : "";
+      reject(new ConfigError(`Cannot listen on ${host}:${port}: ${code}${hint}.`));
+    });
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolvePromise()));
+  });
 }

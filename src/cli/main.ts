@@ -4,7 +4,12 @@
  */
 import { Command, CommanderError, Option } from "commander";
 import { TOOL_PARSER_NAMES } from "../chat/index.ts";
-import { ConfigError, loadServeConfig, type ServeFlags } from "../config/serveConfig.ts";
+import {
+  ConfigError,
+  EMBEDDED_MODEL_OUTPUT_CAP,
+  loadServeConfig,
+  type ServeFlags,
+} from "../config/serveConfig.ts";
 import { DeviceUnavailableError } from "../engine/devices.ts";
 import { ModelLoadError } from "../engine/ModelHost.ts";
 import { NativeBuildError } from "../engine/native.ts";
@@ -121,11 +126,23 @@ program
       "silent",
     ]),
   )
+  .addOption(
+    new Option(
+      "--log-format <format>",
+      "log lines as JSON or readable text (default: pretty on a terminal, json otherwise)",
+    ).choices(["json", "pretty"]),
+  )
   .action(async (models: string[], flags: ServeFlags, serve: Command) => {
     try {
       const given = models.length > 0 || flags.model !== undefined || flags.config !== undefined;
       const sources = given ? models : [defaultModel()];
-      const config = loadServeConfig(sources, flags, process.env, serveFlagsInfo(serve, flags));
+      const loaded = loadServeConfig(sources, flags, process.env, serveFlagsInfo(serve, flags));
+      // The embedded default model never ends a chat on its own: without --max-tokens-cap, a request that
+      // omits max_tokens stops at EMBEDDED_MODEL_OUTPUT_CAP tokens instead of at the end of the context.
+      const config =
+        given || loaded.maxTokensCap !== undefined
+          ? loaded
+          : { ...loaded, defaultMaxTokens: EMBEDDED_MODEL_OUTPUT_CAP };
       await startServer(config);
     } catch (error) {
       fail(error);

@@ -88,6 +88,8 @@ const ServeConfigSchema = z.object({
   pooling: z.enum(["mean", "cls", "last"]).optional(),
   trustRequestChatTemplate: z.boolean(),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
+  /** `--log-format` (`LMSERVE_LOG_FORMAT`); absent: pretty when stdout is a terminal, else JSON lines. */
+  logFormat: z.enum(["json", "pretty"]).optional(),
   /** Serve the web UI (playground, dashboard) at `/`; `--no-ui` turns it off. */
   ui: z.boolean(),
   /** Cache folder of downloaded models (`--download-dir`); see {@link loadModelSourceSettings}. */
@@ -96,9 +98,22 @@ const ServeConfigSchema = z.object({
   hfEndpoint: z.string().min(1).optional(),
   /** Hugging Face token (`HF_TOKEN`); absent: node-llama-cpp's default. */
   hfToken: z.string().min(1).optional(),
+  /**
+   * The most a chat or Responses request without `max_tokens` generates when no `--max-tokens-cap` is
+   * set; `lmserve serve` without a model sets {@link EMBEDDED_MODEL_OUTPUT_CAP} (the embedded
+   * stories260K never ends a chat on its own). Absent: until the context ends.
+   */
+  defaultMaxTokens: z.number().int().min(1).optional(),
   /** Authentication, limits, CORS, request logging, graceful shutdown: see `operations.ts`. */
   ...OperationsConfigSchema.shape,
 });
+
+/**
+ * Tokens a chat or Responses request without `max_tokens` generates when `lmserve serve` serves the
+ * embedded default model and no `--max-tokens-cap` is set: stories260K under the fallback chat template
+ * never emits its end token, so such a request would otherwise run to the end of its 2048-token context.
+ */
+export const EMBEDDED_MODEL_OUTPUT_CAP = 256;
 
 /** The validated, frozen configuration of `lmserve serve`. */
 export type ServeConfig = Readonly<z.infer<typeof ServeConfigSchema>>;
@@ -134,6 +149,7 @@ export type ServeFlags = {
   pooling?: string;
   trustRequestChatTemplate?: boolean;
   logLevel?: string;
+  logFormat?: string;
   downloadDir?: string;
   ui?: boolean;
   /** `--config FILE`: a YAML file of flags and models (see `file.ts`); command-line flags win. */
@@ -244,6 +260,7 @@ export function loadServeConfig(
     pooling: flags.pooling,
     trustRequestChatTemplate: flags.trustRequestChatTemplate ?? false,
     logLevel: flags.logLevel ?? env.LMSERVE_LOG_LEVEL ?? "info",
+    logFormat: flags.logFormat ?? env.LMSERVE_LOG_FORMAT,
     ui: flags.ui ?? true,
     ...loadModelSourceSettings(flags, env),
     ...operationsSettings(flags, env.LMSERVE_API_KEY),

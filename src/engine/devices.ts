@@ -73,3 +73,23 @@ export function planDevices(kind: DeviceKind): DevicePlan {
       : `--device ${kind}: node-llama-cpp's ${kind} build is not installed (@node-llama-cpp/${process.platform}-${process.arch}-${kind}).`,
   );
 }
+
+/**
+ * One short phrase for the GPU backends tried and not used, for the startup log's info line (the
+ * loader's full messages go to the debug level): e.g. "none found (CUDA runtime not installed, Vulkan
+ * loader not installed)".
+ * @param skipped `DevicePlan.skipped`.
+ * @returns undefined when no backend was tried.
+ */
+export function summariseSkippedBackends(
+  skipped: readonly { backend: string; reason: string }[],
+): string | undefined {
+  if (skipped.length === 0) return undefined;
+  const why = skipped.map(({ backend, reason }) => {
+    if (/lib(cublas|cudart|cuda)\S*\.so/.test(reason)) return `${backend} runtime not installed`;
+    if (/libvulkan\S*\.so/.test(reason)) return `${backend} loader not installed`;
+    if (reason === "not installed") return `${backend} backend not installed`;
+    return `no ${backend} device`;
+  });
+  return `none found (${why.join(", ")})`;
+}

@@ -12,6 +12,11 @@ export type AppContext = {
   seeds: SeedSource;
   /** `--max-tokens-cap`: also the most a request that omits `max_tokens` generates. */
   maxTokensCap?: number | undefined;
+  /**
+   * The most a chat or Responses request that omits `max_tokens` / `max_output_tokens` generates when no
+   * `--max-tokens-cap` is set (an explicit value is not bounded by it). Undefined: until the context ends.
+   */
+  defaultMaxTokens?: number | undefined;
   /** Image limits (`--max-image-bytes`, `--allow-private-image-urls`). Defaults to 20 MB, public URLs only. */
   imageLimits?: ImageLimits;
   /** Prometheus metrics served at GET /metrics, and their sampled history at GET /metrics/history (absent: neither route). */

@@ -18,7 +18,7 @@ export function registerChatRoutes(app: FastifyInstance, context: AppContext): v
         context.registry,
         body,
         context.seeds,
-        context.maxTokensCap,
+        context.maxTokensCap ?? context.defaultMaxTokens,
         context.imageLimits,
         signal,
         cacheDomain(request, body.cache_salt, context.prefixCacheScope),

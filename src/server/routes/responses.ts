@@ -20,7 +20,7 @@ export function registerResponsesRoutes(app: FastifyInstance, context: AppContex
         context.registry,
         body,
         context.seeds,
-        context.maxTokensCap,
+        context.maxTokensCap ?? context.defaultMaxTokens,
         signal,
         cacheDomain(request, body.cache_salt, context.prefixCacheScope),
       ),
