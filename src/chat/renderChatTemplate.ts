@@ -139,10 +139,16 @@ export async function renderChatTemplateSandboxed(
   sandbox: TemplateSandbox = sharedSandbox(),
 ): Promise<string> {
   checkFlags(ctx);
-  const caps = await templateCapsAsync(template, (variables) => sandbox.render(template, variables));
-  const shaped = shapedContext(ctx, caps);
   let rendered: string;
+  let shaped: RenderChatTemplateContext;
   try {
+    // A probe that goes past a limit ends the request: the template would go past it again.
+    const caps = await templateCapsAsync(
+      template,
+      (variables) => sandbox.render(template, variables),
+      (error) => error instanceof TemplateRenderError && error.stage !== "render",
+    );
+    shaped = shapedContext(ctx, caps);
     rendered = await sandbox.render(template, templateVariables(shaped));
   } catch (error) {
     if (!(error instanceof TemplateRenderError)) throw error;

@@ -164,18 +164,28 @@ export function templateCaps(template: string, render: ProbeRenderer): TemplateC
   return remember(template, capsFromResults(results));
 }
 
-/** {@link templateCaps} with an asynchronous renderer (the template sandbox); same cache. */
-export async function templateCapsAsync(template: string, render: AsyncProbeRenderer): Promise<TemplateCaps> {
+/**
+ * {@link templateCaps} with an asynchronous renderer (the template sandbox); same cache. The probes run
+ * one after another, and a failure `isFatal` accepts (a sandbox limit: time, memory, output) is thrown at
+ * once instead of counting as "not supported", so that a hostile template costs one limit, not one per
+ * probe. Defaults to no failure being fatal.
+ */
+export async function templateCapsAsync(
+  template: string,
+  render: AsyncProbeRenderer,
+  isFatal: (error: unknown) => boolean = () => false,
+): Promise<TemplateCaps> {
   const cached = capsCache.get(template);
   if (cached) return cached;
-  const results = await Promise.all(
-    probeVariables().map((variables) =>
-      render(variables).then(
-        (text): ProbeResult => text,
-        (): ProbeResult => undefined,
-      ),
-    ),
-  );
+  const results: ProbeResult[] = [];
+  for (const variables of probeVariables()) {
+    try {
+      results.push(await render(variables));
+    } catch (error) {
+      if (isFatal(error)) throw error;
+      results.push(undefined);
+    }
+  }
   return remember(template, capsFromResults(results));
 }
 

@@ -30,6 +30,20 @@ export const CompletionChoiceSchema = z.object({
   finish_reason: z.enum(["stop", "length"]).nullable(),
   /** vLLM: the stop string (or token id) that ended the choice. */
   stop_reason: z.union([z.string(), z.number()]).nullable(),
+  /**
+   * vLLM: with `prompt_logprobs`, per prompt position (the first `null`) the top tokens by id, each with
+   * its `logprob`, `rank` and `decoded_token`.
+   */
+  prompt_logprobs: z
+    .array(
+      z
+        .record(
+          z.string(),
+          z.object({ logprob: z.number(), rank: z.number().int().nullable(), decoded_token: z.string() }),
+        )
+        .nullable(),
+    )
+    .optional(),
 });
 
 /** `POST /v1/completions` response; every stream chunk has the same shape. */
