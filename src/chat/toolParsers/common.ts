@@ -5,7 +5,7 @@
 import { randomInt } from "node:crypto";
 import type { ChatTool } from "../../protocol/tools.ts";
 import type { ParserDelta, StreamParser } from "../parserDelta.ts";
-import { skipSpace } from "../textScan.ts";
+import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
 
 /** Options every tool-call parser takes. */
 export type ToolParserOptions = {
@@ -183,4 +183,20 @@ export abstract class BufferedToolParser implements ToolParser {
 
   /** Advances the state machine over `buf`; with `final`, nothing more will come. */
   protected abstract run(final: boolean): void;
+}
+
+/** Reads one or more JSON calls (objects or arrays of them) one after another, e.g. one per line. */
+export function callsFromJsonSequence(body: string): ParsedCall[] | undefined {
+  const calls: ParsedCall[] = [];
+  let at = skipSpace(body);
+  while (at < body.length) {
+    if (body[at] !== "{" && body[at] !== "[") return undefined;
+    const end = scanJsonValueEnd(body, at);
+    if (end < 0) return undefined;
+    const some = callsFromJsonText(body.slice(at, end), true);
+    if (!some) return undefined;
+    calls.push(...some);
+    at = skipSpace(body, end);
+  }
+  return calls.length > 0 ? calls : undefined;
 }

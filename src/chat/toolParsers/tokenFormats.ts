@@ -4,8 +4,14 @@
  * 3.x, Gemma 4, firefunction v2, Command R / R7B / Cohere2, Apriel, Apertus and GigaChat 3. Formats follow
  * the chat templates in llama.cpp's models/templates and vLLM's parsers of the same name.
  */
-import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
-import { callFromJson, callsFromJsonText, callsFromJsonValue, type ParsedCall } from "./common.ts";
+import { scanJsonValueEnd } from "../textScan.ts";
+import {
+  callFromJson,
+  callsFromJsonSequence,
+  callsFromJsonText,
+  callsFromJsonValue,
+  type ParsedCall,
+} from "./common.ts";
 import type { DelimitedSyntax } from "./delimited.ts";
 import { gemma4Arguments } from "./gemma4.ts";
 import { callsFromPythonList, scanPythonValueEnd } from "./pythonic.ts";
@@ -25,19 +31,7 @@ function callWithArguments(name: string, argsText: string): ParsedCall | undefin
 
 /** A JSON call object or array of them, or several JSON values one after another (MiniMax-M1 lines). */
 function jsonCalls(body: string): ParsedCall[] | undefined {
-  const whole = callsFromJsonText(body.trim(), true);
-  if (whole) return whole;
-  const calls: ParsedCall[] = [];
-  let at = skipSpace(body);
-  while (at < body.length) {
-    const end = scanJsonValueEnd(body, at);
-    if (end < 0) return undefined;
-    const some = callsFromJsonText(body.slice(at, end), true);
-    if (!some) return undefined;
-    calls.push(...some);
-    at = skipSpace(body, end);
-  }
-  return calls.length > 0 ? calls : undefined;
+  return callsFromJsonText(body.trim(), true) ?? callsFromJsonSequence(body);
 }
 
 const TOOL_SEP = "<｜tool▁sep｜>";

@@ -7,8 +7,7 @@
  * Parameter values are converted to their schema types from the request's tools (`convertParameter`).
  */
 import type { ChatTool } from "../../protocol/tools.ts";
-import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
-import { callsFromJsonText, type ParsedCall } from "./common.ts";
+import { callsFromJsonSequence, callsFromJsonText, type ParsedCall } from "./common.ts";
 import {
   type BlockFormat,
   BodyCursor,
@@ -99,22 +98,6 @@ function invokeReader(ns: string) {
   };
 }
 
-/** Reads one or more JSON calls (objects or arrays of them) one after another, e.g. one per line. */
-function readJsonSequence(body: string): ParsedCall[] | undefined {
-  const calls: ParsedCall[] = [];
-  let at = skipSpace(body);
-  while (at < body.length) {
-    if (body[at] !== "{" && body[at] !== "[") return undefined;
-    const end = scanJsonValueEnd(body, at);
-    if (end < 0) return undefined;
-    const some = callsFromJsonText(body.slice(at, end), true);
-    if (!some) return undefined;
-    calls.push(...some);
-    at = skipSpace(body, end);
-  }
-  return calls.length > 0 ? calls : undefined;
-}
-
 /** Qwen3-Coder, Qwen3.5, Nemotron 3 Nano, Step 3.5 (a bare `<function=…>…</function>` is read too): `<tool_call>\n<function=NAME>\n<parameter=KEY>\nVALUE\n</parameter>\n</function>\n</tool_call>`, as vLLM's `qwen3_coder`. */
 export const QWEN3_CODER: BlockFormat = {
   open: "<tool_call>",
@@ -151,14 +134,14 @@ export const MUSE_GLIMMER: BlockFormat = {
 export const MINIMAX_M1: BlockFormat = {
   open: "<tool_calls>",
   close: "</tool_calls>",
-  read: (body) => readJsonSequence(body),
+  read: (body) => callsFromJsonSequence(body),
 };
 
 /** NVIDIA Nemotron Nano v2: `<TOOLCALL>[{"name": …, "arguments": …}, …]</TOOLCALL>`. */
 export const NEMOTRON_JSON: BlockFormat = {
   open: "<TOOLCALL>",
   close: "</TOOLCALL>",
-  read: (body) => readJsonSequence(body),
+  read: (body) => callsFromJsonSequence(body),
 };
 
 /** Hunyuan 3's tag suffix (the template's `HYTK`). */
