@@ -120,11 +120,14 @@ export class ChoiceOutput {
   }
 
   /**
-   * The API's `finish_reason`: `tool_calls` when calls were returned, else the generation's (`length`
-   * for a forced call cut by `max_tokens`).
+   * The API's `finish_reason`: `length` whenever `max_tokens` or the context cut the output (also after
+   * complete calls, so a client sees that a later call may be missing, as OpenAI reports a cut output),
+   * else `tool_calls` when calls were returned, else the generation's.
    */
   finishReason(result: GenerationResult): ChatChoice["finish_reason"] {
-    return this.hasToolCalls ? "tool_calls" : finishReasonOf(result);
+    const generated = finishReasonOf(result);
+    if (generated === "length") return generated;
+    return this.hasToolCalls ? "tool_calls" : generated;
   }
 
   /**

@@ -76,6 +76,8 @@ describe("ChoiceOutput", () => {
     );
     assert.ok(output.hasToolCalls);
     assert.equal(output.finishReason(finished), "tool_calls");
+    // Output cut by max_tokens after complete calls still says so (a later call may be missing).
+    assert.equal(output.finishReason({ ...finished, finishReason: "length" }), "length");
     const message = output.message();
     assert.equal(message.content, null);
     assert.deepEqual(
