@@ -165,27 +165,35 @@ export const FIREFUNCTION_V2: DelimitedSyntax = {
   calls: [{ open: "functools", scan: jsonEnd, read: (body) => callsFromJsonText(body, true) }],
 };
 
-/** A Cohere action list: `[{"tool_call_id"?, "tool_name": …, "parameters": {…}}, …]`. */
-function cohereCalls(body: string): ParsedCall[] | undefined {
+/**
+ * The calls of a JSON list (or a single value) whose items `toCall` reads, all or none: `undefined` when
+ * the body is not JSON, is empty, or any item is not a call.
+ */
+function callsFromJsonItems(
+  body: string,
+  toCall: (item: Record<string, unknown>) => ParsedCall | undefined,
+): ParsedCall[] | undefined {
   let value: unknown;
   try {
     value = JSON.parse(body.trim());
   } catch {
     return undefined;
   }
-  const items = Array.isArray(value) ? value : [value];
   const calls: ParsedCall[] = [];
-  for (const item of items) {
+  for (const item of Array.isArray(value) ? value : [value]) {
     if (typeof item !== "object" || item === null) return undefined;
-    const record = item as Record<string, unknown>;
-    const call = callFromJson({
-      name: record.tool_name ?? record.name,
-      arguments: record.parameters ?? record.arguments,
-    });
+    const call = toCall(item as Record<string, unknown>);
     if (!call) return undefined;
     calls.push(call);
   }
   return calls.length > 0 ? calls : undefined;
+}
+
+/** A Cohere action list: `[{"tool_call_id"?, "tool_name": …, "parameters": {…}}, …]`. */
+function cohereCalls(body: string): ParsedCall[] | undefined {
+  return callsFromJsonItems(body, (record) =>
+    callFromJson({ name: record.tool_name ?? record.name, arguments: record.parameters ?? record.arguments }),
+  );
 }
 
 /**
@@ -209,24 +217,12 @@ export const APRIEL: DelimitedSyntax = {
 
 /** An Apertus list: `[{"NAME": {…args}}, …]`, one key per call. */
 function apertusCalls(body: string): ParsedCall[] | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(body.trim());
-  } catch {
-    return undefined;
-  }
-  const items = Array.isArray(value) ? value : [value];
-  const calls: ParsedCall[] = [];
-  for (const item of items) {
-    if (typeof item !== "object" || item === null || Array.isArray(item)) return undefined;
-    const entries = Object.entries(item as Record<string, unknown>);
+  return callsFromJsonItems(body, (record) => {
+    const entries = Array.isArray(record) ? [] : Object.entries(record);
     const entry = entries[0];
     if (entries.length !== 1 || !entry) return undefined;
-    const call = callFromJson({ name: entry[0], arguments: entry[1] });
-    if (!call) return undefined;
-    calls.push(call);
-  }
-  return calls.length > 0 ? calls : undefined;
+    return callFromJson({ name: entry[0], arguments: entry[1] });
+  });
 }
 
 /** `apertus`: `<|tools_prefix|>[{"NAME": {…}}, …]<|tools_suffix|>` (Apertus-8B-Instruct). */
