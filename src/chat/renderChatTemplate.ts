@@ -114,7 +114,7 @@ export function renderChatTemplate(template: string, ctx: RenderChatTemplateCont
   try {
     rendered = compiled.render(templateVariables(shaped));
   } catch (error) {
-    throw renderFailed(errorMessage(error));
+    throw renderFailed(errorMessage(error), caps.stringArguments ? [] : ctx.messages);
   }
   return finishRender(rendered, shaped);
 }
@@ -141,9 +141,10 @@ export async function renderChatTemplateSandboxed(
   checkFlags(ctx);
   let rendered: string;
   let shaped: RenderChatTemplateContext;
+  let caps: TemplateCaps | undefined;
   try {
     // A probe that goes past a limit ends the request: the template would go past it again.
-    const caps = await templateCapsAsync(
+    caps = await templateCapsAsync(
       template,
       (variables) => sandbox.render(template, variables),
       (error) => error instanceof TemplateRenderError && error.stage !== "render",
@@ -153,7 +154,8 @@ export async function renderChatTemplateSandboxed(
   } catch (error) {
     if (!(error instanceof TemplateRenderError)) throw error;
     if (error.stage === "parse") throw parseFailed(error.message);
-    if (error.stage === "render") throw renderFailed(error.message);
+    if (error.stage === "render")
+      throw renderFailed(error.message, caps?.stringArguments === false ? ctx.messages : []);
     throw badRequest(
       `The chat template went past the server's limits: ${error.message}`,
       "chat_template",
@@ -207,7 +209,23 @@ function parseFailed(message: string) {
   return badRequest(`The chat template does not parse: ${message}`, "chat_template", "invalid_chat_template");
 }
 
-function renderFailed(message: string) {
+/**
+ * The 400 for a template that raised while rendering. When the conversation holds a tool call whose
+ * `arguments` is not a JSON object (kept as the client's string), the template most likely failed on it
+ * (templates that iterate `arguments.items()`): the error then names that field first, since the
+ * template's own message ("Unknown StringValue filter: items") does not say what to fix.
+ */
+function renderFailed(message: string, messages: readonly TemplateMessage[] = []) {
+  for (const [i, m] of messages.entries()) {
+    for (const [j, call] of (m.tool_calls ?? []).entries()) {
+      if (typeof call.function.arguments !== "string") continue;
+      return badRequest(
+        `messages[${i}].tool_calls[${j}].function.arguments is not a JSON object, and this model's chat template reads the arguments as an object; send the arguments as JSON object text (the template failed: ${message})`,
+        `messages[${i}].tool_calls[${j}].function.arguments`,
+        "chat_template_error",
+      );
+    }
+  }
   return badRequest(`The chat template failed to render: ${message}`, "messages", "chat_template_error");
 }
 

@@ -276,3 +276,48 @@ describe("renderChatTemplate: the real Qwen2 template from GGUF metadata", {
     assert.equal(detectToolParser(template ?? ""), undefined);
   });
 });
+
+describe("renderChatTemplate: tool-call arguments that are not a JSON object", () => {
+  const qwen3Coder = join(projectRoot, "native/build/llama.cpp/models/templates/Qwen3-Coder.jinja");
+  const history = (args: string) =>
+    normalizeMessages(
+      chatMessagesSchema.parse([
+        { role: "user", content: "Weather?" },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "get_weather", arguments: args } }],
+        },
+        { role: "tool", tool_call_id: "c1", content: "sunny" },
+      ]),
+    );
+  const ctx = (args: string): RenderChatTemplateContext => ({
+    messages: history(args),
+    addGenerationPrompt: true,
+    bosToken: "",
+    eosToken: "<|im_end|>",
+  });
+
+  it("names the field when a template that iterates the arguments fails on text arguments", {
+    skip: existsSync(qwen3Coder) ? false : "native/build/llama.cpp is not there (npm ci builds it)",
+  }, () => {
+    const template = readFileSync(qwen3Coder, "utf8");
+    assert.match(
+      renderChatTemplate(template, ctx('{"city": "Paris"}')),
+      /<parameter=city>\nParis\n<\/parameter>/,
+    );
+    assert.throws(
+      () => renderChatTemplate(template, ctx("city=Paris")),
+      (error: unknown) =>
+        error instanceof ApiError &&
+        error.status === 400 &&
+        error.param === "messages[1].tool_calls[0].function.arguments" &&
+        /is not a JSON object/.test(error.message),
+    );
+  });
+
+  it("a template that prints the arguments as text renders them unchanged", () => {
+    const rendered = renderChatTemplate(fixture("qwen2.5"), ctx("city=Paris"));
+    assert.match(rendered, /city=Paris/);
+  });
+});
