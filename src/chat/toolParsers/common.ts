@@ -5,7 +5,7 @@
 import { randomInt } from "node:crypto";
 import type { ChatTool } from "../../protocol/tools.ts";
 import type { ParserDelta, StreamParser } from "../parserDelta.ts";
-import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
+import { partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
 
 /** Options every tool-call parser takes. */
 export type ToolParserOptions = {
@@ -183,6 +183,21 @@ export abstract class BufferedToolParser implements ToolParser {
 
   /** Advances the state machine over `buf`; with `final`, nothing more will come. */
   protected abstract run(final: boolean): void;
+
+  /**
+   * Emits all of `buf` as text except, unless `final`, a suffix that may be the start of one of
+   * `markers` (the next delta may complete it), which stays in `buf`.
+   * @param emit Where the text goes. Defaults to the content of the delta.
+   */
+  protected emitHoldingMarkers(
+    final: boolean,
+    markers: readonly string[],
+    emit: (text: string) => void = (text) => this.out.content(text),
+  ): void {
+    const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, markers));
+    emit(this.buf.slice(0, cut));
+    this.buf = this.buf.slice(cut);
+  }
 }
 
 /** Reads one or more JSON calls (objects or arrays of them) one after another, e.g. one per line. */

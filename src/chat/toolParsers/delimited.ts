@@ -4,7 +4,7 @@
  * after the opener closes. Each format (./tokenFormats.ts) is a {@link DelimitedSyntax}: its markers and
  * the reader of one body.
  */
-import { partialTagSuffix, skipSpace } from "../textScan.ts";
+import { skipSpace } from "../textScan.ts";
 import { BufferedToolParser, type ParsedCall, type ToolParserOptions } from "./common.ts";
 
 /** One kind of call markup of a {@link DelimitedSyntax}. */
@@ -106,9 +106,7 @@ export class DelimitedToolParser extends BufferedToolParser {
       if (marker) found = i;
     }
     if (found < 0 || !marker) {
-      const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, this.markers));
-      this.out.content(this.buf.slice(0, cut));
-      this.buf = this.buf.slice(cut);
+      this.emitHoldingMarkers(final, this.markers);
       return false;
     }
     this.out.content(this.buf.slice(0, found));

@@ -3,7 +3,7 @@
  * meetkai-functionary-medium-v3.2.jinja asks for and llama.cpp's functionary v3.2 handler reads them. The
  * generation prompt already ends with `>>>`, so the output starts with a recipient line.
  */
-import { partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
+import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
 import { BufferedToolParser, callFromJson } from "./common.ts";
 
 const MARK = ">>>";
@@ -83,9 +83,7 @@ export class FunctionaryV32ToolParser extends BufferedToolParser {
       }
       const at = this.buf.indexOf(MARK);
       if (at < 0) {
-        const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, [MARK]));
-        this.out.content(this.buf.slice(0, cut));
-        this.buf = this.buf.slice(cut);
+        this.emitHoldingMarkers(final, [MARK]);
         return;
       }
       this.out.content(this.buf.slice(0, at));

@@ -2,7 +2,7 @@
  * Hermes / Qwen tool calls: `<tool_call>{"name": …, "arguments": …}</tool_call>`, possibly several, as
  * vLLM's `hermes` tool parser reads them (Hermes 2 Pro, Qwen2.5, Qwen3, QwQ).
  */
-import { partialTagSuffix, skipSpace } from "../textScan.ts";
+import { skipSpace } from "../textScan.ts";
 import { BufferedToolParser, callsFromJsonText } from "./common.ts";
 
 const OPEN = "<tool_call>";
@@ -30,9 +30,7 @@ export class HermesToolParser extends BufferedToolParser {
           this.state = "call";
           continue;
         }
-        const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, [OPEN]));
-        this.out.content(this.buf.slice(0, cut));
-        this.buf = this.buf.slice(cut);
+        this.emitHoldingMarkers(final, [OPEN]);
         return;
       }
       if (this.state === "call") {

@@ -3,7 +3,7 @@
  * templates ask for), optionally after `<|python_tag|>`, several separated by `;` — as vLLM's
  * `llama3_json` parser and llama.cpp's Llama 3.x handler read them.
  */
-import { isJsonSpace, partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
+import { isJsonSpace, scanJsonValueEnd, skipSpace } from "../textScan.ts";
 import { BufferedToolParser, callsFromJsonText } from "./common.ts";
 
 const TAG = "<|python_tag|>";
@@ -57,9 +57,7 @@ export class Llama3JsonToolParser extends BufferedToolParser {
           lineStart = lineStartAfter(lineStart, char ?? "");
         }
         if (found < 0) {
-          const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, [TAG]));
-          this.emitText(this.buf.slice(0, cut));
-          this.buf = this.buf.slice(cut);
+          this.emitHoldingMarkers(final, [TAG], (text) => this.emitText(text));
           return;
         }
         this.emitText(this.buf.slice(0, found));

@@ -74,9 +74,7 @@ export class MistralToolParser extends BufferedToolParser {
         case "text": {
           const at = this.buf.indexOf(TAG);
           if (at < 0) {
-            const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, [TAG]));
-            this.out.content(this.buf.slice(0, cut));
-            this.buf = this.buf.slice(cut);
+            this.emitHoldingMarkers(final, [TAG]);
             return;
           }
           this.out.content(this.buf.slice(0, at));

@@ -4,7 +4,7 @@
  * Schema type from the request's tool definitions.
  */
 import type { ChatTool } from "../../protocol/tools.ts";
-import { partialTagSuffix, skipSpace } from "../textScan.ts";
+import { skipSpace } from "../textScan.ts";
 import { BufferedToolParser, type ParsedCall, type ToolParserOptions } from "./common.ts";
 
 /** Reads one block's body (the text between the open and close tags) into calls; `undefined` if malformed. */
@@ -92,9 +92,7 @@ export class XmlBlockToolParser extends BufferedToolParser {
           else this.buf = this.buf.slice(found.at + found.tag.length);
           continue;
         }
-        const cut = this.buf.length - (final ? 0 : partialTagSuffix(this.buf, this.held));
-        this.out.content(this.buf.slice(0, cut));
-        this.buf = this.buf.slice(cut);
+        this.emitHoldingMarkers(final, this.held);
         return;
       }
       if (this.state === "call") {
