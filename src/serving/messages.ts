@@ -154,12 +154,7 @@ function thinkingBudget(body: AnthropicMessagesRequest): number | undefined {
   const thinking = body.thinking;
   if (thinking?.type === "disabled") return 0;
   if (thinking?.type !== "enabled") return undefined;
-  if (thinking.budget_tokens < MIN_THINKING_BUDGET) {
-    throw badRequest(
-      `thinking.enabled.budget_tokens: Input should be greater than or equal to ${MIN_THINKING_BUDGET}`,
-      "thinking.budget_tokens",
-    );
-  }
+  checkBudgetMinimum(thinking);
   if (thinking.budget_tokens >= body.max_tokens) {
     throw badRequest(
       `\`max_tokens\` must be greater than \`thinking.budget_tokens\` (${body.max_tokens} <= ${thinking.budget_tokens}): thinking tokens count toward max_tokens.`,
@@ -167,6 +162,19 @@ function thinkingBudget(body: AnthropicMessagesRequest): number | undefined {
     );
   }
   return thinking.budget_tokens;
+}
+
+/**
+ * Anthropic's floor of `budget_tokens`.
+ * @throws ApiError 400 below {@link MIN_THINKING_BUDGET}.
+ */
+function checkBudgetMinimum(thinking: AnthropicThinking | undefined): void {
+  if (thinking?.type === "enabled" && thinking.budget_tokens < MIN_THINKING_BUDGET) {
+    throw badRequest(
+      `thinking.enabled.budget_tokens: Input should be greater than or equal to ${MIN_THINKING_BUDGET}`,
+      "thinking.budget_tokens",
+    );
+  }
 }
 
 /**
@@ -248,13 +256,17 @@ function signatureOf(thinking: string): string {
 }
 
 /**
- * `POST /v1/messages/count_tokens`: the prompt's tokens, rendered exactly as the message request would be.
- * @throws ApiError 404 unknown model; 400 as the chat template rendering.
+ * `POST /v1/messages/count_tokens`: the prompt's tokens, rendered as the message request would be
+ * (with `thinking`'s template knob; a block that `disabled` closes after a prompt that always opens it,
+ * as DeepSeek-R1's, is not counted).
+ * @throws ApiError 404 unknown model; 400 as the chat template rendering, a `budget_tokens` below 1024
+ *   and `thinking: between_tools`.
  */
 export async function countMessageTokens(
   registry: ModelRegistry,
   body: AnthropicCountTokensRequest,
 ): Promise<{ input_tokens: number }> {
+  checkBudgetMinimum(body.thinking);
   const chat = toInternalChatRequest(promptToChat(body));
   const { scheduler, chat: settings } = registry.resolve(chat.model);
   const [prompt, addSpecialTokens] = await renderPrompt(scheduler.host, settings, chat);

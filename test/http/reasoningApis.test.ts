@@ -236,6 +236,13 @@ describe("reasoning on /v1/messages and /v1/responses (fake engine, Qwen3.5 temp
       await refused({ thinking: { type: "sometimes" } }, 422, /thinking/);
       await refused({ model: "plain", thinking: enabled }, 400, /does not support thinking/);
       await refused({ model: "plain", thinking: { type: "adaptive" } }, 400, /does not support thinking/);
+      const counted = await app.inject({
+        method: "POST",
+        url: "/v1/messages/count_tokens",
+        payload: { model: "thinker", messages: user, thinking: { type: "enabled", budget_tokens: 10 } },
+      });
+      assert.equal(counted.statusCode, 400);
+      assert.equal((counted.json() as { error: { type: string } }).error.type, "invalid_request_error");
       const off = await messages({ model: "plain", thinking: { type: "disabled" } });
       assert.equal(off.statusCode, 200, "disabled is fine on a model that does not think");
       assert.equal(
