@@ -86,6 +86,16 @@ export const AnthropicThinkingSchema = z.discriminatedUnion("type", [
 /** A validated `thinking` configuration. */
 export type AnthropicThinking = z.infer<typeof AnthropicThinkingSchema>;
 
+/**
+ * `output_config`: `effort` (`max` as `xhigh`) reaches the chat template's reasoning knob as chat's
+ * `reasoning_effort` (as vLLM's Anthropic endpoint maps it); `format` (`json_schema`) constrains the
+ * text as chat's `response_format` does.
+ */
+export const AnthropicOutputConfigSchema = z.object({
+  effort: z.enum(["low", "medium", "high", "xhigh", "max"]).nullish(),
+  format: z.object({ type: z.literal("json_schema"), schema: z.record(z.string(), z.unknown()) }).nullish(),
+});
+
 const systemSchema = z.union([z.string(), z.array(textBlock)]);
 
 /** The fields of a prompt (shared by `/v1/messages` and `/v1/messages/count_tokens`). */
@@ -98,6 +108,7 @@ const promptFields = {
   tool_choice: AnthropicToolChoiceSchema.optional(),
   /** Extended thinking (see {@link AnthropicThinkingSchema}); absent: the chat template's default. */
   thinking: AnthropicThinkingSchema.optional(),
+  output_config: AnthropicOutputConfigSchema.optional(),
 };
 
 /** The `POST /v1/messages` request body (unknown fields are ignored, as on the other routes). */

@@ -19,6 +19,8 @@
  * `thinking_delta`s, one `signature_delta`, `content_block_stop`. The signature is the base64 SHA-256
  * digest of the thinking text: opaque to clients, and not checked when a thinking block comes back in
  * an assistant turn (its `thinking` becomes the message's `reasoning_content`; `redacted_thinking` is dropped).
+ * `output_config.effort` sets that knob's level (`max` as `xhigh`; `disabled` thinking still wins), and
+ * `output_config.format` (a JSON schema) constrains the text as chat's `response_format`.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { type ApiError, badRequest } from "../errors.ts";
@@ -31,7 +33,7 @@ import type {
   AnthropicThinking,
 } from "../protocol/anthropicMessages.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import type { Usage } from "../protocol/common.ts";
+import type { ReasoningEffort, Usage } from "../protocol/common.ts";
 import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
 import { type ChatPlan, planChat, renderPrompt } from "./chat.ts";
 import { completeChat, streamChat } from "./chatResponse.ts";
@@ -47,12 +49,16 @@ type StopReason = AnthropicMessageResponse["stop_reason"];
 export const MIN_THINKING_BUDGET = 1024;
 
 /**
- * The chat template knob of a `thinking` configuration (see the module doc): `reasoning_effort` `high`
- * for `enabled` and `adaptive`, `none` for `disabled`; nothing without `thinking`.
+ * The chat template knob of a request's `thinking` and `output_config.effort` (see the module doc), as
+ * chat's `reasoning_effort`: `none` for `disabled`; else the effort (`max` as `xhigh`), which defaults to
+ * `high` for `enabled` and `adaptive` (Anthropic's default effort) and to nothing without `thinking`.
  * @throws ApiError 400 for `between_tools` (not supported).
  */
-function thinkingEffort(thinking: AnthropicThinking | undefined): "high" | "none" | undefined {
-  if (thinking === undefined) return undefined;
+function thinkingEffort(body: AnthropicCountTokensRequest): ReasoningEffort | undefined {
+  const { thinking } = body;
+  const requested = body.output_config?.effort;
+  const effort = requested === "max" ? "xhigh" : (requested ?? undefined);
+  if (thinking === undefined) return effort;
   if (thinking.type === "between_tools") {
     throw badRequest(
       'thinking type "between_tools" is not supported: send "enabled", "adaptive" or "disabled".',
@@ -60,7 +66,7 @@ function thinkingEffort(thinking: AnthropicThinking | undefined): "high" | "none
       "unsupported_field",
     );
   }
-  return thinking.type === "disabled" ? "none" : "high";
+  return thinking.type === "disabled" ? "none" : (effort ?? "high");
 }
 
 /**
@@ -80,7 +86,7 @@ function promptToChat(body: AnthropicCountTokensRequest): Record<string, unknown
   return {
     model: body.model,
     messages,
-    reasoning_effort: thinkingEffort(body.thinking),
+    reasoning_effort: thinkingEffort(body),
     tools: body.tools?.map((tool) => ({
       type: "function",
       function: { name: tool.name, description: tool.description, parameters: tool.input_schema },
@@ -177,6 +183,13 @@ function checkBudgetMinimum(thinking: AnthropicThinking | undefined): void {
   }
 }
 
+/** `output_config.format` as chat's `response_format` (a JSON schema named `output`), or undefined. */
+function outputFormat(body: AnthropicMessagesRequest): Record<string, unknown> | undefined {
+  const format = body.output_config?.format;
+  if (!format) return undefined;
+  return { type: "json_schema", json_schema: { name: "output", schema: format.schema, strict: true } };
+}
+
 /**
  * Maps a Messages request to the chat request it runs as.
  * @throws ApiError 400 for media blocks and the `thinking` checks (see {@link thinkingBudget}).
@@ -186,6 +199,7 @@ export function messagesToChat(body: AnthropicMessagesRequest): ChatCompletionRe
   return toInternalChatRequest({
     ...promptToChat(body),
     nvext: budget === undefined ? undefined : { max_thinking_tokens: budget },
+    response_format: outputFormat(body),
     max_tokens: body.max_tokens,
     stop: body.stop_sequences,
     temperature: body.temperature,

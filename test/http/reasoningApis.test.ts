@@ -43,6 +43,7 @@ function events(payload: string): Record<string, unknown>[] {
 describe("reasoning on /v1/messages and /v1/responses (fake engine, Qwen3.5 template)", () => {
   let app: FastifyInstance;
   let engine: FakeEngine;
+  let knobs: FakeEngine;
   const lastPrompt = () => promptOf(engine.submitted.at(-1)?.promptTokens ?? []);
   before(async () => {
     engine = new FakeEngine({
@@ -52,9 +53,14 @@ describe("reasoning on /v1/messages and /v1/responses (fake engine, Qwen3.5 temp
         promptOf(request.promptTokens).endsWith("<think>\n") ? `${THOUGHT}\n</think>\n\n${ANSWER}` : ANSWER,
     });
     const plain = new FakeEngine({ names: ["plain"], contextSize: 8192 });
+    knobs = new FakeEngine({ names: ["knobs"] });
     const registry = new ModelRegistry<FakeEngine>();
     registry.add(engine, { chat: { template: qwen35, trustRequestTemplate: false } });
     registry.add(plain);
+    // A template that prints the knobs it is given (no thinking block: no reasoning parser).
+    const knobTemplate =
+      "{{- 'effort=' ~ (reasoning_effort if reasoning_effort is defined else '-') ~ ' thinking=' ~ ('-' if enable_thinking is not defined else ('on' if enable_thinking else 'off')) -}}";
+    registry.add(knobs, { chat: { template: knobTemplate, trustRequestTemplate: false } });
     app = buildApp({ registry, seeds: new SeedSource(0), isReady: () => true }, { logger: false });
     await app.ready();
   });
@@ -214,6 +220,38 @@ describe("reasoning on /v1/messages and /v1/responses (fake engine, Qwen3.5 temp
       assert.ok(prompt.includes("<think>\nI should call the tool.\n</think>\n\n"), prompt);
       assert.ok(!prompt.includes("SECRET-OPAQUE"));
       assert.ok(prompt.includes("Sunny"));
+    });
+
+    it("output_config.effort reaches the template's knobs (max as xhigh); disabled thinking wins over it", async () => {
+      const knobsOf = async (body: Record<string, unknown>) => {
+        const response = await messages({ model: "knobs", max_tokens: 8, ...body });
+        assert.equal(response.statusCode, 200, response.body);
+        return promptOf(knobs.submitted.at(-1)?.promptTokens ?? []);
+      };
+      assert.equal(await knobsOf({}), "effort=- thinking=-");
+      assert.equal(await knobsOf({ output_config: { effort: "max" } }), "effort=xhigh thinking=on");
+      assert.equal(await knobsOf({ output_config: { effort: "low" } }), "effort=low thinking=on");
+      assert.equal(
+        await knobsOf({ output_config: { effort: "high" }, thinking: { type: "disabled" } }),
+        "effort=none thinking=off",
+      );
+      const adaptive = await messages({ thinking: { type: "adaptive" }, output_config: { effort: "low" } });
+      assert.equal(adaptive.statusCode, 200);
+      const bad = await messages({ model: "knobs", max_tokens: 8, output_config: { effort: "extreme" } });
+      assert.equal(bad.statusCode, 422);
+    });
+
+    it("output_config.format constrains the text with the schema's grammar", async () => {
+      const schema = { type: "object", properties: { a: { type: "integer" } }, required: ["a"] };
+      const response = await messages({
+        model: "knobs",
+        max_tokens: 8,
+        output_config: { format: { type: "json_schema", schema } },
+      });
+      assert.equal(response.statusCode, 200, response.body);
+      assert.ok(knobs.submitted.at(-1)?.grammar, "a grammar reached the engine");
+      await messages({ model: "knobs", max_tokens: 8 });
+      assert.equal(knobs.submitted.at(-1)?.grammar, null);
     });
 
     it("refuses bad thinking configurations with Anthropic's 400s", async () => {
