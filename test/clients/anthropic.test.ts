@@ -1,7 +1,7 @@
 // Client compatibility: the official `@anthropic-ai/sdk` npm client against POST /v1/messages and
 // /v1/messages/count_tokens, by base URL and key only (`x-api-key`), on stories260K: text, streaming
-// (events and the MessageStream helper), tool_use / tool_result, stop sequences, output_config.format, count_tokens, and
-// errors raised as the SDK's typed errors (Anthropic's error shape).
+// (events and the MessageStream helper), tool_use / tool_result, stop sequences, output_config.format,
+// count_tokens, and errors raised as the SDK's typed errors (Anthropic's error shape).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
