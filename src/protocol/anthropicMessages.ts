@@ -19,8 +19,17 @@ const toolResultBlock = z.object({
   content: z.union([z.string(), z.array(z.looseObject({ type: z.string() }))]).optional(),
   is_error: z.boolean().optional(),
 });
-/** A thinking block of an earlier assistant turn: accepted and not rendered. */
-const thinkingBlock = z.looseObject({ type: z.enum(["thinking", "redacted_thinking"]) });
+/**
+ * A thinking block of an earlier assistant turn: its `thinking` reaches the chat template as the
+ * assistant message's `reasoning_content`; `signature` is accepted and not checked.
+ */
+const thinkingBlock = z.looseObject({
+  type: z.literal("thinking"),
+  thinking: z.string(),
+  signature: z.string().nullish(),
+});
+/** A redacted thinking block (`data` is Anthropic's encrypted thinking): accepted and dropped. */
+const redactedThinkingBlock = z.looseObject({ type: z.literal("redacted_thinking") });
 /** Media blocks are declared so that the serving can answer them with a precise 400. */
 const mediaBlock = z.looseObject({ type: z.enum(["image", "document"]) });
 
@@ -30,6 +39,7 @@ export const AnthropicContentBlockSchema = z.discriminatedUnion("type", [
   toolUseBlock,
   toolResultBlock,
   thinkingBlock,
+  redactedThinkingBlock,
   mediaBlock,
 ]);
 
@@ -58,6 +68,34 @@ export const AnthropicToolChoiceSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("none") }),
 ]);
 
+/** `thinking.display`: `summarized` returns the thinking text (ours is whole, not summarized), `omitted` an empty one. */
+const thinkingDisplay = z.enum(["summarized", "omitted"]).nullish();
+
+/**
+ * Extended thinking (`thinking`), Anthropic's four kinds: `enabled` with a `budget_tokens` budget (at least
+ * 1024 and below `max_tokens`, checked by the serving with Anthropic's 400s), `adaptive` (the model
+ * decides), `disabled`, and `between_tools` (declared so that the serving refuses it with a 400).
+ */
+export const AnthropicThinkingSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("enabled"), budget_tokens: z.number().int(), display: thinkingDisplay }),
+  z.object({ type: z.literal("adaptive"), display: thinkingDisplay }),
+  z.object({ type: z.literal("disabled") }),
+  z.object({ type: z.literal("between_tools") }),
+]);
+
+/** A validated `thinking` configuration. */
+export type AnthropicThinking = z.infer<typeof AnthropicThinkingSchema>;
+
+/**
+ * `output_config`: `effort` (`max` as `xhigh`) reaches the chat template's reasoning knob as chat's
+ * `reasoning_effort` (as vLLM's Anthropic endpoint maps it); `format` (`json_schema`) constrains the
+ * text as chat's `response_format` does.
+ */
+export const AnthropicOutputConfigSchema = z.object({
+  effort: z.enum(["low", "medium", "high", "xhigh", "max"]).nullish(),
+  format: z.object({ type: z.literal("json_schema"), schema: z.record(z.string(), z.unknown()) }).nullish(),
+});
+
 const systemSchema = z.union([z.string(), z.array(textBlock)]);
 
 /** The fields of a prompt (shared by `/v1/messages` and `/v1/messages/count_tokens`). */
@@ -68,6 +106,9 @@ const promptFields = {
   messages: z.array(AnthropicMessageSchema).min(1),
   tools: z.array(AnthropicToolSchema).optional(),
   tool_choice: AnthropicToolChoiceSchema.optional(),
+  /** Extended thinking (see {@link AnthropicThinkingSchema}); absent: the chat template's default. */
+  thinking: AnthropicThinkingSchema.optional(),
+  output_config: AnthropicOutputConfigSchema.optional(),
 };
 
 /** The `POST /v1/messages` request body (unknown fields are ignored, as on the other routes). */
@@ -80,8 +121,6 @@ export const AnthropicMessagesRequestSchema = z.object({
   top_k: z.number().int().min(0).optional(),
   stream: z.boolean().optional(),
   metadata: z.object({ user_id: z.string().nullish() }).optional(),
-  /** Extended thinking: `enabled` is a 400 (not supported yet); `disabled` is accepted. */
-  thinking: z.looseObject({ type: z.string() }).optional(),
   /** vLLM's prefix-cache isolation salt (see `CacheSaltSchema`); not an Anthropic field. */
   cache_salt: CacheSaltSchema,
 });
@@ -102,18 +141,29 @@ export const AnthropicCountTokensResponseSchema = z.object({ input_tokens: z.num
 export const AnthropicResponseBlockSchema = z.union([
   textBlock,
   toolUseBlock,
+  /**
+   * The model's thinking. `signature` is this server's: the base64 SHA-256 digest of the thinking text
+   * (an opaque value clients pass back; it is not checked when they do).
+   */
   z.object({ type: z.literal("thinking"), thinking: z.string(), signature: z.string() }),
 ]);
 
 /** A response content block. */
 export type AnthropicResponseBlock = z.infer<typeof AnthropicResponseBlockSchema>;
 
-/** `usage` of a message. */
+/**
+ * `usage.output_tokens_details`: `thinking_tokens`, the output tokens of the thinking text (re-tokenized,
+ * so it may differ from the generated count by a few tokens, as Anthropic documents for theirs).
+ */
+export const AnthropicOutputTokensDetailsSchema = z.object({ thinking_tokens: z.number().int() });
+
+/** `usage` of a message; `output_tokens_details` is null when the model has no reasoning parser. */
 export const AnthropicUsageSchema = z.object({
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),
   cache_creation_input_tokens: z.number().int().nullable(),
   cache_read_input_tokens: z.number().int().nullable(),
+  output_tokens_details: AnthropicOutputTokensDetailsSchema.nullable(),
 });
 
 /** The message object of a `POST /v1/messages` response. */

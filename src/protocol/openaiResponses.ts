@@ -34,8 +34,18 @@ const functionCallOutputItem = z.object({
   output: z.union([z.string(), z.array(textContent)]),
 });
 
-/** A reasoning item of an earlier response: accepted in `input` and not rendered (as vLLM). */
-const reasoningItem = z.looseObject({ type: z.literal("reasoning") });
+/**
+ * A reasoning item of an earlier response: its `content` texts (else the text of this server's
+ * `encrypted_content`) become the `reasoning_content` of the assistant turn that follows it; `summary`
+ * is accepted and not rendered.
+ */
+const reasoningItem = z.looseObject({
+  type: z.literal("reasoning"),
+  id: z.string().nullish(),
+  summary: z.array(z.looseObject({ type: z.string(), text: z.string() })).nullish(),
+  content: z.array(z.object({ type: z.literal("reasoning_text"), text: z.string() })).nullish(),
+  encrypted_content: z.string().nullish(),
+});
 
 /** One `input` item. */
 export const ResponseInputItemSchema = z.union([
@@ -90,7 +100,16 @@ export const ResponseCreateRequestSchema = z.object({
     ])
     .nullish(),
   parallel_tool_calls: z.boolean().nullish(),
-  /** OpenAI's reasoning configuration: `effort` maps as chat's `reasoning_effort`; `summary` is accepted. */
+  /**
+   * Extra output to include: only `reasoning.encrypted_content` (each reasoning item then carries
+   * `encrypted_content`, this server's encoding of its text, which it reads back in `input`); any
+   * other value is a 400.
+   */
+  include: z.array(z.string()).nullish(),
+  /**
+   * OpenAI's reasoning configuration: `effort` maps as chat's `reasoning_effort`; `summary` is accepted
+   * and no summary is written (the reasoning item carries the whole reasoning text in `content`).
+   */
   reasoning: z
     .looseObject({ effort: z.enum(REASONING_EFFORTS).nullish(), summary: z.string().nullish() })
     .nullish(),
@@ -133,12 +152,17 @@ export const ResponseFunctionCallSchema = z.object({
   status: z.enum(["in_progress", "completed", "incomplete"]),
 });
 
-/** An output reasoning item (the text a reasoning parser split off). */
+/**
+ * An output reasoning item (the text a reasoning parser split off); `summary` is always empty (no
+ * summaries are written), `encrypted_content` only with `include: ["reasoning.encrypted_content"]`.
+ */
 export const ResponseReasoningSchema = z.object({
   type: z.literal("reasoning"),
   id: z.string(),
+  status: z.enum(["in_progress", "completed", "incomplete"]),
   summary: z.array(z.unknown()),
   content: z.array(z.object({ type: z.literal("reasoning_text"), text: z.string() })),
+  encrypted_content: z.string().optional(),
 });
 
 /** One output item. */

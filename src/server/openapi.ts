@@ -192,7 +192,7 @@ export const API_ROUTES: readonly RouteDoc[] = [
     path: "/v1/responses",
     summary: "Create a response (OpenAI Responses, stateless)",
     description:
-      "OpenAI's Responses API on the chat serving: `input` (a string or message / function_call / function_call_output items), `instructions`, `max_output_tokens`, `temperature`, `top_p`, `text.format`, function `tools`, `tool_choice`. `previous_response_id` and `store: true` are a 400 (nothing is stored). `stream: true` answers `event: TYPE` / `data: {json}` events in OpenAI's order, ending with `response.completed` or `response.incomplete` (no `[DONE]`).",
+      "OpenAI's Responses API on the chat serving: `input` (a string or message / function_call / function_call_output / reasoning items), `instructions`, `max_output_tokens`, `temperature`, `top_p`, `text.format`, function `tools`, `tool_choice`, `reasoning.effort`, `include: [\"reasoning.encrypted_content\"]`. A model's parsed reasoning is a `reasoning` output item before the message (`usage.output_tokens_details.reasoning_tokens` counts it). `previous_response_id` and `store: true` are a 400 (nothing is stored). `stream: true` answers `event: TYPE` / `data: {json}` events in OpenAI's order, ending with `response.completed` or `response.incomplete` (no `[DONE]`).",
     tag: "Generation",
     auth: true,
     request: ["ResponseCreateRequest"],
@@ -206,7 +206,7 @@ export const API_ROUTES: readonly RouteDoc[] = [
     path: "/v1/messages",
     summary: "Create a message (Anthropic Messages)",
     description:
-      "Anthropic's Messages API on the chat serving: `system`, `messages` with text / tool_use / tool_result blocks, `max_tokens`, `stop_sequences`, `temperature`, `top_p`, `top_k`, `tools`, `tool_choice`. Authenticated by `x-api-key` or `Authorization: Bearer`. Errors in Anthropic's shape. `stream: true` answers Anthropic's `event: TYPE` / `data: {json}` events (`message_start` ... `message_stop`, no `[DONE]`).",
+      "Anthropic's Messages API on the chat serving: `system`, `messages` with text / tool_use / tool_result / thinking blocks, `max_tokens`, `stop_sequences`, `temperature`, `top_p`, `top_k`, `tools`, `tool_choice`, `thinking` (`enabled` with `budget_tokens`, `adaptive`, `disabled`; models with a reasoning parser): thinking comes back as `thinking` blocks before the text. Authenticated by `x-api-key` or `Authorization: Bearer`. Errors in Anthropic's shape. `stream: true` answers Anthropic's `event: TYPE` / `data: {json}` events (`message_start` ... `message_stop`, no `[DONE]`).",
     tag: "Generation",
     auth: true,
     request: ["AnthropicMessagesRequest"],

@@ -7,8 +7,22 @@
  * `message_start`, per content block `content_block_start`, `content_block_delta`s (`text_delta`,
  * `thinking_delta`, `input_json_delta`) and `content_block_stop`, then `message_delta` (stop reason,
  * output tokens) and `message_stop`.
+ *
+ * Extended thinking (`thinking`) on models with a reasoning parser: `enabled` and `adaptive` turn the
+ * chat template's thinking knob on (as `reasoning_effort: "high"`: `enable_thinking` / `thinking` true,
+ * `reasoning_effort` for templates that read it), and `enabled`'s `budget_tokens` is the thinking budget
+ * (`nvext.max_thinking_tokens`: the engine closes the block there); `disabled` turns the knob off and
+ * closes a block the prompt opened (`max_thinking_tokens: 0`). Without `thinking` the template's
+ * default decides (Qwen3 thinks), and whatever reasoning the parser splits off is returned, as vLLM's
+ * Anthropic endpoint does. Thinking comes back as `thinking` blocks before the text and `tool_use`
+ * blocks, streamed as `content_block_start` (`{type: "thinking", thinking: "", signature: ""}`),
+ * `thinking_delta`s, one `signature_delta`, `content_block_stop`. The signature is the base64 SHA-256
+ * digest of the thinking text: opaque to clients, and not checked when a thinking block comes back in
+ * an assistant turn (its `thinking` becomes the message's `reasoning_content`; `redacted_thinking` is dropped).
+ * `output_config.effort` sets that knob's level (`max` as `xhigh`; `disabled` thinking still wins), and
+ * `output_config.format` (a JSON schema) constrains the text as chat's `response_format`.
  */
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { type ApiError, badRequest } from "../errors.ts";
 import type {
   AnthropicCountTokensRequest,
@@ -16,23 +30,49 @@ import type {
   AnthropicMessageResponse,
   AnthropicMessagesRequest,
   AnthropicResponseBlock,
+  AnthropicThinking,
 } from "../protocol/anthropicMessages.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import type { Usage } from "../protocol/common.ts";
+import type { ReasoningEffort, Usage } from "../protocol/common.ts";
 import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
 import { type ChatPlan, planChat, renderPrompt } from "./chat.ts";
 import { completeChat, streamChat } from "./chatResponse.ts";
 import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
+import { reasoningTokenCount } from "./reasoningUsage.ts";
 import type { ChunkSink } from "./streaming.ts";
 
 type StopReason = AnthropicMessageResponse["stop_reason"];
 
+/** Anthropic's smallest `thinking.budget_tokens`. */
+export const MIN_THINKING_BUDGET = 1024;
+
 /**
- * Maps the prompt fields of a Messages request (model, system, messages, tools, tool_choice) to chat
- * request fields.
- * @throws ApiError 400 for image or document blocks (text-only models).
+ * The chat template knob of a request's `thinking` and `output_config.effort` (see the module doc), as
+ * chat's `reasoning_effort`: `none` for `disabled`; else the effort (`max` as `xhigh`), which defaults to
+ * `high` for `enabled` and `adaptive` (Anthropic's default effort) and to nothing without `thinking`.
+ * @throws ApiError 400 for `between_tools` (not supported).
+ */
+function thinkingEffort(body: AnthropicCountTokensRequest): ReasoningEffort | undefined {
+  const { thinking } = body;
+  const requested = body.output_config?.effort;
+  const effort = requested === "max" ? "xhigh" : (requested ?? undefined);
+  if (thinking === undefined) return effort;
+  if (thinking.type === "between_tools") {
+    throw badRequest(
+      'thinking type "between_tools" is not supported: send "enabled", "adaptive" or "disabled".',
+      "thinking.type",
+      "unsupported_field",
+    );
+  }
+  return thinking.type === "disabled" ? "none" : (effort ?? "high");
+}
+
+/**
+ * Maps the prompt fields of a Messages request (model, system, messages, tools, tool_choice, thinking's
+ * template knob) to chat request fields.
+ * @throws ApiError 400 for image or document blocks (text-only models) and `thinking: between_tools`.
  */
 function promptToChat(body: AnthropicCountTokensRequest): Record<string, unknown> {
   const messages: Record<string, unknown>[] = [];
@@ -46,6 +86,7 @@ function promptToChat(body: AnthropicCountTokensRequest): Record<string, unknown
   return {
     model: body.model,
     messages,
+    reasoning_effort: thinkingEffort(body),
     tools: body.tools?.map((tool) => ({
       type: "function",
       function: { name: tool.name, description: tool.description, parameters: tool.input_schema },
@@ -65,7 +106,10 @@ function promptToChat(body: AnthropicCountTokensRequest): Record<string, unknown
   };
 }
 
-/** Appends the chat messages of one Anthropic message: tool results become tool messages, first. */
+/**
+ * Appends the chat messages of one Anthropic message: tool results become tool messages, first; an
+ * assistant turn's thinking blocks become its `reasoning_content` (joined), redacted ones are dropped.
+ */
 function addMessage(messages: Record<string, unknown>[], message: AnthropicMessage, index: number): void {
   if (typeof message.content === "string") {
     messages.push({ role: message.role, content: message.content });
@@ -73,8 +117,10 @@ function addMessage(messages: Record<string, unknown>[], message: AnthropicMessa
   }
   const text: string[] = [];
   const calls: Record<string, unknown>[] = [];
+  const thinking: string[] = [];
   message.content.forEach((block, blockIndex) => {
     if (block.type === "text") text.push(block.text as string);
+    else if (block.type === "thinking") thinking.push(block.thinking as string);
     else if (block.type === "tool_use") {
       calls.push({
         id: block.id,
@@ -95,29 +141,65 @@ function addMessage(messages: Record<string, unknown>[], message: AnthropicMessa
     }
   });
   if (message.role === "assistant") {
-    if (text.length > 0 || calls.length > 0)
+    if (text.length > 0 || calls.length > 0 || thinking.length > 0)
       messages.push({
         role: "assistant",
-        content: text.length > 0 ? text.join("") : null,
+        content: text.length > 0 ? text.join("") : calls.length > 0 ? null : "",
         ...(calls.length > 0 ? { tool_calls: calls } : {}),
+        ...(thinking.length > 0 ? { reasoning_content: thinking.join("\n\n") } : {}),
       });
   } else if (text.length > 0) messages.push({ role: "user", content: text.join("") });
 }
 
 /**
- * Maps a Messages request to the chat request it runs as.
- * @throws ApiError 400 for `thinking: {type: "enabled"}` (not supported yet) and media blocks.
+ * The thinking budget of a request as `nvext.max_thinking_tokens`: `budget_tokens` for `enabled`, 0 for
+ * `disabled` (a block the prompt opened is closed at once), none otherwise.
+ * @throws ApiError 400 (Anthropic's checks) for `budget_tokens` below 1024 or not below `max_tokens`.
  */
-export function messagesToChat(body: AnthropicMessagesRequest): ChatCompletionRequest {
-  if (body.thinking && body.thinking.type !== "disabled") {
+function thinkingBudget(body: AnthropicMessagesRequest): number | undefined {
+  const thinking = body.thinking;
+  if (thinking?.type === "disabled") return 0;
+  if (thinking?.type !== "enabled") return undefined;
+  checkBudgetMinimum(thinking);
+  if (thinking.budget_tokens >= body.max_tokens) {
     throw badRequest(
-      'thinking is not supported yet: models with a reasoning parser think on their own; send thinking: {type: "disabled"} or leave it out.',
-      "thinking",
-      "unsupported_field",
+      `\`max_tokens\` must be greater than \`thinking.budget_tokens\` (${body.max_tokens} <= ${thinking.budget_tokens}): thinking tokens count toward max_tokens.`,
+      "max_tokens",
     );
   }
+  return thinking.budget_tokens;
+}
+
+/**
+ * Anthropic's floor of `budget_tokens`.
+ * @throws ApiError 400 below {@link MIN_THINKING_BUDGET}.
+ */
+function checkBudgetMinimum(thinking: AnthropicThinking | undefined): void {
+  if (thinking?.type === "enabled" && thinking.budget_tokens < MIN_THINKING_BUDGET) {
+    throw badRequest(
+      `thinking.enabled.budget_tokens: Input should be greater than or equal to ${MIN_THINKING_BUDGET}`,
+      "thinking.budget_tokens",
+    );
+  }
+}
+
+/** `output_config.format` as chat's `response_format` (a JSON schema named `output`), or undefined. */
+function outputFormat(body: AnthropicMessagesRequest): Record<string, unknown> | undefined {
+  const format = body.output_config?.format;
+  if (!format) return undefined;
+  return { type: "json_schema", json_schema: { name: "output", schema: format.schema, strict: true } };
+}
+
+/**
+ * Maps a Messages request to the chat request it runs as.
+ * @throws ApiError 400 for media blocks and the `thinking` checks (see {@link thinkingBudget}).
+ */
+export function messagesToChat(body: AnthropicMessagesRequest): ChatCompletionRequest {
+  const budget = thinkingBudget(body);
   return toInternalChatRequest({
     ...promptToChat(body),
+    nvext: budget === undefined ? undefined : { max_thinking_tokens: budget },
+    response_format: outputFormat(body),
     max_tokens: body.max_tokens,
     stop: body.stop_sequences,
     temperature: body.temperature,
@@ -134,11 +216,17 @@ export type MessagesPlan = {
   readonly id: string;
   readonly chat: ChatPlan;
   readonly stops: readonly string[];
+  /** `thinking.display` `omitted`: thinking blocks carry an empty `thinking` (the signature stays). */
+  readonly omitThinking: boolean;
+  /** True when the model's reasoning is parsed (usage then has `output_tokens_details`). */
+  readonly reasoning: boolean;
 };
 
 /**
  * Plans a Messages request on the chat serving, in the prefix-cache isolation domain `cacheDomain`.
- * @throws ApiError as {@link messagesToChat} and `planChat` (404 unknown model, 400s).
+ * @throws ApiError as {@link messagesToChat} and `planChat` (404 unknown model, 400s); 400 for `thinking`
+ *   `enabled` or `adaptive` on a model without a reasoning parser (it cannot think, as Anthropic
+ *   refuses thinking on a model without it).
  */
 export async function planMessages(
   registry: ModelRegistry,
@@ -157,17 +245,42 @@ export async function planMessages(
     signal,
     cacheDomain,
   );
-  return { id: `msg_${randomUUID().replaceAll("-", "")}`, chat, stops: body.stop_sequences ?? [] };
+  const reasoning = chat.outputs[0]?.reasoning ?? false;
+  const thinking = body.thinking;
+  if (!reasoning && (thinking?.type === "enabled" || thinking?.type === "adaptive")) {
+    throw badRequest(
+      `Model '${chat.model}' does not support thinking: it has no reasoning parser (its chat template has no thinking block; start the server with --reasoning-parser for a model that thinks).`,
+      "thinking",
+      "unsupported_field",
+    );
+  }
+  const omitThinking = thinking !== undefined && "display" in thinking && thinking.display === "omitted";
+  return {
+    id: `msg_${randomUUID().replaceAll("-", "")}`,
+    chat,
+    stops: body.stop_sequences ?? [],
+    omitThinking,
+    reasoning,
+  };
+}
+
+/** A thinking block's signature: the base64 SHA-256 digest of its text (see the module doc). */
+function signatureOf(thinking: string): string {
+  return createHash("sha256").update(thinking).digest("base64");
 }
 
 /**
- * `POST /v1/messages/count_tokens`: the prompt's tokens, rendered exactly as the message request would be.
- * @throws ApiError 404 unknown model; 400 as the chat template rendering.
+ * `POST /v1/messages/count_tokens`: the prompt's tokens, rendered as the message request would be
+ * (with `thinking`'s template knob; a block that `disabled` closes after a prompt that always opens it,
+ * as DeepSeek-R1's, is not counted).
+ * @throws ApiError 404 unknown model; 400 as the chat template rendering, a `budget_tokens` below 1024
+ *   and `thinking: between_tools`.
  */
 export async function countMessageTokens(
   registry: ModelRegistry,
   body: AnthropicCountTokensRequest,
 ): Promise<{ input_tokens: number }> {
+  checkBudgetMinimum(body.thinking);
   const chat = toInternalChatRequest(promptToChat(body));
   const { scheduler, chat: settings } = registry.resolve(chat.model);
   const [prompt, addSpecialTokens] = await renderPrompt(scheduler.host, settings, chat);
@@ -186,12 +299,22 @@ function stopReasonOf(
   return ["end_turn", null];
 }
 
-function usageOf(usage: Usage | undefined, promptTokens: number): AnthropicMessageResponse["usage"] {
+/** The message's usage; `thinking` is the thinking text so far (its tokens are `thinking_tokens`). */
+function usageOf(
+  plan: MessagesPlan,
+  usage: Usage | undefined,
+  promptTokens: number,
+  thinking: string,
+): AnthropicMessageResponse["usage"] {
+  const output = usage?.completion_tokens ?? 0;
   return {
     input_tokens: usage?.prompt_tokens ?? promptTokens,
-    output_tokens: usage?.completion_tokens ?? 0,
+    output_tokens: output,
     cache_creation_input_tokens: 0,
     cache_read_input_tokens: usage?.prompt_tokens_details?.cached_tokens ?? 0,
+    output_tokens_details: plan.reasoning
+      ? { thinking_tokens: reasoningTokenCount(plan.chat, thinking, output) }
+      : null,
   };
 }
 
@@ -220,8 +343,13 @@ export async function completeMessages(
   const choice = chat.choices[0];
   const message = choice?.message;
   const content: AnthropicResponseBlock[] = [];
-  if (message?.reasoning_content)
-    content.push({ type: "thinking", thinking: message.reasoning_content, signature: "" });
+  const thinking = message?.reasoning_content ?? "";
+  if (thinking)
+    content.push({
+      type: "thinking",
+      thinking: plan.omitThinking ? "" : thinking,
+      signature: signatureOf(thinking),
+    });
   if (message?.content) content.push({ type: "text", text: message.content });
   for (const call of message?.tool_calls ?? []) {
     content.push({
@@ -240,7 +368,7 @@ export async function completeMessages(
     content,
     stop_reason: stopReason,
     stop_sequence: stopSequence,
-    usage: usageOf(chat.usage, 0),
+    usage: usageOf(plan, chat.usage, 0, thinking),
   };
 }
 
@@ -257,6 +385,9 @@ export function streamMessages(plan: MessagesPlan, sink: ChunkSink, signal: Abor
 class MessageEventWriter extends ChatChunkTranslator {
   private index = -1;
   private block: "text" | "thinking" | "tool_use" | undefined;
+  /** The thinking text of the open thinking block, and of all of them (for the usage). */
+  private thinking = "";
+  private allThinking = "";
 
   constructor(
     private readonly plan: MessagesPlan,
@@ -279,7 +410,7 @@ class MessageEventWriter extends ChatChunkTranslator {
         content: [],
         stop_reason: null,
         stop_sequence: null,
-        usage: usageOf(undefined, this.plan.chat.requests[0]?.promptTokens.length ?? 0),
+        usage: usageOf(this.plan, undefined, this.plan.chat.requests[0]?.promptTokens.length ?? 0, ""),
       },
     });
   }
@@ -293,6 +424,11 @@ class MessageEventWriter extends ChatChunkTranslator {
 
   private closeBlock(): void {
     if (this.block === undefined) return;
+    if (this.block === "thinking") {
+      this.delta({ type: "signature_delta", signature: signatureOf(this.thinking) });
+      this.allThinking += this.thinking;
+      this.thinking = "";
+    }
     this.emit("content_block_stop", { index: this.index });
     this.block = undefined;
   }
@@ -304,7 +440,8 @@ class MessageEventWriter extends ChatChunkTranslator {
   protected reasoning(text: string): void {
     if (this.block !== "thinking")
       this.openBlock("thinking", { type: "thinking", thinking: "", signature: "" });
-    this.delta({ type: "thinking_delta", thinking: text });
+    this.thinking += text;
+    if (!this.plan.omitThinking) this.delta({ type: "thinking_delta", thinking: text });
   }
 
   protected content(text: string): void {
@@ -323,9 +460,10 @@ class MessageEventWriter extends ChatChunkTranslator {
   protected close(): void {
     this.closeBlock();
     const [stopReason, stopSequence] = stopReasonOf(this.plan, this.finish, this.stop);
+    const { output_tokens, output_tokens_details } = usageOf(this.plan, this.usage, 0, this.allThinking);
     this.emit("message_delta", {
       delta: { stop_reason: stopReason, stop_sequence: stopSequence },
-      usage: { output_tokens: this.usage?.completion_tokens ?? 0 },
+      usage: { output_tokens, output_tokens_details },
     });
     this.emit("message_stop");
   }

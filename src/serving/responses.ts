@@ -9,6 +9,17 @@
  * `response.function_call_arguments.delta`), their `.done` events, `response.content_part.done`,
  * `response.output_item.done`; last `response.completed` (or `response.incomplete` when
  * `max_output_tokens` cut it). Each event has a `sequence_number`; there is no `[DONE]`.
+ *
+ * Reasoning: the text the reasoning parser splits off is a `reasoning` output item
+ * (`{type: "reasoning", id: "rs_…", status, summary: [], content: [{type: "reasoning_text", text}]}`)
+ * before the message and function calls, streamed as its item and content part with
+ * `response.reasoning_text.delta`s and `.done`; `usage.output_tokens_details.reasoning_tokens` counts
+ * its tokens. Reasoning items sent back in `input` become the `reasoning_content` of the assistant
+ * turn (message or function calls) that follows them, which templates such as Qwen3's render; one that no
+ * assistant item follows is dropped. With `include: ["reasoning.encrypted_content"]` each reasoning item
+ * also carries `encrypted_content`: not encrypted (the text is in `content` anyway) but the text in
+ * this server's encoding (`lmserve.reasoning.v1:` + base64 of the UTF-8 text), which it reads back when
+ * an item comes without `content` (as clients such as Codex send them); another server's opaque value is ignored.
  */
 import { randomUUID } from "node:crypto";
 import { type ApiError, badRequest } from "../errors.ts";
@@ -26,6 +37,7 @@ import { completeChat, streamChat } from "./chatResponse.ts";
 import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
+import { reasoningTokenCount } from "./reasoningUsage.ts";
 import type { ChunkSink } from "./streaming.ts";
 
 /** A planned response: the chat plan it runs on and what the response object echoes. */
@@ -34,14 +46,34 @@ export type ResponsePlan = {
   readonly createdAt: number;
   readonly body: ResponseCreateRequest;
   readonly chat: ChatPlan;
+  /** `include` has `reasoning.encrypted_content`: reasoning items carry `encrypted_content`. */
+  readonly includeEncrypted: boolean;
 };
 
 const newId = (prefix: string) => `${prefix}_${randomUUID().replaceAll("-", "")}`;
 
+/** The `include` values the server honours. */
+const INCLUDABLE = new Set(["reasoning.encrypted_content"]);
+
+/** The prefix of this server's `encrypted_content` (see the module doc). */
+const ENCRYPTED_PREFIX = "lmserve.reasoning.v1:";
+
+/** A reasoning text as `encrypted_content` (see the module doc). */
+export function encodeReasoning(text: string): string {
+  return ENCRYPTED_PREFIX + Buffer.from(text, "utf8").toString("base64");
+}
+
+/** The text of this server's `encrypted_content`, or undefined for any other value. */
+export function decodeReasoning(encrypted: string): string | undefined {
+  if (!encrypted.startsWith(ENCRYPTED_PREFIX)) return undefined;
+  return Buffer.from(encrypted.slice(ENCRYPTED_PREFIX.length), "base64").toString("utf8");
+}
+
 /**
  * Maps a Responses request to the chat request it runs as.
- * @throws ApiError 400 for `previous_response_id`, `store: true`, a tool that is not a function,
- *   media input, and (from the chat schema) anything the chat request refuses.
+ * @throws ApiError 400 for `previous_response_id`, `store: true`, an `include` value other than
+ *   `reasoning.encrypted_content`, a tool that is not a function, media input, and (from the chat
+ *   schema) anything the chat request refuses.
  */
 export function responsesToChat(body: ResponseCreateRequest): ChatCompletionRequest {
   if (body.previous_response_id !== undefined && body.previous_response_id !== null) {
@@ -58,13 +90,24 @@ export function responsesToChat(body: ResponseCreateRequest): ChatCompletionRequ
       "unsupported_field",
     );
   }
+  (body.include ?? []).forEach((value, index) => {
+    if (!INCLUDABLE.has(value)) {
+      throw badRequest(
+        `include value '${value}' is not supported: this server can include only reasoning.encrypted_content.`,
+        `include[${index}]`,
+        "unsupported_field",
+      );
+    }
+  });
   const messages: Record<string, unknown>[] = [];
   if (body.instructions) messages.push({ role: "system", content: body.instructions });
   if (typeof body.input === "string") messages.push({ role: "user", content: body.input });
-  else
+  else {
+    const pending: PendingReasoning = { text: undefined };
     body.input.forEach((item, index) => {
-      addInputItem(messages, item, index);
+      addInputItem(messages, item, index, pending);
     });
+  }
   const tools = (body.tools ?? []).map((tool, index) => {
     if (tool.type !== "function") {
       throw badRequest(
@@ -107,9 +150,40 @@ export function responsesToChat(body: ResponseCreateRequest): ChatCompletionRequ
   });
 }
 
-/** Appends the chat message(s) of one `input` item (function calls join the assistant message before them). */
-function addInputItem(messages: Record<string, unknown>[], item: ResponseInputItem, index: number): void {
-  if (item.type === "reasoning") return;
+/** The reasoning of the `input` items read so far that no assistant item has taken yet. */
+type PendingReasoning = { text: string | undefined };
+
+/** The reasoning text of an input reasoning item: its `content`, else our `encrypted_content`, else none. */
+function reasoningTextOf(item: Extract<ResponseInputItem, { type: "reasoning" }>): string | undefined {
+  const content = item.content ?? [];
+  if (content.length > 0) return content.map((part) => part.text).join("");
+  return typeof item.encrypted_content === "string" ? decodeReasoning(item.encrypted_content) : undefined;
+}
+
+/** Adds `reasoning` to an assistant chat message's `reasoning_content` (after what it has). */
+function addReasoning(message: Record<string, unknown>, reasoning: string | undefined): void {
+  if (reasoning === undefined) return;
+  const before = message.reasoning_content;
+  message.reasoning_content = typeof before === "string" ? `${before}\n\n${reasoning}` : reasoning;
+}
+
+/**
+ * Appends the chat message(s) of one `input` item: function calls join the assistant message before
+ * them; a reasoning item's text waits in `pending` for the next assistant item (a non-assistant item drops it).
+ */
+function addInputItem(
+  messages: Record<string, unknown>[],
+  item: ResponseInputItem,
+  index: number,
+  pending: PendingReasoning,
+): void {
+  if (item.type === "reasoning") {
+    const text = reasoningTextOf(item);
+    if (text !== undefined) pending.text = pending.text === undefined ? text : `${pending.text}\n\n${text}`;
+    return;
+  }
+  const reasoning = pending.text;
+  pending.text = undefined;
   if (item.type === "function_call") {
     const call = {
       id: item.call_id,
@@ -117,8 +191,14 @@ function addInputItem(messages: Record<string, unknown>[], item: ResponseInputIt
       function: { name: item.name, arguments: item.arguments },
     };
     const last = messages.at(-1);
-    if (last?.role === "assistant" && Array.isArray(last.tool_calls)) last.tool_calls.push(call);
-    else messages.push({ role: "assistant", content: null, tool_calls: [call] });
+    if (last?.role === "assistant" && Array.isArray(last.tool_calls)) {
+      last.tool_calls.push(call);
+      addReasoning(last, reasoning);
+    } else {
+      const message: Record<string, unknown> = { role: "assistant", content: null, tool_calls: [call] };
+      addReasoning(message, reasoning);
+      messages.push(message);
+    }
     return;
   }
   if (item.type === "function_call_output") {
@@ -138,7 +218,9 @@ function addInputItem(messages: Record<string, unknown>[], item: ResponseInputIt
             `input[${index}].content[${partIndex}]`,
           );
         });
-  messages.push({ role: item.role, content });
+  const message: Record<string, unknown> = { role: item.role, content };
+  if (item.role === "assistant") addReasoning(message, reasoning);
+  messages.push(message);
 }
 
 /**
@@ -163,16 +245,40 @@ export async function planResponse(
     signal,
     cacheDomain,
   );
-  return { id: newId("resp"), createdAt: chat.created, body, chat };
+  const includeEncrypted = (body.include ?? []).includes("reasoning.encrypted_content");
+  return { id: newId("resp"), createdAt: chat.created, body, chat, includeEncrypted };
 }
 
-/** The response object around `output` (status from the chat finish reason). */
+/** A reasoning output item of `text` (with `encrypted_content` when the request included it). */
+function reasoningItem(
+  plan: ResponsePlan,
+  id: string,
+  text: string,
+  incomplete: boolean,
+): ResponseOutputItem {
+  return {
+    type: "reasoning",
+    id,
+    status: incomplete ? "incomplete" : "completed",
+    summary: [],
+    content: [{ type: "reasoning_text", text }],
+    ...(plan.includeEncrypted ? { encrypted_content: encodeReasoning(text) } : {}),
+  };
+}
+
+/**
+ * The response object around `output` (status from the chat finish reason); `reasoning_tokens` counts
+ * the tokens of the reasoning items' text.
+ */
 function responseObject(
   plan: ResponsePlan,
   output: ResponseOutputItem[],
   finish: string | null | undefined,
   usage: Usage | undefined,
 ): ResponseObject {
+  const reasoning = output
+    .map((item) => (item.type === "reasoning" ? item.content.map((part) => part.text).join("") : ""))
+    .join("");
   const { body } = plan;
   const format = body.text?.format ?? { type: "text" };
   const status = finish === undefined ? "in_progress" : finish === "length" ? "incomplete" : "completed";
@@ -201,7 +307,9 @@ function responseObject(
           input_tokens: usage.prompt_tokens,
           input_tokens_details: { cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0 },
           output_tokens: usage.completion_tokens,
-          output_tokens_details: { reasoning_tokens: 0 },
+          output_tokens_details: {
+            reasoning_tokens: reasoningTokenCount(plan.chat, reasoning, usage.completion_tokens),
+          },
           total_tokens: usage.total_tokens,
         }
       : null,
@@ -224,13 +332,12 @@ export async function completeResponse(
   const message = choice?.message;
   const output: ResponseOutputItem[] = [];
   const reasoning = message?.reasoning_content;
-  if (reasoning)
-    output.push({
-      type: "reasoning",
-      id: newId("rs"),
-      summary: [],
-      content: [{ type: "reasoning_text", text: reasoning }],
-    });
+  const cut = choice?.finish_reason === "length";
+  if (reasoning) {
+    // Cut inside the thinking: nothing came after it.
+    const last = !message?.content && (message?.tool_calls ?? []).length === 0;
+    output.push(reasoningItem(plan, newId("rs"), reasoning, cut && last));
+  }
   if (message?.content) {
     output.push({
       type: "message",
@@ -327,7 +434,13 @@ class ResponseEventWriter extends ChatChunkTranslator {
       const item: ResponseOutputItem =
         kind === "message"
           ? { type: "message", id: newId("msg"), status: "in_progress", role: "assistant", content: [] }
-          : { type: "reasoning", id: newId("rs"), summary: [], content: [] };
+          : {
+              type: "reasoning",
+              id: newId("rs"),
+              status: "in_progress",
+              summary: [],
+              content: [],
+            };
       this.current = { item, text: "" };
       this.output.push(item);
       const where = { output_index: this.output.length - 1 };
@@ -371,7 +484,7 @@ class ResponseEventWriter extends ChatChunkTranslator {
       this.emit("response.content_part.done", { ...where, content_index: 0, part });
     } else {
       const part = { type: "reasoning_text" as const, text: open.text };
-      item = { ...open.item, content: [part] };
+      item = reasoningItem(this.plan, open.item.id, open.text, incomplete);
       this.emit("response.reasoning_text.done", { ...where, content_index: 0, text: open.text });
       this.emit("response.content_part.done", { ...where, content_index: 0, part });
     }

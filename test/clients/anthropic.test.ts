@@ -1,7 +1,7 @@
 // Client compatibility: the official `@anthropic-ai/sdk` npm client against POST /v1/messages and
 // /v1/messages/count_tokens, by base URL and key only (`x-api-key`), on stories260K: text, streaming
-// (events and the MessageStream helper), tool_use / tool_result, stop sequences, count_tokens, and
-// errors raised as the SDK's typed errors (Anthropic's error shape).
+// (events and the MessageStream helper), tool_use / tool_result, stop sequences, output_config.format,
+// count_tokens, and errors raised as the SDK's typed errors (Anthropic's error shape).
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
@@ -128,6 +128,18 @@ describe("@anthropic-ai/sdk: Messages API", () => {
     assert.equal(answer.type, "message");
   });
 
+  it("output_config.format: the text is JSON that validates against the schema", async () => {
+    const message = await client.messages.create({
+      ...story,
+      max_tokens: FORCED_MAX_TOKENS,
+      output_config: { format: { type: "json_schema", schema: weatherArgsJsonSchema } },
+    });
+    const [block] = message.content;
+    assert.ok(block?.type === "text", JSON.stringify(message.content));
+    weatherArgsSchema.parse(JSON.parse(block.text));
+    assert.equal(message.stop_reason, "end_turn");
+  });
+
   it("count_tokens counts the prompt as messages.create renders it", async () => {
     const counted = await client.messages.countTokens({
       model: TEST_MODEL,
@@ -151,11 +163,13 @@ describe("@anthropic-ai/sdk: Messages API", () => {
       Anthropic.NotFoundError,
     );
     await assert.rejects(
-      client.messages.create({ ...story, max_tokens: 4, thinking: { type: "enabled", budget_tokens: 1024 } }),
+      // stories260K's template has no thinking block: thinking is refused.
+      client.messages.create({ ...story, max_tokens: 4, thinking: { type: "adaptive" } }),
       (error: unknown) => {
         assert.ok(error instanceof Anthropic.BadRequestError);
         assert.deepEqual(Object.keys(error.error as object).sort(), ["error", "type"]);
         assert.equal((error.error as { error: { type: string } }).error.type, "invalid_request_error");
+        assert.match(error.message, /does not support thinking/);
         return true;
       },
     );
