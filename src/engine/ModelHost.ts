@@ -3,6 +3,8 @@ import { basename } from "node:path";
 import { readGgufFileInfo } from "node-llama-cpp";
 import { type DeviceKind, type DevicePlan, planDevices } from "./devices.ts";
 import {
+  type FlashAttn,
+  type KvCacheType,
   type NativeContext,
   type NativeModel,
   type NativeModelInfo,
@@ -39,6 +41,12 @@ export type ModelHostOptions = {
   kvUnified?: boolean;
   /** Most tokens in one step (prompt chunks plus one per decoding sequence). Defaults to 512. */
   batchSize?: number;
+  /** The K cache's type (`--cache-type-k`, llama-server's `-ctk`). Defaults to f16. */
+  cacheTypeK?: KvCacheType;
+  /** The V cache's type (`--cache-type-v`, `-ctv`); a quantized one needs flash attention. Defaults to f16. */
+  cacheTypeV?: KvCacheType;
+  /** Flash attention (`--flash-attn`, `-fa`). Defaults to auto (llama.cpp's choice for the device). */
+  flashAttn?: FlashAttn;
   /**
    * The multimodal projector GGUF beside the model (llama-server's `--mmproj`): with it the model takes
    * images. Defaults to none.
@@ -72,6 +80,18 @@ export type ModelPlacement = {
   skipped: readonly { backend: string; reason: string }[];
 };
 
+/** The context's KV cache as created: its types, flash attention, and its size. */
+export type KvCacheInfo = {
+  typeK: KvCacheType;
+  typeV: KvCacheType;
+  /** Whether attention runs as flash attention (`auto` resolved). */
+  flashAttn: boolean;
+  /** Bytes of the K cache (every layer, every cell of every slot). */
+  kBytes: number;
+  /** Bytes of the V cache. */
+  vBytes: number;
+};
+
 /**
  * One loaded model and its context, over the native engine: the model's weights and tokenizer, and one
  * llama.cpp context whose `sequences` sequences of `contextSize` tokens are the scheduler's slots.
@@ -96,6 +116,8 @@ export class ModelHost {
   /** Most tokens one step may hold. */
   readonly batchSize: number;
   readonly placement: ModelPlacement;
+  /** The KV cache's types and bytes, flash attention. */
+  readonly kvCache: KvCacheInfo;
   /** How `/v1/embeddings` pools a prompt (`--pooling`, else the GGUF's, else mean). */
   readonly pooling: Pooling;
   /** The multimodal projector (`--mmproj`), or null: then the model takes no images. */
@@ -133,6 +155,14 @@ export class ModelHost {
     this.sequences = init.sequences;
     this.batchSize = init.batchSize;
     this.placement = init.placement;
+    const contextInfo = init.context.info();
+    this.kvCache = {
+      typeK: contextInfo.cacheTypeK,
+      typeV: contextInfo.cacheTypeV,
+      flashAttn: contextInfo.flashAttn,
+      kBytes: contextInfo.kBytes,
+      vBytes: contextInfo.vBytes,
+    };
     this.created = Math.floor(Date.now() / 1000);
     const { eos, eot } = this.info;
     this.endOfGeneration = [...new Set([eos, eot].filter((token) => token >= 0))];
@@ -141,7 +171,9 @@ export class ModelHost {
   /**
    * Loads a GGUF model and creates its context.
    * @throws ModelLoadError when the file is missing, unreadable or not a valid GGUF model, or the
-   *   context cannot be created; DeviceUnavailableError when `--device cuda|vulkan` finds no such GPU.
+   *   context cannot be created (also a KV cache type the model or the flash-attention setting refuses:
+   *   a quantized V cache with `flashAttn: "off"`, a block type that does not divide the head size);
+   *   DeviceUnavailableError when `--device cuda|vulkan` finds no such GPU.
    */
   static async load(options: ModelHostOptions): Promise<ModelHost> {
     const { modelPath } = options;
@@ -211,10 +243,16 @@ export class ModelHost {
         nUbatch: batchSize,
         threads: options.threads,
         kvUnified: options.kvUnified ?? true,
+        ...(options.cacheTypeK !== undefined ? { cacheTypeK: options.cacheTypeK } : {}),
+        ...(options.cacheTypeV !== undefined ? { cacheTypeV: options.cacheTypeV } : {}),
+        ...(options.flashAttn !== undefined ? { flashAttn: options.flashAttn } : {}),
       });
     } catch (error) {
       model.dispose();
-      throw new ModelLoadError(`Failed to create a context of ${contextSize} tokens: ${firstLine(error)}`, {
+      const reason = firstLine(error);
+      // The engine's refusals of a cache setting name their flag and are the whole message.
+      if (/^--(cache-type-[kv]|flash-attn) /.test(reason)) throw new ModelLoadError(reason, { cause: error });
+      throw new ModelLoadError(`Failed to create a context of ${contextSize} tokens: ${reason}`, {
         cause: error,
       });
     }

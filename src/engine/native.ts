@@ -120,7 +120,21 @@ export type NativeStepOutput = {
 
 /** A llama.cpp context: the KV cache of `nSeqMax` sequences, their samplers, and the step. */
 export interface NativeContext {
-  info(): { nCtx: number; nCtxSeq: number; nBatch: number; nUbatch: number; nSeqMax: number };
+  info(): {
+    nCtx: number;
+    nCtxSeq: number;
+    nBatch: number;
+    nUbatch: number;
+    nSeqMax: number;
+    /** The K and V caches' ggml types. */
+    cacheTypeK: KvCacheType;
+    cacheTypeV: KvCacheType;
+    /** Whether attention runs as flash attention (llama.cpp resolved `auto`). */
+    flashAttn: boolean;
+    /** Bytes of the K and of the V cache (every layer, every cell). */
+    kBytes: number;
+    vBytes: number;
+  };
   /** A fresh sampler for sequence `seq`. @throws Error when the grammar does not parse. */
   configure(seq: number, config: NativeSamplerConfig): void;
   release(seq: number): void;
@@ -199,7 +213,36 @@ export type NativeContextOptions = {
   kvUnified: boolean;
   /** Memory bound of the guided-decoding mask cache, in bytes. Defaults to 64 MiB. */
   maskCacheBytes?: number;
+  /** The K cache's type (llama.cpp's `type_k`). Defaults to f16. */
+  cacheTypeK?: KvCacheType;
+  /** The V cache's type (llama.cpp's `type_v`); a quantized one needs flash attention. Defaults to f16. */
+  cacheTypeV?: KvCacheType;
+  /** Flash attention (llama.cpp's `flash_attn_type`). Defaults to auto. */
+  flashAttn?: FlashAttn;
 };
+
+/**
+ * The KV cache types a context takes, as llama-server's `--cache-type-k` / `--cache-type-v`
+ * (llama.cpp's common/arg.cpp `kv_cache_types`); the block types (q*, iq4_nl) need the model's head size
+ * to be a multiple of 32, and a block-type V cache needs flash attention.
+ */
+export const KV_CACHE_TYPES = [
+  "f32",
+  "f16",
+  "bf16",
+  "q8_0",
+  "q4_0",
+  "q4_1",
+  "iq4_nl",
+  "q5_0",
+  "q5_1",
+] as const;
+
+/** One of {@link KV_CACHE_TYPES}. */
+export type KvCacheType = (typeof KV_CACHE_TYPES)[number];
+
+/** Flash attention: `auto` lets llama.cpp use it where the device supports it (llama-server's `--flash-attn`). */
+export type FlashAttn = "auto" | "on" | "off";
 
 /** The addon's exports. */
 export interface NativeAddon {
