@@ -59,6 +59,7 @@ export async function startServer(
       const maxModelLen = own?.maxModelLen ?? config.maxModelLen;
       const chatTemplate = own?.chatTemplate ?? config.chatTemplate;
       const mmproj = own?.mmproj ?? config.mmproj;
+      const maxNumBatchedTokens = own?.maxNumBatchedTokens ?? config.maxNumBatchedTokens;
       const host = await ModelHost.load({
         modelPath: model.path,
         servedModelNames: model.servedModelNames,
@@ -68,6 +69,10 @@ export async function startServer(
         device: config.device,
         ...(config.nGpuLayers !== undefined ? { nGpuLayers: config.nGpuLayers } : {}),
         kvUnified: config.kvUnified,
+        cacheTypeK: own?.cacheTypeK ?? config.cacheTypeK,
+        cacheTypeV: own?.cacheTypeV ?? config.cacheTypeV,
+        flashAttn: own?.flashAttn ?? config.flashAttn,
+        batchSize: maxNumBatchedTokens,
         ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
         ...(mmproj !== undefined ? { mmproj } : {}),
       });
@@ -86,6 +91,7 @@ export async function startServer(
         new Scheduler(host, {
           prefixCaching: config.prefixCaching,
           jumpForward: config.jumpForward,
+          maxNumBatchedTokens,
           ...(config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {}),
           ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
           events: metrics.eventsFor(host.id),
@@ -123,6 +129,13 @@ export async function startServer(
           offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
           ...(gpu !== undefined ? { gpu } : {}),
           threads: threadsFor(config, model.sizeBytes),
+          maxNumBatchedTokens: host.batchSize,
+          kvCache: {
+            typeK: host.kvCache.typeK,
+            typeV: host.kvCache.typeV,
+            bytes: host.kvCache.kBytes + host.kvCache.vBytes,
+            flashAttn: host.kvCache.flashAttn,
+          },
           ...(mmproj !== undefined ? { mmproj, vision: host.acceptsImages } : {}),
         },
         "model loaded",

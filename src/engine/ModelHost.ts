@@ -2,9 +2,8 @@ import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { readGgufFileInfo } from "node-llama-cpp";
 import { type DeviceKind, type DevicePlan, planDevices } from "./devices.ts";
+import type { FlashAttn, KvCacheType } from "./kvCacheTypes.ts";
 import {
-  type FlashAttn,
-  type KvCacheType,
   type NativeContext,
   type NativeModel,
   type NativeModelInfo,
@@ -39,7 +38,10 @@ export type ModelHostOptions = {
    * the weights (see docs/ARCHITECTURE.md).
    */
   kvUnified?: boolean;
-  /** Most tokens in one step (prompt chunks plus one per decoding sequence). Defaults to 512. */
+  /**
+   * Most tokens in one step (prompt chunks plus one per decoding sequence; `--max-num-batched-tokens`),
+   * llama.cpp's `n_batch`. Defaults to 512.
+   */
   batchSize?: number;
   /** The K cache's type (`--cache-type-k`, llama-server's `-ctk`). Defaults to f16. */
   cacheTypeK?: KvCacheType;
@@ -240,7 +242,9 @@ export class ModelHost {
         nCtx: contextSize * options.sequences,
         nSeqMax: options.sequences,
         nBatch: batchSize,
-        nUbatch: batchSize,
+        // llama.cpp splits a larger step into physical batches of at most 512 (its default n_ubatch), which
+        // bounds the compute buffers whatever --max-num-batched-tokens is.
+        nUbatch: Math.min(batchSize, 512),
         threads: options.threads,
         kvUnified: options.kvUnified ?? true,
         ...(options.cacheTypeK !== undefined ? { cacheTypeK: options.cacheTypeK } : {}),
