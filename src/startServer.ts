@@ -72,7 +72,7 @@ export async function startServer(
         cacheTypeK: own?.cacheTypeK ?? config.cacheTypeK,
         cacheTypeV: own?.cacheTypeV ?? config.cacheTypeV,
         flashAttn: own?.flashAttn ?? config.flashAttn,
-        batchSize: maxNumBatchedTokens,
+        ...(maxNumBatchedTokens !== undefined ? { batchSize: maxNumBatchedTokens } : {}),
         ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
         ...(mmproj !== undefined ? { mmproj } : {}),
       });
@@ -91,7 +91,7 @@ export async function startServer(
         new Scheduler(host, {
           prefixCaching: config.prefixCaching,
           jumpForward: config.jumpForward,
-          maxNumBatchedTokens,
+          ...(maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens } : {}),
           ...(config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {}),
           ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
           events: metrics.eventsFor(host.id),

@@ -46,14 +46,6 @@ export type ModelConfig = {
   maxNumBatchedTokens?: number;
 };
 
-/**
- * Tokens one engine step evaluates at most when `--max-num-batched-tokens` is not given: decodes plus
- * prompt chunks (see docs/ARCHITECTURE.md, "The step budget"). 512 is llama.cpp's default physical
- * batch (`n_ubatch`): a larger step buys little prompt throughput on a CPU, whose matmuls are already
- * compute-bound at a few hundred rows, and every token more is time the running streams wait.
- */
-export const DEFAULT_MAX_NUM_BATCHED_TOKENS = 512;
-
 const KvCacheTypeSchema = z.enum(KV_CACHE_TYPES);
 const FlashAttnSchema = z.enum(["auto", "on", "off"]);
 
@@ -114,9 +106,10 @@ const ServeConfigSchema = z.object({
   flashAttn: FlashAttnSchema,
   /**
    * `--max-num-batched-tokens` (vLLM's): tokens one engine step evaluates at most, decodes and prompt
-   * chunks together; at least `max-num-seqs`. Defaults to {@link DEFAULT_MAX_NUM_BATCHED_TOKENS}.
+   * chunks together; at least `max-num-seqs`. Absent: the device's default,
+   * {@link DEFAULT_MAX_NUM_BATCHED_TOKENS} (engine/stepPlan.ts).
    */
-  maxNumBatchedTokens: z.number().int().min(1).max(1_048_576),
+  maxNumBatchedTokens: z.number().int().min(1).max(1_048_576).optional(),
   /** `--jump-forward`: append the text a grammar forces without sampling it (guided decoding). */
   jumpForward: z.boolean(),
   /** `--pooling`: how `/v1/embeddings` pools a prompt; absent: the GGUF's, else mean. */
@@ -305,9 +298,7 @@ export function loadServeConfig(
     cacheTypeK: cacheType(flags.cacheTypeK, "--cache-type-k") ?? "f16",
     cacheTypeV: cacheType(flags.cacheTypeV, "--cache-type-v") ?? "f16",
     flashAttn: flashAttn(flags.flashAttn, "--flash-attn") ?? "auto",
-    maxNumBatchedTokens:
-      optionalInteger(flags.maxNumBatchedTokens, "--max-num-batched-tokens") ??
-      DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    maxNumBatchedTokens: optionalInteger(flags.maxNumBatchedTokens, "--max-num-batched-tokens"),
     jumpForward: flags.jumpForward ?? false,
     pooling: flags.pooling,
     trustRequestChatTemplate: flags.trustRequestChatTemplate ?? false,
@@ -347,6 +338,8 @@ function refuseLeftoverNames(names: readonly string[], entries: readonly ModelFi
   );
 }
 
+export { DEFAULT_MAX_NUM_BATCHED_TOKENS } from "../engine/stepPlan.ts";
+
 /**
  * Refuses a step budget below a model's slots, as vLLM refuses `max_num_batched_tokens` <
  * `max_num_seqs`: every decoding slot puts a token in each step, and a prompt needs room beside them.
@@ -356,7 +349,8 @@ function refuseSmallStepBudget(config: z.infer<typeof ServeConfigSchema>): void 
   config.models.forEach((model, index) => {
     const budget = model.maxNumBatchedTokens ?? config.maxNumBatchedTokens;
     const slots = model.maxNumSeqs ?? config.maxNumSeqs;
-    if (budget >= slots) return;
+    // The devices' defaults (256, 2048) are never below the most slots (256).
+    if (budget === undefined || budget >= slots) return;
     const where =
       model.maxNumBatchedTokens !== undefined
         ? `models[${index}].max-num-batched-tokens`

@@ -10,6 +10,7 @@ import {
   type NativeProjector,
   nativeAddon,
 } from "./native.ts";
+import { DEFAULT_MAX_NUM_BATCHED_TOKENS } from "./stepPlan.ts";
 import { TokenVocabulary } from "./TokenVocabulary.ts";
 import type { Pooling } from "./types.ts";
 
@@ -40,7 +41,7 @@ export type ModelHostOptions = {
   kvUnified?: boolean;
   /**
    * Most tokens in one step (prompt chunks plus one per decoding sequence; `--max-num-batched-tokens`),
-   * llama.cpp's `n_batch`. Defaults to 512.
+   * llama.cpp's `n_batch`. Defaults to {@link DEFAULT_MAX_NUM_BATCHED_TOKENS} for the device.
    */
   batchSize?: number;
   /** The K cache's type (`--cache-type-k`, llama-server's `-ctk`). Defaults to f16. */
@@ -235,7 +236,8 @@ export class ModelHost {
       );
     }
     const contextSize = options.maxModelLen ?? Math.min(info.nCtxTrain, 8192);
-    const batchSize = Math.min(options.batchSize ?? 512, contextSize * options.sequences);
+    const defaultBatch = onGpu ? DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu : DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu;
+    const batchSize = Math.min(options.batchSize ?? defaultBatch, contextSize * options.sequences);
     let context: NativeContext;
     try {
       context = new engine.Context(model, {

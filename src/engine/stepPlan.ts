@@ -6,6 +6,16 @@
 import type { NativeStepInput } from "./native.ts";
 import type { Pooling } from "./types.ts";
 
+/**
+ * Tokens one engine step evaluates at most when `--max-num-batched-tokens` is not given (decodes plus
+ * prompt chunks; see docs/ARCHITECTURE.md, "The step budget"). CPU: 256, where prompt throughput has
+ * peaked (measured with a 226M-parameter Qwen2 shape on 2 threads: 473, 817, 835, 861, 795 tok/s at
+ * 32, 64, 128, 256, 512 tokens a step) while each token more lengthens the step every running stream
+ * waits on (297 ms at 256, 644 ms at 512). GPU: 2048, vLLM's default for online serving and
+ * llama-server's `n_batch`, since a GPU's matmuls keep gaining up to a few thousand rows.
+ */
+export const DEFAULT_MAX_NUM_BATCHED_TOKENS = { cpu: 256, gpu: 2048 } as const;
+
 /** Prompt tokens per step for a sequence whose every prompt row is an output (`prompt_logprobs`, mean-pooled embeddings). */
 export const SCORED_CHUNK_TOKENS = 64;
 

@@ -29,7 +29,9 @@ describe("KV cache and step budget configuration", () => {
     assert.equal(config.cacheTypeK, "f16");
     assert.equal(config.cacheTypeV, "f16");
     assert.equal(config.flashAttn, "auto");
-    assert.equal(config.maxNumBatchedTokens, DEFAULT_MAX_NUM_BATCHED_TOKENS);
+    // Absent: the device's default, resolved when the model loads.
+    assert.equal(config.maxNumBatchedTokens, undefined);
+    assert.deepEqual(DEFAULT_MAX_NUM_BATCHED_TOKENS, { cpu: 256, gpu: 2048 });
   });
 
   it("takes every llama-server cache type and refuses another, listing them", () => {
