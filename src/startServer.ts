@@ -72,7 +72,7 @@ export async function startServer(
         cacheTypeK: own?.cacheTypeK ?? config.cacheTypeK,
         cacheTypeV: own?.cacheTypeV ?? config.cacheTypeV,
         flashAttn: own?.flashAttn ?? config.flashAttn,
-        ...(maxNumBatchedTokens !== undefined ? { batchSize: maxNumBatchedTokens } : {}),
+        ...(maxNumBatchedTokens !== undefined ? { stepBudget: maxNumBatchedTokens } : {}),
         ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
         ...(mmproj !== undefined ? { mmproj } : {}),
       });
@@ -91,7 +91,6 @@ export async function startServer(
         new Scheduler(host, {
           prefixCaching: config.prefixCaching,
           jumpForward: config.jumpForward,
-          ...(maxNumBatchedTokens !== undefined ? { maxNumBatchedTokens } : {}),
           ...(config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {}),
           ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
           events: metrics.eventsFor(host.id),
@@ -129,7 +128,7 @@ export async function startServer(
           offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
           ...(gpu !== undefined ? { gpu } : {}),
           threads: threadsFor(config, model.sizeBytes),
-          maxNumBatchedTokens: host.batchSize,
+          maxNumBatchedTokens: host.stepBudget,
           kvCache: {
             typeK: host.kvCache.typeK,
             typeV: host.kvCache.typeV,

@@ -40,10 +40,11 @@ export type ModelHostOptions = {
    */
   kvUnified?: boolean;
   /**
-   * Most tokens in one step (prompt chunks plus one per decoding sequence; `--max-num-batched-tokens`),
-   * llama.cpp's `n_batch`. Defaults to {@link DEFAULT_MAX_NUM_BATCHED_TOKENS} for the device.
+   * The step budget: tokens one step evaluates at most, decodes and prompt chunks together
+   * (`--max-num-batched-tokens`). Defaults to {@link DEFAULT_MAX_NUM_BATCHED_TOKENS} for the device.
+   * The context's batch (llama.cpp's `n_batch`) holds max(512, this) tokens.
    */
-  batchSize?: number;
+  stepBudget?: number;
   /** The K cache's type (`--cache-type-k`, llama-server's `-ctk`). Defaults to f16. */
   cacheTypeK?: KvCacheType;
   /** The V cache's type (`--cache-type-v`, `-ctv`); a quantized one needs flash attention. Defaults to f16. */
@@ -116,8 +117,10 @@ export class ModelHost {
   readonly contextSize: number;
   /** Number of sequences (slots). */
   readonly sequences: number;
-  /** Most tokens one step may hold. */
+  /** Most tokens one step may hold (llama.cpp's `n_batch`): max(512, {@link stepBudget}), at most the context. */
   readonly batchSize: number;
+  /** Tokens the scheduler puts in one step at most (`--max-num-batched-tokens`, else the device's default). */
+  readonly stepBudget: number;
   readonly placement: ModelPlacement;
   /** The KV cache's types and bytes, flash attention. */
   readonly kvCache: KvCacheInfo;
@@ -139,6 +142,7 @@ export class ModelHost {
     contextSize: number;
     sequences: number;
     batchSize: number;
+    stepBudget: number;
     placement: ModelPlacement;
     projector: NativeProjector | null;
     pooling: Pooling;
@@ -157,6 +161,7 @@ export class ModelHost {
     this.contextSize = init.contextSize;
     this.sequences = init.sequences;
     this.batchSize = init.batchSize;
+    this.stepBudget = init.stepBudget;
     this.placement = init.placement;
     const contextInfo = init.context.info();
     this.kvCache = {
@@ -236,8 +241,12 @@ export class ModelHost {
       );
     }
     const contextSize = options.maxModelLen ?? Math.min(info.nCtxTrain, 8192);
-    const defaultBatch = onGpu ? DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu : DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu;
-    const batchSize = Math.min(options.batchSize ?? defaultBatch, contextSize * options.sequences);
+    const cells = contextSize * options.sequences;
+    const budget =
+      options.stepBudget ?? (onGpu ? DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu : DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu);
+    // The batch keeps llama.cpp's usual 512 below a smaller budget (one image's or encoder's tokens go in one batch).
+    const batchSize = Math.min(Math.max(512, budget), cells);
+    const stepBudget = Math.min(budget, batchSize);
     let context: NativeContext;
     try {
       context = new engine.Context(model, {
@@ -296,6 +305,7 @@ export class ModelHost {
       contextSize,
       sequences: options.sequences,
       batchSize,
+      stepBudget,
       placement: {
         backend: plan.backend,
         devices: plan.gpus.map((device) => device.description || device.name),

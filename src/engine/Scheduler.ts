@@ -66,7 +66,7 @@ export type SchedulerOptions = {
    * Tokens one step evaluates at most, decodes and prompt chunks together (vLLM's
    * `--max-num-batched-tokens`, chunked prefill): decoding sequences wait at most one step of this many
    * tokens while a prompt prefills, and an abort stops a long prompt within one step. Capped at the
-   * context's batch size; see {@link planStep} for the policy. Defaults to the host's batch size.
+   * context's batch size; see {@link planStep} for the policy. Defaults to the host's step budget.
    */
   maxNumBatchedTokens?: number;
   /**
@@ -142,7 +142,7 @@ export class Scheduler {
     this.prefixCaching = options.prefixCaching ?? true;
     this.events = options.events;
     this.requestTimeoutSeconds = options.requestTimeoutSeconds;
-    this.maxNumBatchedTokens = Math.min(options.maxNumBatchedTokens ?? host.batchSize, host.batchSize);
+    this.maxNumBatchedTokens = Math.min(options.maxNumBatchedTokens ?? host.stepBudget, host.batchSize);
     this.jumpForward = options.jumpForward ?? false;
     this.slots = Array.from({ length: host.sequences }, (_, id) => ({
       id,
