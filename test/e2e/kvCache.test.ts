@@ -17,7 +17,7 @@
  * own model (seed 29): identical greedy text over 256 tokens, |Δ| at most 0.0005.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -273,6 +273,34 @@ describe("KV cache flags on the command line", () => {
       stories.stderr,
       "lmserve: error: --cache-type-k q8_0: its block of 32 values does not divide the model's attention head size (8); use f16, bf16 or f32\n",
     );
+  });
+
+  it("takes the cache settings and the step budget per model from a config file", async () => {
+    const config = join(dir, "models.yaml");
+    writeFileSync(
+      config,
+      `cache-type-k: f32\nmodels:\n  - model: ${head64}\n    cache-type-k: q4_0\n    cache-type-v: q8_0\n    flash-attn: on\n    max-num-batched-tokens: 64\n    max-num-seqs: 2\n`,
+    );
+    const server = await startTestServer(["--config", config]);
+    try {
+      const line = server.logs.find((entry) => entry.msg === "model loaded") as {
+        kvCache: { typeK: string; typeV: string; flashAttn: boolean };
+        maxNumBatchedTokens: number;
+        slots: number;
+      };
+      assert.deepEqual(
+        [
+          line.kvCache.typeK,
+          line.kvCache.typeV,
+          line.kvCache.flashAttn,
+          line.maxNumBatchedTokens,
+          line.slots,
+        ],
+        ["q4_0", "q8_0", true, 64, 2],
+      );
+    } finally {
+      await server.stop();
+    }
   });
 
   it("--flash-attn off serves with a quantized K cache", async () => {
