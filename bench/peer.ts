@@ -8,11 +8,15 @@
  * min_p 0.05, one shared `logit_bias` banning special and partial-UTF-8 tokens (`lib/tokenBans.ts`):
  * plain completions at concurrency 1, 4, 8; plain chat at 1, 4; `logprobs: 5` at 1, 4; a `seed` per
  * request at 4; guided JSON (chat, `response_format` json_schema) at 1, 4; `prompt_logprobs: 1` on a
- * 500-token prompt against the same without (lmserve only); a 1,000-token shared prefix, cached
- * against uncached TTFT. Also RSS after warm-up and one `llama-batched-bench` run.
+ * 500-token prompt against the same without, non-streamed (`prompt_logprobs` does not stream; lmserve
+ * only); a 1,000-token shared prefix, cached against uncached TTFT; the `vllm bench serve` workload
+ * (`serve`: random 1,024-token prompts, 128 tokens out, concurrency 1, 4, 8, all queued at once; TTFT,
+ * TPOT, ITL, E2EL, req/s, tok/s as vLLM defines them, `lib/serveBench.ts`) and the same with shared
+ * prefixes (`shared-prefix`: 2 prefixes of 768 tokens, 256 own tokens each). Also RSS after warm-up and
+ * one `llama-batched-bench` run.
  *
  * Usage:
- *   npm run bench:peer -- [--rounds N] [--quick] [--only GROUPS] [--model FILE]
+ *   npm run bench:peer -- [--rounds N] [--quick] [--only GROUPS] [--model FILE] [--peer-dir DIR]
  *     [--lmserve-args "..."] [--llama-server-args "..."] [--quiet-wait S] [--out FILE] [--help]
  *
  * Writes `bench/results/peer.md` (or `--out`) and prints the tables. Exit code 0 on success, 1 on a
@@ -26,13 +30,14 @@ import { getLlama, LlamaLogLevel } from "node-llama-cpp";
 import { projectRoot } from "../src/paths.ts";
 import { cpuWindow, waitForQuiet } from "./lib/cpuMonitor.ts";
 import { ensurePeerBinaries, type PeerBinaries } from "./lib/peerBuild.ts";
-import { streamRequest } from "./lib/peerClient.ts";
+import { completeRequest, streamRequest } from "./lib/peerClient.ts";
 import {
   consoleTables,
   type LevelResult,
   type PairResult,
   type PeerReport,
   renderMarkdown,
+  type ServeResult,
 } from "./lib/peerReport.ts";
 import {
   type PeerName,
@@ -52,7 +57,12 @@ import {
   PROMPT_LOGPROBS_TOKENS,
   PROMPT_TOKENS,
   requestsPerWorker,
+  SERVE_INPUT_TOKENS,
+  SERVE_OUTPUT_TOKENS,
+  SHARED_PREFIX_TOKENS,
+  SHARED_PREFIXES,
   SUFFIX_TOKENS,
+  serveRequests,
   type ThroughputWorkload,
 } from "./lib/peerWorkloads.ts";
 import {
@@ -64,12 +74,14 @@ import {
   packageVersion,
   writeAtomic,
 } from "./lib/runInfo.ts";
+import { queuedAtOnce, summariseServe } from "./lib/serveBench.ts";
 import { closedLoop, summarise } from "./lib/stats.ts";
 import { banBias, bannedTokens } from "./lib/tokenBans.ts";
 import { exactLength, syntheticText } from "./lib/workload.ts";
 
 const SLOTS = 8;
-const SLOT_CONTEXT = 1024;
+/** Tokens per slot: a `serve` request's 1,024 prompt tokens and 128 output tokens fit. */
+const SLOT_CONTEXT = 1280;
 const THREADS = 2;
 /** Other processes' CPU share (percent of the machine) under which it counts as quiet. */
 const QUIET_THRESHOLD = 15;
@@ -81,6 +93,8 @@ const USAGE = `Usage: npm run bench:peer -- [options]
   --quick                  one request per worker, one trial per TTFT scenario (a smoke run)
   --only LIST              comma-separated: ${[...GROUPS, BATCHED].join(", ")} (default all)
   --model FILE             GGUF (default bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf, made if missing)
+  --peer-dir DIR           where llama-server is built (default bench/.peer here, else the main
+                           git worktree's bench/.peer when built there; built here if neither is)
   --lmserve-args "..."     extra flags for lmserve serve (e.g. "--batch-invariant-seeds")
   --llama-server-args "..." extra flags for llama-server
   --quiet-wait S           before each workload wait up to S seconds (default 60, 0 = never) for other
@@ -99,6 +113,7 @@ type Cli = {
   llamaServerArgs: string[];
   quietWaitMs: number;
   out: string;
+  peerDir: string | undefined;
 };
 
 const splitArgs = (text: string | undefined) => (text ?? "").split(/\s+/).filter(Boolean);
@@ -115,6 +130,7 @@ function parseCli(argv: string[]): Cli | null {
       "llama-server-args": { type: "string" },
       "quiet-wait": { type: "string", default: "60" },
       out: { type: "string" },
+      "peer-dir": { type: "string" },
       help: { type: "boolean", default: false },
     },
   });
@@ -137,6 +153,7 @@ function parseCli(argv: string[]): Cli | null {
     llamaServerArgs: splitArgs(values["llama-server-args"]),
     quietWaitMs: quietWait * 1000,
     out: resolve(values.out ?? resolve(projectRoot, "bench/results/peer.md")),
+    peerDir: values["peer-dir"] ? resolve(values["peer-dir"]) : undefined,
   };
 }
 
@@ -148,6 +165,8 @@ type RoundPrompts = {
   promptLogprobs: { withPrompt: number[]; withoutPrompt: number[] }[];
   /** prefix trials: the shared prefix and two suffixes. */
   prefix: { prefix: number[]; suffixA: number[]; suffixB: number[] }[];
+  /** Per `serve` / `shared-prefix` level: its prompts, in send order. */
+  serve: Map<string, number[][]>;
 };
 
 /** Builds every round's prompts with the model's own tokenizer (vocabulary only, then released). */
@@ -186,6 +205,30 @@ async function makePrompts(
       }
       levels.set(workload.name, queues);
     }
+    const serve = new Map<string, number[][]>();
+    for (const workload of workloads) {
+      if (workload.kind !== "serve") continue;
+      const count = serveRequests(workload.concurrency, quick);
+      const words = (length: number) => Math.ceil(length * 1.1);
+      if (workload.prompts === "random") {
+        serve.set(
+          workload.name,
+          Array.from({ length: count }, () => tokens(SERVE_INPUT_TOKENS, "Story", words(SERVE_INPUT_TOKENS))),
+        );
+        continue;
+      }
+      const own = SERVE_INPUT_TOKENS - SHARED_PREFIX_TOKENS;
+      const prefixes = Array.from({ length: SHARED_PREFIXES }, () =>
+        tokens(SHARED_PREFIX_TOKENS, "Reference", words(SHARED_PREFIX_TOKENS)),
+      );
+      serve.set(
+        workload.name,
+        Array.from({ length: count }, (_, index) => [
+          ...(prefixes[index % SHARED_PREFIXES] as number[]),
+          ...tokens(own, "\nQuestion", own * 2),
+        ]),
+      );
+    }
     const promptLogprobs = [];
     const prefix = [];
     for (let trial = 0; trial < trials; trial++) {
@@ -200,7 +243,7 @@ async function makePrompts(
         suffixB: tokens(SUFFIX_TOKENS, "\nTask", SUFFIX_TOKENS * 2),
       });
     }
-    all.push({ levels, promptLogprobs, prefix });
+    all.push({ levels, promptLogprobs, prefix, serve });
   }
   await model.dispose();
   await llama.dispose();
@@ -234,6 +277,7 @@ function levelBody(
 type Results = {
   levels: LevelResult[];
   pairs: PairResult[];
+  serve: ServeResult[];
   failures: { workload: string; round: number; server: PeerName; message: string }[];
 };
 
@@ -277,6 +321,33 @@ async function runWorkload(
   results: Results,
 ): Promise<void> {
   const endWindow = cpuWindow([process.pid, server.pid]);
+  if (workload.kind === "serve") {
+    const requests = await queuedAtOnce(
+      prompts.serve.get(workload.name) ?? [],
+      workload.concurrency,
+      async (prompt) => ({
+        ...(await streamRequest(server, "completions", {
+          prompt,
+          max_tokens: SERVE_OUTPUT_TOKENS,
+          ignore_eos: true,
+          ...base,
+        })),
+        promptTokens: prompt.length,
+      }),
+    );
+    const summary = summariseServe(workload.concurrency, requests);
+    results.serve.push({
+      workload: workload.name,
+      round,
+      server: server.name,
+      summary,
+      othersCpu: endWindow()?.others ?? null,
+    });
+    log(
+      `  ${server.name} ${workload.name}: ${summary.requestsPerS.toFixed(2)} req/s, ${summary.totalTokPerS.toFixed(0)} total tok/s, TTFT median ${summary.ttft.median.toFixed(0)} ms, TPOT median ${summary.tpot.median.toFixed(1)} ms (${summary.requests} requests)`,
+    );
+    return;
+  }
   if (workload.kind === "throughput") {
     const queues = prompts.levels.get(workload.name) ?? [];
     const raw = await closedLoop(queues, (_worker, { index, input }) =>
@@ -298,21 +369,29 @@ async function runWorkload(
   const ttft = async (prompt: number[], extra: Record<string, unknown> = {}) =>
     streamRequest(server, "completions", { prompt, max_tokens: 4, ignore_eos: true, ...base, ...extra });
   if (workload.group === "prompt-logprobs") {
+    // prompt_logprobs does not stream (refused with a 400): both sides are non-streamed, timed to the
+    // whole response of 4 tokens.
+    const complete = (prompt: number[], extra: Record<string, unknown> = {}) =>
+      completeRequest(server, { prompt, max_tokens: 4, ignore_eos: true, ...base, ...extra });
     for (const [trial, { withPrompt, withoutPrompt }] of prompts.promptLogprobs.entries()) {
       const withFirst = trial % 2 === 0;
-      const first = withFirst ? await ttft(withPrompt, { prompt_logprobs: 1 }) : await ttft(withoutPrompt);
-      const second = withFirst ? await ttft(withoutPrompt) : await ttft(withPrompt, { prompt_logprobs: 1 });
+      const first = withFirst
+        ? await complete(withPrompt, { prompt_logprobs: 1 })
+        : await complete(withoutPrompt);
+      const second = withFirst
+        ? await complete(withoutPrompt)
+        : await complete(withPrompt, { prompt_logprobs: 1 });
       const [withRun, withoutRun] = withFirst ? [first, second] : [second, first];
       results.pairs.push({
         workload: "prompt-logprobs",
         round,
         server: server.name,
-        withMs: withRun.ttftMs,
-        withoutMs: withoutRun.ttftMs,
+        withMs: withRun.latencyMs,
+        withoutMs: withoutRun.latencyMs,
         cachedTokens: withoutRun.cachedTokens,
       });
       log(
-        `  ${server.name} prompt_logprobs: TTFT ${withRun.ttftMs.toFixed(0)} ms with, ${withoutRun.ttftMs.toFixed(0)} ms without`,
+        `  ${server.name} prompt_logprobs: latency ${withRun.latencyMs.toFixed(0)} ms with, ${withoutRun.latencyMs.toFixed(0)} ms without`,
       );
     }
   } else {
@@ -343,7 +422,7 @@ async function main(): Promise<void> {
   const commandLine = `npm run bench:peer${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(" ")}` : ""}`;
   const loadAtStart = loadavg();
   await ensureModel(cli.modelPath, log);
-  const peer: PeerBinaries = await ensurePeerBinaries(log);
+  const peer: PeerBinaries = await ensurePeerBinaries(log, 2, cli.peerDir);
   log(
     `llama.cpp ${peer.commit}: ${relative(projectRoot, peer.server)}, ${relative(projectRoot, peer.batchedBench)} (${peer.buildSeconds === null ? `built before, in ${peer.stampedSeconds} s` : `built now, in ${peer.buildSeconds} s`})`,
   );
@@ -410,7 +489,7 @@ async function main(): Promise<void> {
     log(`  generation t/s: ${rows.map((row) => `${row.speed_tg.toFixed(1)} at ${row.pl}`).join(", ")}`);
   }
 
-  const results: Results = { levels: [], pairs: [], failures: [] };
+  const results: Results = { levels: [], pairs: [], serve: [], failures: [] };
   const rss: PeerReport["rss"] = [];
   const commands = new Map<PeerName, string[]>();
   for (let round = 1; round <= cli.rounds; round++) {
@@ -455,7 +534,7 @@ async function main(): Promise<void> {
       cpuFacts(),
       `Load average (1/5/15 min) at start: ${loadFacts(loadAtStart)}; at end: ${loadFacts()} (the machine is shared)`,
       `Node ${process.version}, node-llama-cpp ${packageVersion("node-llama-cpp")}, lmserve revision ${gitRevision()}`,
-      `llama.cpp ${peer.commit} (node-llama-cpp's bundle), built in bench/.peer with ${peer.stampedSeconds} s of build time`,
+      `llama.cpp ${peer.commit} (node-llama-cpp's bundle), built in ${peer.dir} with ${peer.stampedSeconds} s of build time`,
     ],
     setup: [
       `Model: \`${basename(cli.modelPath)}\` (${(statSync(cli.modelPath).size / 2 ** 20).toFixed(0)} MiB)`,
@@ -465,11 +544,13 @@ async function main(): Promise<void> {
       `Rounds: ${cli.rounds}; round r runs ${"`lmserve`, then `llama-server`"} when r is odd and the reverse when even, one server up at a time${cli.quick ? "; --quick: one request per worker, one trial per TTFT scenario" : "; max(2, ceil(8 / concurrency)) requests per worker, three trials per TTFT scenario"}`,
       `Requests: streamed, ${OUTPUT_TOKENS} tokens (\`ignore_eos\`, except guided JSON), temperature 0.7, top_k 40, top_p 0.95, min_p 0.05; completions get ${PROMPT_TOKENS}-token id prompts, chat a ~24-word user message; guided JSON = chat with \`response_format\` json_schema (test/fixtures/schemas/api-order.json)`,
       `logit_bias: one shared object banning ${bans.ids.length} of ${bans.vocabSize} tokens (${bans.special} control/user-defined, ${bans.partialUtf8} not valid UTF-8 on their own) at -100, on both servers`,
-      `TTFT scenarios (4 tokens out): prompt_logprobs = ${PROMPT_LOGPROBS_TOKENS}-token prompt with \`prompt_logprobs: 1\` against another without (lmserve only); prefix = ${PREFIX_TOKENS}-token prefix + ${SUFFIX_TOKENS}-token suffix, then the same prefix with another suffix`,
+      `TTFT scenarios (4 tokens out): prompt_logprobs = ${PROMPT_LOGPROBS_TOKENS}-token prompt with \`prompt_logprobs: 1\` against another without, both non-streamed and timed to the whole response (lmserve only); prefix = ${PREFIX_TOKENS}-token prefix + ${SUFFIX_TOKENS}-token suffix, then the same prefix with another suffix`,
+      `vllm bench serve workload: ${SERVE_INPUT_TOKENS}-token prompts (serve: each its own synthetic text; shared-prefix: one of ${SHARED_PREFIXES} ${SHARED_PREFIX_TOKENS}-token prefixes + ${SERVE_INPUT_TOKENS - SHARED_PREFIX_TOKENS} own tokens), ${SERVE_OUTPUT_TOKENS} tokens out (\`ignore_eos\`), the same sampling and bans, streamed; ${cli.quick ? "--quick: one request per slot of the level" : "max(8, 2 x concurrency) requests"} queued at once, at most concurrency in flight; TPOT = (E2EL - TTFT) / (tokens - 1) per request, ITL = every gap between tokens, E2EL = sent to last token; total tok/s counts prompt and output tokens`,
       `Token counts: lmserve's \`continuous_usage_stats\`, llama-server's \`timings_per_token\` (predicted_n); TTFT = request sent to first token received`,
     ],
     levels: results.levels,
     pairs: results.pairs,
+    serve: results.serve,
     rss,
     batchedGen,
     notes: [

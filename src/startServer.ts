@@ -59,6 +59,7 @@ export async function startServer(
       const maxModelLen = own?.maxModelLen ?? config.maxModelLen;
       const chatTemplate = own?.chatTemplate ?? config.chatTemplate;
       const mmproj = own?.mmproj ?? config.mmproj;
+      const maxNumBatchedTokens = own?.maxNumBatchedTokens ?? config.maxNumBatchedTokens;
       const host = await ModelHost.load({
         modelPath: model.path,
         servedModelNames: model.servedModelNames,
@@ -68,6 +69,10 @@ export async function startServer(
         device: config.device,
         ...(config.nGpuLayers !== undefined ? { nGpuLayers: config.nGpuLayers } : {}),
         kvUnified: config.kvUnified,
+        cacheTypeK: own?.cacheTypeK ?? config.cacheTypeK,
+        cacheTypeV: own?.cacheTypeV ?? config.cacheTypeV,
+        flashAttn: own?.flashAttn ?? config.flashAttn,
+        ...(maxNumBatchedTokens !== undefined ? { stepBudget: maxNumBatchedTokens } : {}),
         ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
         ...(mmproj !== undefined ? { mmproj } : {}),
       });
@@ -123,6 +128,13 @@ export async function startServer(
           offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
           ...(gpu !== undefined ? { gpu } : {}),
           threads: threadsFor(config, model.sizeBytes),
+          maxNumBatchedTokens: host.stepBudget,
+          kvCache: {
+            typeK: host.kvCache.typeK,
+            typeV: host.kvCache.typeV,
+            bytes: host.kvCache.kBytes + host.kvCache.vBytes,
+            flashAttn: host.kvCache.flashAttn,
+          },
           ...(mmproj !== undefined ? { mmproj, vision: host.acceptsImages } : {}),
         },
         "model loaded",

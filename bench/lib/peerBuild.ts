@@ -8,16 +8,36 @@
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { projectRoot } from "../../src/paths.ts";
 
 /** The git-ignored folder holding the clone, the build and the stamp. */
 export const PEER_DIR: string = resolve(projectRoot, "bench/.peer");
 const BUNDLE = resolve(projectRoot, "node_modules/node-llama-cpp/llama/gitRelease.bundle");
-const SOURCE = resolve(PEER_DIR, "llama.cpp");
-const BUILD = resolve(PEER_DIR, "build");
-const STAMP = resolve(PEER_DIR, "stamp.json");
 const TARGETS = ["llama-server", "llama-batched-bench"] as const;
+
+/**
+ * The main worktree's `bench/.peer` when this checkout is a linked git worktree (its git common dir
+ * is the main checkout's `.git`), else undefined: worktrees share one peer build instead of each
+ * building its own (11 minutes on 2 cores).
+ */
+export function mainWorktreePeerDir(): string | undefined {
+  try {
+    const common = execFileSync("git", [
+      "-C",
+      projectRoot,
+      "rev-parse",
+      "--path-format=absolute",
+      "--git-common-dir",
+    ])
+      .toString()
+      .trim();
+    const main = dirname(common);
+    return main === projectRoot ? undefined : resolve(main, "bench/.peer");
+  } catch {
+    return undefined;
+  }
+}
 
 /** CMake cache options of the peer build. */
 export const CMAKE_FLAGS: readonly string[] = [
@@ -44,6 +64,8 @@ export type PeerBinaries = {
   buildSeconds: number | null;
   /** Seconds the build took when it was made (from the stamp). */
   stampedSeconds: number;
+  /** The folder the binaries are in (shown relative to the project when inside it). */
+  dir: string;
 };
 
 type Stamp = { commit: string; flags: readonly string[]; seconds: number };
@@ -64,30 +86,55 @@ async function run(command: string, args: string[], log: (line: string) => void)
   if (code !== 0) throw new Error(`${command} ${args[0] ?? ""} failed (exit code ${code})`);
 }
 
-/**
- * Returns the peer binaries, building them first unless the stamp says this commit and these flags
- * were built and both binaries exist. The build uses `jobs` parallel compile jobs (default 2).
- * @throws Error when the bundle is missing or a build step fails.
- */
-export async function ensurePeerBinaries(log: (line: string) => void, jobs = 2): Promise<PeerBinaries> {
-  const commit = bundleCommit();
-  const server = resolve(BUILD, "bin", TARGETS[0]);
-  const batchedBench = resolve(BUILD, "bin", TARGETS[1]);
-  const stamp = existsSync(STAMP) ? (JSON.parse(readFileSync(STAMP, "utf8")) as Stamp) : null;
+/** The binaries of a peer folder when its stamp says this commit and these flags were built and both exist. */
+function builtIn(dir: string, commit: string): PeerBinaries | null {
+  const server = resolve(dir, "build", "bin", TARGETS[0]);
+  const batchedBench = resolve(dir, "build", "bin", TARGETS[1]);
+  const stampPath = resolve(dir, "stamp.json");
+  const stamp = existsSync(stampPath) ? (JSON.parse(readFileSync(stampPath, "utf8")) as Stamp) : null;
   const built =
     stamp?.commit === commit &&
     stamp.flags.join(" ") === CMAKE_FLAGS.join(" ") &&
     existsSync(server) &&
     existsSync(batchedBench);
-  if (built) return { server, batchedBench, commit, buildSeconds: null, stampedSeconds: stamp.seconds };
-  log(`building llama.cpp ${commit} (${TARGETS.join(", ")}) in bench/.peer: about 11 minutes on 2 cores`);
+  return built
+    ? { server, batchedBench, commit, buildSeconds: null, stampedSeconds: stamp.seconds, dir }
+    : null;
+}
+
+/**
+ * Returns the peer binaries from `dir` (default: this checkout's {@link PEER_DIR}, else
+ * {@link mainWorktreePeerDir} when built there), building them into `dir` (default {@link PEER_DIR})
+ * first unless a stamp says this commit and these flags were built and both binaries exist. The build
+ * uses `jobs` parallel compile jobs (default 2).
+ * @throws Error when the bundle is missing or a build step fails.
+ */
+export async function ensurePeerBinaries(
+  log: (line: string) => void,
+  jobs = 2,
+  dir?: string,
+): Promise<PeerBinaries> {
+  const commit = bundleCommit();
+  const candidates =
+    dir !== undefined ? [dir] : [PEER_DIR, mainWorktreePeerDir()].filter((entry) => entry !== undefined);
+  for (const candidate of candidates) {
+    const found = builtIn(candidate, commit);
+    if (found) return found;
+  }
+  const target = dir ?? PEER_DIR;
+  const SOURCE = resolve(target, "llama.cpp");
+  const BUILD = resolve(target, "build");
+  const STAMP = resolve(target, "stamp.json");
+  const server = resolve(BUILD, "bin", TARGETS[0]);
+  const batchedBench = resolve(BUILD, "bin", TARGETS[1]);
+  log(`building llama.cpp ${commit} (${TARGETS.join(", ")}) in ${target}: about 11 minutes on 2 cores`);
   const started = performance.now();
-  mkdirSync(PEER_DIR, { recursive: true });
+  mkdirSync(target, { recursive: true });
   if (!existsSync(resolve(SOURCE, ".git"))) await run("git", ["clone", "--quiet", BUNDLE, SOURCE], log);
   await run("git", ["-C", SOURCE, "checkout", "--quiet", commit], log);
   await run("cmake", ["-S", SOURCE, "-B", BUILD, ...CMAKE_FLAGS], log);
   await run("cmake", ["--build", BUILD, "--config", "Release", "--target", ...TARGETS, `-j${jobs}`], log);
   const seconds = Math.round((performance.now() - started) / 1000);
   writeFileSync(STAMP, `${JSON.stringify({ commit, flags: CMAKE_FLAGS, seconds } satisfies Stamp)}\n`);
-  return { server, batchedBench, commit, buildSeconds: seconds, stampedSeconds: seconds };
+  return { server, batchedBench, commit, buildSeconds: seconds, stampedSeconds: seconds, dir: target };
 }

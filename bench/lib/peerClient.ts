@@ -35,6 +35,35 @@ function countingFields(server: PeerServer): Record<string, unknown> {
     : { stream_options: { include_usage: true }, timings_per_token: true };
 }
 
+/** A non-streamed request's latency and usage. */
+export type PeerCompletion = { latencyMs: number; promptTokens: number; cachedTokens: number };
+
+/**
+ * Sends `body` (the `model` field and `stream: false` are added) to `/v1/completions` and times the
+ * whole response (for fields that cannot stream, such as `prompt_logprobs`).
+ * @throws Error on an HTTP error status.
+ */
+export async function completeRequest(
+  server: PeerServer,
+  body: Record<string, unknown>,
+): Promise<PeerCompletion> {
+  const started = performance.now();
+  const response = await fetch(`${server.url}/v1/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: server.modelId, ...body, stream: false }),
+  });
+  const text = await response.text();
+  const latencyMs = performance.now() - started;
+  if (!response.ok) throw new Error(`${server.name} answered ${response.status}: ${text.slice(0, 500)}`);
+  const usage = (JSON.parse(text) as { usage?: Usage }).usage ?? {};
+  return {
+    latencyMs,
+    promptTokens: usage.prompt_tokens ?? 0,
+    cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+  };
+}
+
 /**
  * Streams `body` (the `model`, `stream` and counting fields are added) to the endpoint and times it.
  * @throws Error on an HTTP error status or an error event in the stream.

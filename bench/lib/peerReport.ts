@@ -5,6 +5,7 @@
  */
 import type { PeerName } from "./peerServer.ts";
 import { f1, f2, machineAndSetup, table } from "./report.ts";
+import type { ServeSummary } from "./serveBench.ts";
 import { type LevelSummary, quantile } from "./stats.ts";
 
 /** One throughput level of one server in one round. */
@@ -30,6 +31,16 @@ export type PairResult = {
   cachedTokens: number;
 };
 
+/** One `serve` / `shared-prefix` level of one server in one round. */
+export type ServeResult = {
+  workload: string;
+  round: number;
+  server: PeerName;
+  summary: ServeSummary;
+  /** Percent of the machine's CPU other processes used during the level (null off Linux). */
+  othersCpu: number | null;
+};
+
 /** Everything the report shows. */
 export type PeerReport = {
   date: string;
@@ -38,6 +49,8 @@ export type PeerReport = {
   setup: string[];
   levels: LevelResult[];
   pairs: PairResult[];
+  /** The `vllm bench serve`-style levels. */
+  serve: ServeResult[];
   /** Resident MiB of each server after warm-up, per round. */
   rss: { round: number; server: PeerName; mib: number }[];
   /** `llama-batched-bench` generation t/s by parallel sequences (null when not run). */
@@ -156,6 +169,43 @@ export function pairsTable(report: PeerReport): string {
   return table(["scenario", "server", "trials", "TTFT A ms", "TTFT B ms", "cached tokens (B)"], rows);
 }
 
+/** The `vllm bench serve`-style levels, one row per level, server and round (latencies in ms: mean / median / p99). */
+export function serveTable(report: PeerReport): string {
+  const stats = (value: { mean: number; median: number; p99: number }) =>
+    `${f1(value.mean)} / ${f1(value.median)} / ${f1(value.p99)}`;
+  const rows = report.serve.map(({ workload, round, server, summary, othersCpu }) => [
+    workload,
+    String(round),
+    server,
+    String(summary.requests),
+    f2(summary.requestsPerS),
+    f1(summary.outputTokPerS),
+    f1(summary.totalTokPerS),
+    stats(summary.ttft),
+    stats(summary.tpot),
+    `${f1(summary.itl.median)} / ${f1(summary.itl.p99)}`,
+    stats(summary.e2el),
+    othersCpu === null ? "–" : othersCpu.toFixed(0),
+  ]);
+  return table(
+    [
+      "level",
+      "round",
+      "server",
+      "requests",
+      "req/s",
+      "output tok/s",
+      "total tok/s",
+      "TTFT mean / median / p99",
+      "TPOT mean / median / p99",
+      "ITL median / p99",
+      "E2EL mean / median / p99",
+      "others' CPU %",
+    ],
+    rows,
+  );
+}
+
 /** plain@8 against llama-batched-bench, RSS and TTFT p50 at concurrency 1. */
 export function headlineTable(report: PeerReport): string {
   const gen8 = report.batchedGen?.get(8) ?? Number.NaN;
@@ -201,6 +251,7 @@ export function consoleTables(report: PeerReport): string {
     levelsTable(report),
     ratiosTable(report),
     pairsTable(report),
+    ...(report.serve.length > 0 ? [serveTable(report)] : []),
     headlineTable(report),
     batchedLine(report),
   ].join("\n\n");
@@ -226,6 +277,16 @@ export function renderMarkdown(report: PeerReport): string {
     "",
     pairsTable(report),
     "",
+    ...(report.serve.length > 0
+      ? [
+          "## vllm bench serve workload (latencies in ms)",
+          "",
+          "As `vllm bench serve --max-concurrency C --request-rate inf`: every request queued at once.",
+          "",
+          serveTable(report),
+          "",
+        ]
+      : []),
     "## Per workload per round (ratio = lmserve / llama-server)",
     "",
     levelsTable(report),

@@ -1,15 +1,27 @@
 /**
  * The workloads of `bench/peer.ts`, identical on both servers: closed-loop throughput levels (plain,
- * chat, logprobs, seeded, guided JSON) and paired-TTFT scenarios (prompt logprobs, prefix cache).
- * Every request streams 64 tokens (`ignore_eos`, except guided JSON) with the issue's sampling and the
- * one shared ban list as `logit_bias`.
+ * chat, logprobs, seeded, guided JSON), each request streaming 64 tokens (`ignore_eos`, except guided
+ * JSON) with the issue's sampling and the one shared ban list as `logit_bias`; paired-TTFT scenarios
+ * (prompt logprobs, non-streamed; prefix cache); and `vllm bench serve`-style levels (`serve`: random
+ * 1,024-token prompts, `shared-prefix`: 768 shared + 256 own tokens, 128 tokens out, all queued at once,
+ * see `serveBench.ts`).
  */
 import type { Endpoint } from "./peerClient.ts";
 import { corpusSchemas } from "./structuredCompile.ts";
 import { SAMPLING } from "./workload.ts";
 
 /** Workload groups, the names `--only` takes. */
-export const GROUPS = ["plain", "chat", "logprobs", "seed", "guided", "prompt-logprobs", "prefix"] as const;
+export const GROUPS = [
+  "plain",
+  "chat",
+  "logprobs",
+  "seed",
+  "guided",
+  "prompt-logprobs",
+  "prefix",
+  "serve",
+  "shared-prefix",
+] as const;
 
 /** One of {@link GROUPS}. */
 export type Group = (typeof GROUPS)[number];
@@ -31,8 +43,22 @@ export type ThroughputWorkload = {
 /** A scenario of request pairs whose TTFTs are compared (see `peer.ts`). */
 export type PairWorkload = { kind: "pair"; name: string; group: Group; lmserveOnly: boolean };
 
+/**
+ * A `vllm bench serve`-style level: a fixed list of requests queued at once, `concurrency` in flight;
+ * `random` prompts are each their own text, `shared-prefix` ones share one of {@link SHARED_PREFIXES}
+ * prefixes (vLLM's `prefix_repetition` dataset).
+ */
+export type ServeWorkload = {
+  kind: "serve";
+  /** e.g. `serve@4`, `shared-prefix@8` */
+  name: string;
+  group: Group;
+  concurrency: number;
+  prompts: "random" | "shared-prefix";
+};
+
 /** Any workload. */
-export type PeerWorkload = ThroughputWorkload | PairWorkload;
+export type PeerWorkload = ThroughputWorkload | PairWorkload | ServeWorkload;
 
 /** Completion tokens of every throughput request. */
 export const OUTPUT_TOKENS = 64;
@@ -43,6 +69,20 @@ export const PROMPT_LOGPROBS_TOKENS = 500;
 /** Shared prefix and suffix of the prefix-cache scenario, in tokens. */
 export const PREFIX_TOKENS = 1000;
 export const SUFFIX_TOKENS = 16;
+/** Prompt and output tokens of the `serve` levels (`vllm bench serve --random-input-len 1024 --random-output-len 128`). */
+export const SERVE_INPUT_TOKENS = 1024;
+export const SERVE_OUTPUT_TOKENS = 128;
+/** The `shared-prefix` levels: a prefix of this many tokens shared by the requests of a group, then their own tokens. */
+export const SHARED_PREFIX_TOKENS = 768;
+/** How many different prefixes a `shared-prefix` level's requests share (vLLM's `--prefix-repetition-num-prefixes`). */
+export const SHARED_PREFIXES = 2;
+/** Concurrencies of the `serve` and `shared-prefix` levels. */
+export const SERVE_CONCURRENCY: readonly number[] = [1, 4, 8];
+
+/** Requests of a `serve` level: `max(8, 2 x concurrency)`, or `concurrency` with `--quick`. */
+export function serveRequests(concurrency: number, quick: boolean): number {
+  return quick ? concurrency : Math.max(8, 2 * concurrency);
+}
 
 /** The guided-JSON schema: the corpus's medium-sized `api-order` (nested objects, enum, formats, pattern). */
 export function guidedSchema(): unknown {
@@ -84,6 +124,24 @@ export function allWorkloads(): PeerWorkload[] {
     level("guided", "chat", 4, () => guided),
     { kind: "pair", name: "prompt-logprobs", group: "prompt-logprobs", lmserveOnly: true },
     { kind: "pair", name: "prefix", group: "prefix", lmserveOnly: false },
+    ...SERVE_CONCURRENCY.map(
+      (concurrency): ServeWorkload => ({
+        kind: "serve",
+        name: `serve@${concurrency}`,
+        group: "serve",
+        concurrency,
+        prompts: "random",
+      }),
+    ),
+    ...SERVE_CONCURRENCY.map(
+      (concurrency): ServeWorkload => ({
+        kind: "serve",
+        name: `shared-prefix@${concurrency}`,
+        group: "shared-prefix",
+        concurrency,
+        prompts: "shared-prefix",
+      }),
+    ),
   ];
 }
 

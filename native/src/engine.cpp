@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,7 @@ namespace {
 
 std::atomic<int> gLogLevel{GGML_LOG_LEVEL_ERROR};
 thread_local std::string* tCapture = nullptr;
+thread_local std::string* tCaptureInfo = nullptr;
 thread_local int tLastLevel = GGML_LOG_LEVEL_NONE;
 
 void logCallback(ggml_log_level level, const char* text, void*) {
@@ -40,16 +42,23 @@ void logCallback(ggml_log_level level, const char* text, void*) {
   if (tCapture != nullptr) {
     // A capturing call reports what it needs in its own error; nothing reaches stderr meanwhile.
     if (effective >= GGML_LOG_LEVEL_WARN) tCapture->append(text);
+    else if (tCaptureInfo != nullptr && effective >= GGML_LOG_LEVEL_INFO) tCaptureInfo->append(text);
     return;
   }
   if (effective >= gLogLevel.load()) std::fputs(text, stderr);
 }
 
-/** Captures llama.cpp's log lines on this thread while alive. */
+/** Captures llama.cpp's log lines on this thread while alive: warnings and errors in `text`, info lines in `info`. */
 struct LogCapture {
   std::string text;
+  std::string info;
   LogCapture() { tCapture = &text; }
-  ~LogCapture() { tCapture = nullptr; }
+  ~LogCapture() {
+    tCapture = nullptr;
+    tCaptureInfo = nullptr;
+  }
+  /** Also keeps llama.cpp's info lines (in `info`), e.g. the KV cache's size line. */
+  void keepInfo() { tCaptureInfo = &info; }
 };
 
 /** The last `count` non-empty lines of captured log text, joined with "; " (the reason of a failure). */
@@ -699,6 +708,10 @@ std::unique_ptr<SequenceSampler> samplerFrom(Napi::Env env, const Napi::Object& 
                                            toIntVector(config.Get("promptTokens")), std::move(constraint));
 }
 
+/** The KV cache types a context takes: llama-server's `-ctk` / `-ctv` list (common/arg.cpp's kv_cache_types). */
+const ggml_type kKvCacheTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,    GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
+                                   GGML_TYPE_Q4_1, GGML_TYPE_IQ4_NL, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1};
+
 class Context : public Napi::ObjectWrap<Context> {
  public:
   static void Define(Napi::Env env, Napi::Object exports) {
@@ -719,13 +732,19 @@ class Context : public Napi::ObjectWrap<Context> {
     exports.Set("Context", fn);
   }
 
-  /** new Context(model, {nCtx, nSeqMax, nBatch, nUbatch, threads, kvUnified, offloadKqv, maskCacheBytes}) */
+  /**
+   * new Context(model, {nCtx, nSeqMax, nBatch, nUbatch, threads, kvUnified, offloadKqv, maskCacheBytes,
+   * cacheTypeK, cacheTypeV, flashAttn}). Cache types are ggml type names (see kKvCacheTypes, default f16);
+   * flashAttn is "auto" (the default), "on" or "off".
+   */
   explicit Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(info) {
     Napi::Env env = info.Env();
     Model* model = Model::Unwrap(info[0].As<Napi::Object>());
     modelRef_ = Napi::Persistent(info[0].As<Napi::Object>());
     Napi::Object options = info[1].As<Napi::Object>();
     llama_context_params params = llama_context_default_params();
+    model_ = model->get();
+    applyCacheOptions(env, model_, options, params);
     params.n_ctx = static_cast<uint32_t>(numberOr(options, "nCtx", 0));
     params.n_seq_max = static_cast<uint32_t>(numberOr(options, "nSeqMax", 1));
     params.n_batch = static_cast<uint32_t>(numberOr(options, "nBatch", 512));
@@ -741,8 +760,15 @@ class Context : public Napi::ObjectWrap<Context> {
     params.offload_kqv = options.Get("offloadKqv").IsBoolean() ? options.Get("offloadKqv").ToBoolean().Value() : true;
     params.no_perf = true;
     LogCapture capture;
+    capture.keepInfo();
     ctx_ = llama_init_from_model(model->get(), params);
-    if (ctx_ == nullptr) throw Napi::Error::New(env, "llama.cpp could not create the context: " + capture.text);
+    if (ctx_ == nullptr) {
+      const std::string reason = lastLines(capture.text, 1);
+      throw Napi::Error::New(env, "llama.cpp could not create the context: " +
+                                      (reason.empty() ? std::string("no reason given") : reason));
+    }
+    readCacheReport(capture.info, params);
+    if (gLogLevel.load() <= GGML_LOG_LEVEL_INFO) std::fputs(capture.info.c_str(), stderr);
     attachThreadpool(threads);
     vocab_ = model->vocab();
     nVocab_ = llama_vocab_n_tokens(vocab_);
@@ -878,6 +904,115 @@ class Context : public Napi::ObjectWrap<Context> {
 
  private:
   /**
+   * Sets the KV cache types and flash attention from the options, refusing (one-line errors) what
+   * llama.cpp would refuse or not survive: an unknown type; a quantized V cache with flash attention off
+   * (as llama.cpp: quantized V needs it, and "auto" turns it on); a quantized type whose block does not
+   * divide the attention head size (llama.cpp checks this only with flash attention; without it the
+   * attention's per-head views of such a cache would be malformed).
+   */
+  void applyCacheOptions(Napi::Env env, const llama_model* model, const Napi::Object& options,
+                         llama_context_params& params) {
+    const auto typeOf = [&](const char* key, const char* flag) {
+      Napi::Value value = options.Get(key);
+      if (!value.IsString()) return GGML_TYPE_F16;
+      const std::string name = value.As<Napi::String>().Utf8Value();
+      for (ggml_type type : kKvCacheTypes) {
+        if (name == ggml_type_name(type)) return type;
+      }
+      std::string known;
+      for (ggml_type type : kKvCacheTypes) known += (known.empty() ? "" : ", ") + std::string(ggml_type_name(type));
+      throw Napi::Error::New(env, std::string(flag) + " '" + name + "' is not a KV cache type; allowed: " + known);
+    };
+    params.type_k = typeOf("cacheTypeK", "--cache-type-k");
+    params.type_v = typeOf("cacheTypeV", "--cache-type-v");
+    Napi::Value fa = options.Get("flashAttn");
+    const std::string flash = fa.IsString() ? fa.As<Napi::String>().Utf8Value() : "auto";
+    if (flash == "on") {
+      params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+    } else if (flash == "off") {
+      params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    } else if (flash == "auto") {
+      params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO;
+    } else {
+      throw Napi::Error::New(env, "--flash-attn '" + flash + "' must be auto, on or off");
+    }
+    if (ggml_is_quantized(params.type_v) && params.flash_attn_type == LLAMA_FLASH_ATTN_TYPE_DISABLED) {
+      throw Napi::Error::New(env, std::string("--cache-type-v ") + ggml_type_name(params.type_v) +
+                                      ": a quantized V cache needs flash attention, and --flash-attn is off");
+    }
+    const auto checkBlock = [&](ggml_type type, int64_t head, const char* flag) {
+      const int64_t block = ggml_blck_size(type);
+      if (!ggml_is_quantized(type) || head <= 0 || head % block == 0) return;
+      throw Napi::Error::New(env, std::string(flag) + " " + ggml_type_name(type) + ": its block of " +
+                                      std::to_string(block) + " values does not divide the model's attention head size (" +
+                                      std::to_string(head) + "); use f16, bf16 or f32");
+    };
+    checkBlock(params.type_k, headSize(model, "key_length"), "--cache-type-k");
+    checkBlock(params.type_v, headSize(model, "value_length"), "--cache-type-v");
+    typeK_ = params.type_k;
+    typeV_ = params.type_v;
+  }
+
+  /** The model's attention head size for K ("key_length") or V ("value_length"): the GGUF's, else n_embd / n_head; 0 when unknown. */
+  static int64_t headSize(const llama_model* model, const char* field) {
+    char arch[128] = {0};
+    if (llama_model_meta_val_str(model, "general.architecture", arch, sizeof(arch)) > 0) {
+      char value[64] = {0};
+      const std::string key = std::string(arch) + ".attention." + field;
+      if (llama_model_meta_val_str(model, key.c_str(), value, sizeof(value)) > 0) {
+        const long long parsed = std::atoll(value);
+        if (parsed > 0) return parsed;
+      }
+    }
+    const int32_t heads = llama_model_n_head(model);
+    return heads > 0 ? llama_model_n_embd(model) / heads : 0;
+  }
+
+  /**
+   * Reads what llama.cpp reported while creating the context: the KV caches' bytes (each
+   * "llama_kv_cache: size = … K (type): X MiB, V (type): Y MiB" line, 0.01 MiB resolution; a
+   * sliding-window model has two) and whether flash attention is on ("auto" is resolved by a probe that
+   * logs "Flash Attention enabled"; a quantized V cache forces it on).
+   */
+  void readCacheReport(const std::string& text, const llama_context_params& params) {
+    size_t start = 0;
+    bool faProbeEnabled = false;
+    while (start < text.size()) {
+      size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(start, end - start);
+      start = end + 1;
+      if (line.find("Flash Attention enabled") != std::string::npos) faProbeEnabled = true;
+      if (line.find("llama_kv_cache: size =") == std::string::npos) continue;
+      const auto mibAfter = [&](const char* marker) -> double {
+        const size_t at = line.find(marker);
+        if (at == std::string::npos) return 0.0;
+        const size_t colon = line.find("):", at);
+        return colon == std::string::npos ? 0.0 : std::atof(line.c_str() + colon + 2);
+      };
+      // The line's "(N cells, L layers" with the model's head sizes gives the exact bytes when every
+      // layer has the same KV width (checked against the line's rounded MiB); otherwise the MiB stand.
+      const size_t cellsAt = line.find('(');
+      const long long cells = cellsAt == std::string::npos ? 0 : std::atoll(line.c_str() + cellsAt + 1);
+      const size_t layersAt = line.find("cells,");
+      const long long layers = layersAt == std::string::npos ? 0 : std::atoll(line.c_str() + layersAt + 6);
+      const auto bytesOf = [&](const char* marker, ggml_type type, const char* field) -> int64_t {
+        const double reported = mibAfter(marker) * 1024.0 * 1024.0;
+        const int64_t width = headSize(model_, field) * llama_model_n_head_kv(model_);
+        const double exact = width > 0 && width % ggml_blck_size(type) == 0
+                                 ? static_cast<double>(ggml_row_size(type, width)) * static_cast<double>(cells * layers)
+                                 : -1.0;
+        return static_cast<int64_t>(std::llround(std::fabs(exact - reported) <= 0.006 * 1024 * 1024 ? exact : reported));
+      };
+      kBytes_ += bytesOf(", K (", params.type_k, "key_length");
+      vBytes_ += bytesOf(", V (", params.type_v, "value_length");
+    }
+    flashAttn_ = params.flash_attn_type == LLAMA_FLASH_ATTN_TYPE_ENABLED ||
+                 (params.flash_attn_type == LLAMA_FLASH_ATTN_TYPE_AUTO &&
+                  (faProbeEnabled || ggml_is_quantized(params.type_v)));
+  }
+
+  /**
    * A persistent ggml threadpool for the CPU backend, as llama.cpp's own tools attach one: without it the
    * prebuilt CPU backend (built without OpenMP) starts and joins its threads on every decode, which cost
    * about 10 ms per one-token step here (36 against 52 tok/s for llama-server at concurrency 1).
@@ -930,6 +1065,11 @@ class Context : public Napi::ObjectWrap<Context> {
     out.Set("nBatch", llama_n_batch(ctx_));
     out.Set("nUbatch", llama_n_ubatch(ctx_));
     out.Set("nSeqMax", llama_n_seq_max(ctx_));
+    out.Set("cacheTypeK", ggml_type_name(typeK_));
+    out.Set("cacheTypeV", ggml_type_name(typeV_));
+    out.Set("flashAttn", flashAttn_);
+    out.Set("kBytes", static_cast<double>(kBytes_));
+    out.Set("vBytes", static_cast<double>(vBytes_));
     return out;
   }
 
@@ -1074,6 +1214,14 @@ class Context : public Napi::ObjectWrap<Context> {
   void (*threadpoolFree_)(ggml_threadpool_t) = nullptr;
   Napi::ObjectReference modelRef_;
   std::atomic<bool> busy_{false};
+  const llama_model* model_ = nullptr;
+  ggml_type typeK_ = GGML_TYPE_F16;
+  ggml_type typeV_ = GGML_TYPE_F16;
+  /** Whether the context runs flash attention (after llama.cpp resolved "auto"). */
+  bool flashAttn_ = false;
+  /** Bytes of the K and V caches, from llama.cpp's report at creation (0 for a model without a KV cache). */
+  int64_t kBytes_ = 0;
+  int64_t vBytes_ = 0;
 
 };
 

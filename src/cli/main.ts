@@ -6,11 +6,13 @@ import { Command, CommanderError, Option } from "commander";
 import { TOOL_PARSER_NAMES } from "../chat/index.ts";
 import {
   ConfigError,
+  DEFAULT_MAX_NUM_BATCHED_TOKENS,
   EMBEDDED_MODEL_OUTPUT_CAP,
   loadServeConfig,
   type ServeFlags,
 } from "../config/serveConfig.ts";
 import { DeviceUnavailableError } from "../engine/devices.ts";
+import { KV_CACHE_TYPES } from "../engine/kvCacheTypes.ts";
 import { ModelLoadError } from "../engine/ModelHost.ts";
 import { NativeBuildError } from "../engine/native.ts";
 import { ModelSourceError } from "../models/index.ts";
@@ -109,6 +111,26 @@ program
     "--jump-forward",
     "guided decoding: append the text a grammar allows as its only continuation (a key name, a closing brace) without sampling it, as SGLang's jump-forward; changes token boundaries",
   )
+  .addOption(
+    new Option(
+      "--cache-type-k <type>",
+      "KV cache type of K, also -ctk; the q* and iq4_nl types need a head size that is a multiple of 32 (default: f16)",
+    ).choices(KV_CACHE_TYPES),
+  )
+  .addOption(
+    new Option(
+      "--cache-type-v <type>",
+      "KV cache type of V, also -ctv; a quantized V cache needs flash attention (default: f16)",
+    ).choices(KV_CACHE_TYPES),
+  )
+  .option(
+    "--flash-attn <mode>",
+    "flash attention: auto, on or off, also -fa (default: auto, llama.cpp's choice for the device)",
+  )
+  .option(
+    "--max-num-batched-tokens <n>",
+    `tokens one engine step evaluates at most, decodes first then prompt chunks; at least --max-num-seqs (default: ${DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu} on the CPU, ${DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu} on a GPU)`,
+  )
   .option(
     "--no-kv-unified",
     "give each slot its own KV buffer instead of one shared buffer (llama.cpp's kv_unified)",
@@ -187,6 +209,9 @@ const FLAG_ALIASES: Record<string, string> = {
   "-c": "--max-model-len",
   "-np": "--max-num-seqs",
   "--parallel": "--max-num-seqs",
+  "-ctk": "--cache-type-k",
+  "-ctv": "--cache-type-v",
+  "-fa": "--flash-attn",
 };
 
 /** An argument with its flag alias replaced (`-c 4096`, `--ctx-size=4096`). */

@@ -16,6 +16,10 @@
  *   - model: /models/b.gguf
  *     chat-template: /templates/b.jinja
  *     mmproj: /models/b-mmproj.gguf
+ *     cache-type-k: q8_0
+ *     cache-type-v: q8_0
+ *     flash-attn: on
+ *     max-num-batched-tokens: 1024
  * ```
  *
  * Paths (models, chat templates) are taken as on the command line: relative to the working directory.
@@ -41,6 +45,14 @@ export type ModelFileEntry = {
   chatTemplate?: string;
   /** `mmproj`: the model's multimodal projector GGUF path. */
   mmproj?: string;
+  /** `cache-type-k`: the K cache's type, as text. */
+  cacheTypeK?: string;
+  /** `cache-type-v`: the V cache's type, as text. */
+  cacheTypeV?: string;
+  /** `flash-attn`: auto, on or off (a YAML boolean too). */
+  flashAttn?: string;
+  /** `max-num-batched-tokens`, as text. */
+  maxNumBatchedTokens?: string;
 };
 
 /** What a config file holds, keyed like the CLI parser's option attributes (`maxNumSeqs`). */
@@ -60,6 +72,10 @@ const MODEL_ENTRY_KEYS: Record<string, keyof ModelFileEntry> = {
   "max-num-seqs": "maxNumSeqs",
   "chat-template": "chatTemplate",
   mmproj: "mmproj",
+  "cache-type-k": "cacheTypeK",
+  "cache-type-v": "cacheTypeV",
+  "flash-attn": "flashAttn",
+  "max-num-batched-tokens": "maxNumBatchedTokens",
 };
 
 /**

@@ -12,6 +12,7 @@ import {
   resolveToolParserName,
   TOOL_PARSER_NAMES,
 } from "../chat/index.ts";
+import { type FlashAttn, KV_CACHE_TYPES, type KvCacheType } from "../engine/kvCacheTypes.ts";
 import { defaultDownloadDir } from "../models/defaultDownloadDir.ts";
 import { DEFAULT_MAX_IMAGE_BYTES } from "../serving/imageSource.ts";
 import { ConfigError } from "./ConfigError.ts";
@@ -35,7 +36,18 @@ export type ModelConfig = {
   chatTemplate?: string;
   /** Absolute path of this model's own multimodal projector (a config file's `mmproj`); absent: `--mmproj`. */
   mmproj?: string;
+  /** This model's own `cache-type-k`; absent: the server-wide value. */
+  cacheTypeK?: KvCacheType;
+  /** This model's own `cache-type-v`; absent: the server-wide value. */
+  cacheTypeV?: KvCacheType;
+  /** This model's own `flash-attn`; absent: the server-wide value. */
+  flashAttn?: FlashAttn;
+  /** This model's own `max-num-batched-tokens`; absent: the server-wide value. */
+  maxNumBatchedTokens?: number;
 };
+
+const KvCacheTypeSchema = z.enum(KV_CACHE_TYPES);
+const FlashAttnSchema = z.enum(["auto", "on", "off"]);
 
 const ServeConfigSchema = z.object({
   models: z
@@ -47,6 +59,10 @@ const ServeConfigSchema = z.object({
         maxNumSeqs: z.number().int().min(1).max(256).optional(),
         chatTemplate: z.string().optional(),
         mmproj: z.string().min(1).optional(),
+        cacheTypeK: KvCacheTypeSchema.optional(),
+        cacheTypeV: KvCacheTypeSchema.optional(),
+        flashAttn: FlashAttnSchema.optional(),
+        maxNumBatchedTokens: z.number().int().min(1).max(1_048_576).optional(),
       }),
     )
     .min(1),
@@ -82,6 +98,18 @@ const ServeConfigSchema = z.object({
   nGpuLayers: z.number().int().min(-1).optional(),
   /** One KV buffer shared by every slot (llama.cpp's `kv_unified`); `--no-kv-unified` turns it off. */
   kvUnified: z.boolean(),
+  /** `--cache-type-k` (llama-server's `-ctk`): the K cache's type. Defaults to f16. */
+  cacheTypeK: KvCacheTypeSchema,
+  /** `--cache-type-v` (`-ctv`): the V cache's type; a quantized one needs flash attention. Defaults to f16. */
+  cacheTypeV: KvCacheTypeSchema,
+  /** `--flash-attn` (`-fa`): auto (llama.cpp's choice for the device), on or off. Defaults to auto. */
+  flashAttn: FlashAttnSchema,
+  /**
+   * `--max-num-batched-tokens` (vLLM's): tokens one engine step evaluates at most, decodes and prompt
+   * chunks together; at least `max-num-seqs`. Absent: the device's default,
+   * {@link DEFAULT_MAX_NUM_BATCHED_TOKENS} (engine/stepPlan.ts).
+   */
+  maxNumBatchedTokens: z.number().int().min(1).max(1_048_576).optional(),
   /** `--jump-forward`: append the text a grammar forces without sampling it (guided decoding). */
   jumpForward: z.boolean(),
   /** `--pooling`: how `/v1/embeddings` pools a prompt; absent: the GGUF's, else mean. */
@@ -145,6 +173,10 @@ export type ServeFlags = {
   device?: string;
   nGpuLayers?: string;
   kvUnified?: boolean;
+  cacheTypeK?: string;
+  cacheTypeV?: string;
+  flashAttn?: string;
+  maxNumBatchedTokens?: string;
   jumpForward?: boolean;
   pooling?: string;
   trustRequestChatTemplate?: boolean;
@@ -229,6 +261,13 @@ export function loadServeConfig(
       maxNumSeqs: optionalInteger(entry.maxNumSeqs, `models[${index}].max-num-seqs`),
       chatTemplate: entry.chatTemplate === undefined ? undefined : readTemplateFile(entry.chatTemplate),
       mmproj: entry.mmproj === undefined ? undefined : projectorPath(entry.mmproj, `models[${index}].mmproj`),
+      cacheTypeK: cacheType(entry.cacheTypeK, `models[${index}].cache-type-k`),
+      cacheTypeV: cacheType(entry.cacheTypeV, `models[${index}].cache-type-v`),
+      flashAttn: flashAttn(entry.flashAttn, `models[${index}].flash-attn`),
+      maxNumBatchedTokens: optionalInteger(
+        entry.maxNumBatchedTokens,
+        `models[${index}].max-num-batched-tokens`,
+      ),
     })),
     host: flags.host ?? "127.0.0.1",
     port: toInteger(flags.port ?? "8000", "--port"),
@@ -256,6 +295,10 @@ export function loadServeConfig(
     device: flags.device ?? "auto",
     nGpuLayers: optionalInteger(flags.nGpuLayers, "--n-gpu-layers"),
     kvUnified: flags.kvUnified ?? true,
+    cacheTypeK: cacheType(flags.cacheTypeK, "--cache-type-k") ?? "f16",
+    cacheTypeV: cacheType(flags.cacheTypeV, "--cache-type-v") ?? "f16",
+    flashAttn: flashAttn(flags.flashAttn, "--flash-attn") ?? "auto",
+    maxNumBatchedTokens: optionalInteger(flags.maxNumBatchedTokens, "--max-num-batched-tokens"),
     jumpForward: flags.jumpForward ?? false,
     pooling: flags.pooling,
     trustRequestChatTemplate: flags.trustRequestChatTemplate ?? false,
@@ -270,6 +313,7 @@ export function loadServeConfig(
     const issue = result.error.issues[0];
     throw new ConfigError(`Invalid configuration: ${flagPath(issue?.path ?? [])}: ${issue?.message}`);
   }
+  refuseSmallStepBudget(result.data);
   return Object.freeze(result.data);
 }
 
@@ -292,6 +336,54 @@ function refuseLeftoverNames(names: readonly string[], entries: readonly ModelFi
   throw new ConfigError(
     `--served-model-name ${leftover.map((name) => `'${name}'`).join(", ")} names no model: ${names.length} name(s) for ${entries.length} model(s)${entries.some((entry) => entry.servedModelNames !== undefined) ? " (models with their own served-model-name in the config file take none)" : ""}.`,
   );
+}
+
+export { DEFAULT_MAX_NUM_BATCHED_TOKENS } from "../engine/stepPlan.ts";
+
+/**
+ * Refuses a step budget below a model's slots, as vLLM refuses `max_num_batched_tokens` <
+ * `max_num_seqs`: every decoding slot puts a token in each step, and a prompt needs room beside them.
+ * @throws ConfigError naming the flag (or the config file's model entry) and both values.
+ */
+function refuseSmallStepBudget(config: z.infer<typeof ServeConfigSchema>): void {
+  config.models.forEach((model, index) => {
+    const budget = model.maxNumBatchedTokens ?? config.maxNumBatchedTokens;
+    const slots = model.maxNumSeqs ?? config.maxNumSeqs;
+    // The devices' defaults (256, 2048) are never below the most slots (256).
+    if (budget === undefined || budget >= slots) return;
+    const where =
+      model.maxNumBatchedTokens !== undefined
+        ? `models[${index}].max-num-batched-tokens`
+        : "--max-num-batched-tokens";
+    throw new ConfigError(
+      `${where} (${budget}) must be at least max-num-seqs (${slots}): every slot decodes a token per step.`,
+    );
+  });
+}
+
+/**
+ * A KV cache type (`--cache-type-k`, `--cache-type-v`, or a config file entry's), or undefined when not given.
+ * @throws ConfigError for a name outside {@link KV_CACHE_TYPES}, listing them (as llama-server).
+ */
+function cacheType(value: string | undefined, flag: string): KvCacheType | undefined {
+  if (value === undefined) return undefined;
+  const known = KV_CACHE_TYPES.find((type) => type === value.toLowerCase());
+  if (known) return known;
+  throw new ConfigError(`${flag} '${value}' is not a KV cache type; allowed: ${KV_CACHE_TYPES.join(", ")}.`);
+}
+
+/**
+ * `--flash-attn` (or a config entry's `flash-attn`): `auto`, `on` or `off` (also llama-server's
+ * spellings `true`/`1`/`enabled`, `false`/`0`/`disabled`), or undefined when not given.
+ * @throws ConfigError for any other value.
+ */
+function flashAttn(value: string | boolean | undefined, flag: string): FlashAttn | undefined {
+  if (value === undefined) return undefined;
+  const text = String(value).toLowerCase();
+  if (["on", "true", "1", "enabled", "yes"].includes(text)) return "on";
+  if (["off", "false", "0", "disabled", "no"].includes(text)) return "off";
+  if (text === "auto") return "auto";
+  throw new ConfigError(`${flag} must be auto, on or off, got '${value}'.`);
 }
 
 /**

@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { basename } from "node:path";
 import { readGgufFileInfo } from "node-llama-cpp";
 import { type DeviceKind, type DevicePlan, planDevices } from "./devices.ts";
+import type { FlashAttn, KvCacheType } from "./kvCacheTypes.ts";
 import {
   type NativeContext,
   type NativeModel,
@@ -9,6 +10,7 @@ import {
   type NativeProjector,
   nativeAddon,
 } from "./native.ts";
+import { DEFAULT_MAX_NUM_BATCHED_TOKENS } from "./stepPlan.ts";
 import { TokenVocabulary } from "./TokenVocabulary.ts";
 import type { Pooling } from "./types.ts";
 
@@ -37,8 +39,18 @@ export type ModelHostOptions = {
    * the weights (see docs/ARCHITECTURE.md).
    */
   kvUnified?: boolean;
-  /** Most tokens in one step (prompt chunks plus one per decoding sequence). Defaults to 512. */
-  batchSize?: number;
+  /**
+   * The step budget: tokens one step evaluates at most, decodes and prompt chunks together
+   * (`--max-num-batched-tokens`). Defaults to {@link DEFAULT_MAX_NUM_BATCHED_TOKENS} for the device.
+   * The context's batch (llama.cpp's `n_batch`) holds max(512, this) tokens.
+   */
+  stepBudget?: number;
+  /** The K cache's type (`--cache-type-k`, llama-server's `-ctk`). Defaults to f16. */
+  cacheTypeK?: KvCacheType;
+  /** The V cache's type (`--cache-type-v`, `-ctv`); a quantized one needs flash attention. Defaults to f16. */
+  cacheTypeV?: KvCacheType;
+  /** Flash attention (`--flash-attn`, `-fa`). Defaults to auto (llama.cpp's choice for the device). */
+  flashAttn?: FlashAttn;
   /**
    * The multimodal projector GGUF beside the model (llama-server's `--mmproj`): with it the model takes
    * images. Defaults to none.
@@ -72,6 +84,18 @@ export type ModelPlacement = {
   skipped: readonly { backend: string; reason: string }[];
 };
 
+/** The context's KV cache as created: its types, flash attention, and its size. */
+export type KvCacheInfo = {
+  typeK: KvCacheType;
+  typeV: KvCacheType;
+  /** Whether attention runs as flash attention (`auto` resolved). */
+  flashAttn: boolean;
+  /** Bytes of the K cache (every layer, every cell of every slot). */
+  kBytes: number;
+  /** Bytes of the V cache. */
+  vBytes: number;
+};
+
 /**
  * One loaded model and its context, over the native engine: the model's weights and tokenizer, and one
  * llama.cpp context whose `sequences` sequences of `contextSize` tokens are the scheduler's slots.
@@ -93,9 +117,13 @@ export class ModelHost {
   readonly contextSize: number;
   /** Number of sequences (slots). */
   readonly sequences: number;
-  /** Most tokens one step may hold. */
+  /** Most tokens one step may hold (llama.cpp's `n_batch`): max(512, {@link stepBudget}), at most the context. */
   readonly batchSize: number;
+  /** Tokens the scheduler puts in one step at most (`--max-num-batched-tokens`, else the device's default). */
+  readonly stepBudget: number;
   readonly placement: ModelPlacement;
+  /** The KV cache's types and bytes, flash attention. */
+  readonly kvCache: KvCacheInfo;
   /** How `/v1/embeddings` pools a prompt (`--pooling`, else the GGUF's, else mean). */
   readonly pooling: Pooling;
   /** The multimodal projector (`--mmproj`), or null: then the model takes no images. */
@@ -114,6 +142,7 @@ export class ModelHost {
     contextSize: number;
     sequences: number;
     batchSize: number;
+    stepBudget: number;
     placement: ModelPlacement;
     projector: NativeProjector | null;
     pooling: Pooling;
@@ -132,7 +161,16 @@ export class ModelHost {
     this.contextSize = init.contextSize;
     this.sequences = init.sequences;
     this.batchSize = init.batchSize;
+    this.stepBudget = init.stepBudget;
     this.placement = init.placement;
+    const contextInfo = init.context.info();
+    this.kvCache = {
+      typeK: contextInfo.cacheTypeK,
+      typeV: contextInfo.cacheTypeV,
+      flashAttn: contextInfo.flashAttn,
+      kBytes: contextInfo.kBytes,
+      vBytes: contextInfo.vBytes,
+    };
     this.created = Math.floor(Date.now() / 1000);
     const { eos, eot } = this.info;
     this.endOfGeneration = [...new Set([eos, eot].filter((token) => token >= 0))];
@@ -141,7 +179,9 @@ export class ModelHost {
   /**
    * Loads a GGUF model and creates its context.
    * @throws ModelLoadError when the file is missing, unreadable or not a valid GGUF model, or the
-   *   context cannot be created; DeviceUnavailableError when `--device cuda|vulkan` finds no such GPU.
+   *   context cannot be created (also a KV cache type the model or the flash-attention setting refuses:
+   *   a quantized V cache with `flashAttn: "off"`, a block type that does not divide the head size);
+   *   DeviceUnavailableError when `--device cuda|vulkan` finds no such GPU.
    */
   static async load(options: ModelHostOptions): Promise<ModelHost> {
     const { modelPath } = options;
@@ -201,20 +241,33 @@ export class ModelHost {
       );
     }
     const contextSize = options.maxModelLen ?? Math.min(info.nCtxTrain, 8192);
-    const batchSize = Math.min(options.batchSize ?? 512, contextSize * options.sequences);
+    const cells = contextSize * options.sequences;
+    const budget =
+      options.stepBudget ?? (onGpu ? DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu : DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu);
+    // The batch keeps llama.cpp's usual 512 below a smaller budget (one image's or encoder's tokens go in one batch).
+    const batchSize = Math.min(Math.max(512, budget), cells);
+    const stepBudget = Math.min(budget, batchSize);
     let context: NativeContext;
     try {
       context = new engine.Context(model, {
         nCtx: contextSize * options.sequences,
         nSeqMax: options.sequences,
         nBatch: batchSize,
-        nUbatch: batchSize,
+        // llama.cpp splits a larger step into physical batches of at most 512 (its default n_ubatch), which
+        // bounds the compute buffers whatever --max-num-batched-tokens is.
+        nUbatch: Math.min(batchSize, 512),
         threads: options.threads,
         kvUnified: options.kvUnified ?? true,
+        ...(options.cacheTypeK !== undefined ? { cacheTypeK: options.cacheTypeK } : {}),
+        ...(options.cacheTypeV !== undefined ? { cacheTypeV: options.cacheTypeV } : {}),
+        ...(options.flashAttn !== undefined ? { flashAttn: options.flashAttn } : {}),
       });
     } catch (error) {
       model.dispose();
-      throw new ModelLoadError(`Failed to create a context of ${contextSize} tokens: ${firstLine(error)}`, {
+      const reason = firstLine(error);
+      // The engine's refusals of a cache setting name their flag and are the whole message.
+      if (/^--(cache-type-[kv]|flash-attn) /.test(reason)) throw new ModelLoadError(reason, { cause: error });
+      throw new ModelLoadError(`Failed to create a context of ${contextSize} tokens: ${reason}`, {
         cause: error,
       });
     }
@@ -252,6 +305,7 @@ export class ModelHost {
       contextSize,
       sequences: options.sequences,
       batchSize,
+      stepBudget,
       placement: {
         backend: plan.backend,
         devices: plan.gpus.map((device) => device.description || device.name),

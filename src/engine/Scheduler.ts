@@ -4,6 +4,7 @@ import { Generation } from "./Generation.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import type { NativeStepInput, NativeStepOutput } from "./native.ts";
 import { samplerConfig } from "./samplerConfig.ts";
+import { planStep, type StepCandidate } from "./stepPlan.ts";
 import type {
   GenerationObserver,
   GenerationRequest,
@@ -13,9 +14,6 @@ import type {
   SchedulerEvents,
   TokenLogprob,
 } from "./types.ts";
-
-/** Prompt tokens per step for a request that reads every prompt position (`prompt_logprobs`, mean-pooled embeddings). */
-const PROMPT_LOGPROBS_CHUNK_TOKENS = 64;
 
 /**
  * The states of a slot (one sequence of the context):
@@ -65,10 +63,12 @@ export type SchedulerOptions = {
    */
   requestTimeoutSeconds?: number;
   /**
-   * Prompt tokens one step evaluates at most (chunked prefill): an abort stops a long prompt within
-   * one chunk, and decoding sequences wait at most one chunk's time. Defaults to 256 (or the batch size).
+   * Tokens one step evaluates at most, decodes and prompt chunks together (vLLM's
+   * `--max-num-batched-tokens`, chunked prefill): decoding sequences wait at most one step of this many
+   * tokens while a prompt prefills, and an abort stops a long prompt within one step. Capped at the
+   * context's batch size; see {@link planStep} for the policy. Defaults to the host's step budget.
    */
-  prefillChunkTokens?: number;
+  maxNumBatchedTokens?: number;
   /**
    * Jump-forward for guided decoding (`--jump-forward`): after each sampled token, the text the grammar
    * allows as its only continuation is appended as its canonical tokens, evaluated in the next step
@@ -127,7 +127,7 @@ export class Scheduler {
   private readonly prefixCaching: boolean;
   private readonly events: SchedulerEvents | undefined;
   private readonly requestTimeoutSeconds: number | undefined;
-  private readonly prefillChunkTokens: number;
+  private readonly maxNumBatchedTokens: number;
   private readonly jumpForward: boolean;
   private nextOrder = 0;
   /** True while a batch-invariant job runs alone. */
@@ -142,7 +142,7 @@ export class Scheduler {
     this.prefixCaching = options.prefixCaching ?? true;
     this.events = options.events;
     this.requestTimeoutSeconds = options.requestTimeoutSeconds;
-    this.prefillChunkTokens = Math.min(options.prefillChunkTokens ?? 256, host.batchSize);
+    this.maxNumBatchedTokens = Math.min(options.maxNumBatchedTokens ?? host.stepBudget, host.batchSize);
     this.jumpForward = options.jumpForward ?? false;
     this.slots = Array.from({ length: host.sequences }, (_, id) => ({
       id,
@@ -512,94 +512,55 @@ export class Scheduler {
   }
 
   /**
-   * The next step's batch: every decoding sequence's pending tokens first (in slot order), then prompt
-   * chunks of the prefilling sequences (in arrival order) up to the budget. A sequence's last row is
-   * sampled; with prompt logprobs, every prompt row is also scored against the next prompt token.
+   * The next step's batch, planned by {@link planStep} over the running set within
+   * `--max-num-batched-tokens` (decodes first, then prompt chunks oldest first); the tokens it takes
+   * enter the slots' KV bookkeeping here.
    */
   private planStep(): { input: NativeStepInput; outputs: StepOutputFor[] } {
-    const tokens: number[] = [];
-    const positions: number[] = [];
-    const seqs: number[] = [];
-    const outputRows: number[] = [];
-    const kinds: number[] = [];
-    const targets: number[] = [];
-    const topN: number[] = [];
-    const outputs: StepOutputFor[] = [];
-    const budget = this.host.batchSize;
-    const add = (running: Running, token: number) => {
-      seqs.push(running.slot.id);
-      positions.push(positionOf(running.slot, running.slot.kvTokens.length));
-      running.slot.kvTokens.push(token);
-      tokens.push(token);
-    };
-    const sampleLast = (running: Running) => {
-      outputRows.push(tokens.length - 1);
-      kinds.push(0);
-      targets.push(-1);
-      topN.push(running.job.request.logprobs ?? -1);
-      outputs.push({ kind: "sample", running });
-    };
-    const decoding = this.running
-      .filter((running) => !running.generation.prefilling)
-      .sort((a, b) => a.slot.id - b.slot.id);
-    for (const running of decoding) {
-      const pending = running.generation.pending;
-      const take = pending.splice(0, Math.max(1, budget - tokens.length));
-      if (take.length === 0) continue;
-      for (const token of take) add(running, token);
-      if (pending.length === 0) sampleLast(running);
-    }
-    let promptBudget = Math.min(this.prefillChunkTokens, budget - tokens.length);
-    for (const running of this.running) {
-      const { generation } = running;
-      if (!generation.prefilling || promptBudget <= 0) continue;
-      const prompt = generation.request.promptTokens;
-      const from = generation.prefilled;
-      const promptTopN = generation.request.promptLogprobs;
-      const embed = generation.request.embed;
-      // Every scored prompt row holds a vocabulary-sized logits row in llama.cpp's output buffer (600 KB
-      // on a 152K vocabulary): smaller chunks keep that buffer small.
-      const chunk =
-        promptTopN === null && embed !== "mean"
-          ? promptBudget
-          : Math.min(promptBudget, PROMPT_LOGPROBS_CHUNK_TOKENS);
-      // A text chunk ends where the next image starts (images are evaluated on their own, see evaluateImages).
-      const image = generation.request.media?.spans.find((span) => span.start >= from);
-      const to = Math.min(prompt.length, from + chunk, image?.start ?? Number.POSITIVE_INFINITY);
-      if (to === from) continue;
-      for (let index = from; index < to; index++) {
-        add(running, prompt[index] as number);
-        if (embed && (embed === "mean" || (embed === "cls" ? index === 0 : index === prompt.length - 1))) {
-          outputRows.push(tokens.length - 1);
-          kinds.push(2);
-          targets.push(-1);
-          topN.push(-1);
-          outputs.push({ kind: "embed", running, position: index });
-        }
-        if (promptTopN !== null && index + 1 < prompt.length) {
-          outputRows.push(tokens.length - 1);
-          kinds.push(1);
-          targets.push(prompt[index + 1] as number);
-          topN.push(promptTopN);
-          outputs.push({ kind: "prompt", running, topN: promptTopN });
-        }
+    const candidates: StepCandidate<Running>[] = this.running.map((running) => {
+      const { generation, slot, job } = running;
+      const position = positionOf(slot, slot.kvTokens.length);
+      const topN = job.request.logprobs ?? -1;
+      if (!generation.prefilling) {
+        return { kind: "decode", key: running, seq: slot.id, position, pending: generation.pending, topN };
       }
-      generation.prefilled = to;
-      promptBudget -= to - from;
-      if (to === prompt.length && !embed) sampleLast(running);
+      const { promptTokens, media, promptLogprobs, embed } = generation.request;
+      const from = generation.prefilled;
+      const image = media?.spans.find((span) => span.start >= from);
+      return {
+        kind: "prefill",
+        key: running,
+        seq: slot.id,
+        position,
+        prompt: promptTokens,
+        from,
+        ...(image !== undefined ? { imageStart: image.start } : {}),
+        promptTopN: promptLogprobs,
+        ...(embed !== undefined ? { embed } : {}),
+        topN,
+      };
+    });
+    const plan = planStep(candidates, this.maxNumBatchedTokens);
+    for (const { key: running, kind, tokens } of plan.takes) {
+      const { generation, slot } = running;
+      if (kind === "decode") {
+        for (const token of generation.pending.splice(0, tokens)) slot.kvTokens.push(token);
+        continue;
+      }
+      const prompt = generation.request.promptTokens;
+      for (let index = generation.prefilled; index < generation.prefilled + tokens; index++) {
+        slot.kvTokens.push(prompt[index] as number);
+      }
+      generation.prefilled += tokens;
     }
-    return {
-      input: {
-        tokens: Int32Array.from(tokens),
-        positions: Int32Array.from(positions),
-        seqs: Int32Array.from(seqs),
-        outputRows: Int32Array.from(outputRows),
-        kinds: Int32Array.from(kinds),
-        targets: Int32Array.from(targets),
-        topN: Int32Array.from(topN),
-      },
-      outputs,
-    };
+    const outputs: StepOutputFor[] = plan.outputs.map((entry) =>
+      entry.kind === "sample"
+        ? { kind: "sample", running: entry.key }
+        : entry.kind === "prompt"
+          ? { kind: "prompt", running: entry.key, topN: entry.topN }
+          : { kind: "embed", running: entry.key, position: entry.position },
+    );
+    return { input: plan.input, outputs };
   }
 
   /** Hands each output of a step to its generation. */

@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { projectRoot } from "../paths.ts";
+import type { FlashAttn, KvCacheType } from "./kvCacheTypes.ts";
 
 /** A ggml device as llama.cpp sees it. */
 export type NativeDevice = {
@@ -120,7 +121,21 @@ export type NativeStepOutput = {
 
 /** A llama.cpp context: the KV cache of `nSeqMax` sequences, their samplers, and the step. */
 export interface NativeContext {
-  info(): { nCtx: number; nCtxSeq: number; nBatch: number; nUbatch: number; nSeqMax: number };
+  info(): {
+    nCtx: number;
+    nCtxSeq: number;
+    nBatch: number;
+    nUbatch: number;
+    nSeqMax: number;
+    /** The K and V caches' ggml types. */
+    cacheTypeK: KvCacheType;
+    cacheTypeV: KvCacheType;
+    /** Whether attention runs as flash attention (llama.cpp resolved `auto`). */
+    flashAttn: boolean;
+    /** Bytes of the K and of the V cache (every layer, every cell). */
+    kBytes: number;
+    vBytes: number;
+  };
   /** A fresh sampler for sequence `seq`. @throws Error when the grammar does not parse. */
   configure(seq: number, config: NativeSamplerConfig): void;
   release(seq: number): void;
@@ -199,6 +214,12 @@ export type NativeContextOptions = {
   kvUnified: boolean;
   /** Memory bound of the guided-decoding mask cache, in bytes. Defaults to 64 MiB. */
   maskCacheBytes?: number;
+  /** The K cache's type (llama.cpp's `type_k`). Defaults to f16. */
+  cacheTypeK?: KvCacheType;
+  /** The V cache's type (llama.cpp's `type_v`); a quantized one needs flash attention. Defaults to f16. */
+  cacheTypeV?: KvCacheType;
+  /** Flash attention (llama.cpp's `flash_attn_type`). Defaults to auto. */
+  flashAttn?: FlashAttn;
 };
 
 /** The addon's exports. */

@@ -71,6 +71,20 @@ export class ServerMetrics {
       registers,
       collect: perModel((scheduler) => scheduler.kvCacheUsage()),
     });
+    new Gauge({
+      name: "lmserve:kv_cache_bytes",
+      help: "Bytes of the KV cache allocated for all slots, by part (k, v), as created with --cache-type-k / --cache-type-v.",
+      labelNames: ["model_name", "part"],
+      registers,
+      collect(this: Gauge<"model_name" | "part">) {
+        this.reset();
+        for (const scheduler of schedulers) {
+          const { kBytes, vBytes } = scheduler.host.kvCache;
+          this.set({ model_name: scheduler.host.id, part: "k" }, kBytes);
+          this.set({ model_name: scheduler.host.id, part: "v" }, vBytes);
+        }
+      },
+    });
     const maskCacheCounter = (name: string, help: string, read: (stats: MaskCacheStats) => number) =>
       new Counter({
         name,

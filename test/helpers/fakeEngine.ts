@@ -76,6 +76,14 @@ export class FakeHost implements EngineHost {
   );
   readonly contextSize: number;
   readonly placement = { backend: "CPU", devices: [], offloadedLayers: 0, layers: 1, skipped: [] };
+  /** As a 256-cell f16 cache of one 64-wide layer: 256 x 64 x 2 bytes each for K and V. */
+  readonly kvCache = {
+    typeK: "f16",
+    typeV: "f16",
+    flashAttn: false,
+    kBytes: 32_768,
+    vBytes: 32_768,
+  } as const;
   readonly pooling = "mean" as const;
   readonly projector = null;
   readonly imageMarker = null;
