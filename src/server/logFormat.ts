@@ -62,7 +62,7 @@ function describe(record: Record<string, unknown>): { text: string; shown: Set<s
         ? `; replies without max_tokens stop at ${record.defaultMaxTokens} tokens (--max-tokens-cap to change)`
         : "";
     return {
-      text: `listening on ${record.url}${record.ui !== undefined ? " (UI at /)" : ""}${cap}`,
+      text: `listening on ${record.url} (API at ${record.url}/v1${record.ui !== undefined ? ", UI at /" : ""})${cap}`,
       shown: new Set(["url", "ui", "defaultMaxTokens"]),
     };
   }
@@ -89,6 +89,17 @@ function describe(record: Record<string, unknown>): { text: string; shown: Set<s
   }
   return { text: msg, shown: new Set() };
 }
+
+/**
+ * pino `hooks` that drop Fastify's own "Server listening at URL" line: the server logs one `listening`
+ * record of its own with the URL, the UI and the output cap, so the fact is said once.
+ */
+export const LOG_HOOKS = {
+  logMethod(this: unknown, args: unknown[], method: (...args: unknown[]) => void): void {
+    if (typeof args[0] === "string" && args[0].startsWith("Server listening at ")) return;
+    method.apply(this, args);
+  },
+};
 
 /**
  * A pino destination that writes each line through {@link formatLogLine} to `out`.

@@ -23,7 +23,7 @@ async function startUntil(args: string[], matcher: RegExp) {
     });
     child.once("exit", (code) => reject(new Error(`exited ${code} before listening: ${stdout}`)));
   });
-  return { child, line, stop: () => child.kill("SIGTERM") };
+  return { child, line, stdout, stop: () => child.kill("SIGTERM") };
 }
 
 describe("lmserve serve startup", () => {
@@ -91,8 +91,14 @@ describe("lmserve serve startup", () => {
       /listening on /,
     );
     try {
-      const match = /INFO {2}listening on (http:\/\/127\.0\.0\.1:\d+) \(UI at \/\)$/.exec(server.line);
+      const match =
+        /INFO {2}listening on (http:\/\/127\.0\.0\.1:\d+) \(API at (http:\/\/127\.0\.0\.1:\d+)\/v1, UI at \/\)$/.exec(
+          server.line,
+        );
       assert.ok(match, server.line);
+      assert.equal(match[2], match[1]);
+      // One line says it: Fastify's own "Server listening at" is dropped.
+      assert.doesNotMatch(server.stdout, /Server listening at/);
       assert.doesNotMatch(server.line, /stop at/);
     } finally {
       server.stop();

@@ -23,7 +23,7 @@ describe("log format", () => {
           msg: "listening",
         }),
       ),
-      "12:34:56 INFO  listening on http://127.0.0.1:8000 (UI at /)",
+      "12:34:56 INFO  listening on http://127.0.0.1:8000 (API at http://127.0.0.1:8000/v1, UI at /)",
     );
     const loaded = formatLogLine(
       JSON.stringify({
