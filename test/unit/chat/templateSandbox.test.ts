@@ -68,8 +68,11 @@ describe("TemplateSandbox", () => {
     assert.ok(error instanceof TemplateRenderError);
     assert.equal(error.stage, "limit");
     assert.match(error.message, /longer than 1 s/);
-    assert.ok(elapsed >= 1_000 && elapsed < 3_000, `took ${elapsed} ms`);
-    assert.ok(ticks >= 20, `the main thread ticked ${ticks} times in ${elapsed} ms`);
+    // The deadline is a lower bound; how far past it the answer comes depends on the machine's load.
+    assert.ok(elapsed >= 1_000, `took ${elapsed} ms`);
+    // A main thread blocked by the render would not tick at all; a turning one ticks about every 20 ms
+    // (fewer on a loaded machine: a quarter of that is the bound).
+    assert.ok(ticks >= Math.min(10, elapsed / 80), `the main thread ticked ${ticks} times in ${elapsed} ms`);
     // A fresh worker takes the stuck one's place.
     assert.equal(await sandbox.render("{{ 1 + 1 }}", {}), "2");
   });
