@@ -1,7 +1,10 @@
 // The examples of docs/clients.md run against a real server: every fenced block whose info string is
-// `sh example` (run with sh) or `js example` (run as an ES module by node from the project root, so the
-// installed clients resolve), with only `http://127.0.0.1:8000` replaced by the test server's address.
+// `sh example` (run with sh), `js example` (run as an ES module by node from the project root, so the
+// installed clients resolve) or `python example` (run by python3 where the packages it imports are
+// installed; always checked for syntax), with only `http://127.0.0.1:8000` replaced by the test server's
+// address.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -9,16 +12,16 @@ import { projectRoot } from "../../src/paths.ts";
 import { type ProcessOutput, runProcess } from "../helpers/runProcess.ts";
 import { startTestServer, type TestServer } from "../helpers/testServer.ts";
 
-type Example = { heading: string; language: "sh" | "js"; code: string };
+type Example = { heading: string; language: "sh" | "js" | "python"; code: string };
 
 /** The runnable examples of a Markdown document, each with the heading it sits under. */
 function examplesOf(markdown: string): Example[] {
   const examples: Example[] = [];
   let heading = "";
-  const pattern = /^(#{1,6}) (.+)$|^```(sh|js) example\n([\s\S]*?)^```$/gm;
+  const pattern = /^(#{1,6}) (.+)$|^```(sh|js|python) example\n([\s\S]*?)^```$/gm;
   for (const match of markdown.matchAll(pattern)) {
     if (match[2] !== undefined) heading = match[2];
-    else examples.push({ heading, language: match[3] as "sh" | "js", code: match[4] ?? "" });
+    else examples.push({ heading, language: match[3] as Example["language"], code: match[4] ?? "" });
   }
   return examples;
 }
@@ -26,9 +29,31 @@ function examplesOf(markdown: string): Example[] {
 /** Runs one example to completion. */
 function run(example: Example, baseUrl: string): Promise<ProcessOutput> {
   const code = example.code.replaceAll("http://127.0.0.1:8000", baseUrl);
-  return example.language === "sh"
-    ? runProcess("sh", ["-c", code])
-    : runProcess(process.execPath, ["--input-type=module", "--eval", code]);
+  if (example.language === "sh") return runProcess("sh", ["-c", code]);
+  if (example.language === "python") return runProcess("python3", ["-c", code]);
+  return runProcess(process.execPath, ["--input-type=module", "--eval", code]);
+}
+
+const hasPython = spawnSync("python3", ["--version"]).status === 0;
+
+/** The top-level modules a Python example imports (`import x`, `from x import y`). */
+function pythonImports(code: string): string[] {
+  const names = [...code.matchAll(/^(?:from|import) (\w+)/gm)].map((match) => match[1] ?? "");
+  return [...new Set(names)];
+}
+
+const importable = new Map<string, boolean>();
+/** Why a Python example cannot run here (python3 or one of its packages is missing), or false. */
+function pythonSkip(example: Example): string | false {
+  if (!hasPython) return "python3 is not installed";
+  const missing = pythonImports(example.code).filter((name) => {
+    if (!importable.has(name))
+      importable.set(name, spawnSync("python3", ["-c", `import ${name}`]).status === 0);
+    return importable.get(name) !== true;
+  });
+  return missing.length > 0
+    ? `the Python package(s) ${missing.join(", ")} are not installed (pip install ${missing.join(" ")})`
+    : false;
 }
 
 const examples = examplesOf(readFileSync(resolve(projectRoot, "docs/clients.md"), "utf8"));
@@ -53,9 +78,49 @@ describe("docs/clients.md examples", () => {
         "Embeddings (openai SDK)",
         "Responses (openai SDK)",
         "Anthropic Messages (@anthropic-ai/sdk)",
+        "openai (Python): chat and streaming",
+        "openai (Python): tool calls",
+        "openai (Python): structured output with Pydantic",
+        "openai (Python): embeddings",
+        "openai (Python): Responses",
+        "openai (Python): logprobs",
+        "anthropic (Python): messages and streaming",
+        "anthropic (Python): tools and count_tokens",
       ],
     );
   });
+
+  it("every Python example is valid Python", {
+    skip: hasPython ? false : "python3 is not installed",
+  }, async () => {
+    for (const example of examples.filter((e) => e.language === "python")) {
+      const { status, stderr } = await runProcess("python3", [
+        "-c",
+        "import ast, sys; ast.parse(sys.argv[1])",
+        example.code,
+      ]);
+      assert.equal(status, 0, `${example.heading}: ${stderr}`);
+    }
+  });
+
+  /** What each Python example must print (checked beyond a clean exit and some output). */
+  const pythonOutput: Record<string, RegExp> = {
+    "openai (Python): tool calls": /^get_weather \{'city': '[^']*'\}$/m,
+    "openai (Python): structured output with Pydantic": /^.{0,24} \d{4}$/m,
+    "openai (Python): embeddings": /^2 64$/m,
+    "openai (Python): Responses": /^(completed|incomplete) [\s\S]*\n\[(completed|incomplete)\]$/m,
+    "openai (Python): logprobs": /^'.*' -?\d+(\.\d+)? \[.*\]$/m,
+    "anthropic (Python): tools and count_tokens": /^get_weather \{'city': '[^']*'\}\n\d+$/m,
+  };
+  for (const example of examples.filter((e) => e.language === "python")) {
+    it(`${example.heading} runs`, { skip: pythonSkip(example) }, async () => {
+      const { status, stdout, stderr } = await run(example, server.url);
+      assert.equal(status, 0, stderr);
+      assert.ok(stdout.trim().length > 0, "printed something");
+      const expected = pythonOutput[example.heading];
+      if (expected) assert.match(stdout, expected);
+    });
+  }
 
   it("curl prints a chat completion", async () => {
     const example = examples.find((e) => e.heading === "curl");
