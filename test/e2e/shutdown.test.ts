@@ -5,6 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { sseData } from "../../ui/src/sse.ts";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
 
 /**
@@ -44,23 +45,8 @@ async function runningAtLeast(server: TestServer, count: number): Promise<void> 
 
 /** The SSE `data:` payloads of a response as they arrive (JSON-parsed; `[DONE]` kept as the string). */
 async function* sseEvents(response: Response): AsyncGenerator<unknown> {
-  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    buffer += decoder.decode(value, { stream: true });
-    let end = buffer.indexOf("\n\n");
-    while (end !== -1) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      if (block.startsWith("data: ")) {
-        const data = block.slice("data: ".length);
-        yield data === "[DONE]" ? data : JSON.parse(data);
-      }
-      end = buffer.indexOf("\n\n");
-    }
+  for await (const data of sseData(response.body as ReadableStream<Uint8Array>)) {
+    yield data === "[DONE]" ? data : JSON.parse(data);
   }
 }
 

@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import OpenAI from "openai";
 import { defaultModelPath, projectRoot } from "../../src/paths.ts";
+import { sseData } from "../../ui/src/sse.ts";
 
 /** A real `lmserve serve` process on a free loopback port, for end-to-end tests. */
 export type TestServer = {
@@ -98,16 +99,16 @@ export async function startTestServer(args: string[] = [], timeoutMs = 60_000): 
   };
 }
 
-/** Reads an SSE response into its `data:` payloads (JSON-parsed, `[DONE]` kept as the string). */
+/**
+ * Reads an SSE response into its `data:` payloads (JSON-parsed, `[DONE]` kept as the string), with the
+ * web UI's event-stream parser (`ui/src/sse.ts`).
+ */
 export async function readSse(response: Response): Promise<unknown[]> {
-  const text = await response.text();
-  return text
-    .split("\n\n")
-    .filter((block) => block.startsWith("data: "))
-    .map((block) => {
-      const data = block.slice("data: ".length);
-      return data === "[DONE]" ? data : JSON.parse(data);
-    });
+  const events: unknown[] = [];
+  for await (const data of sseData(response.body as ReadableStream<Uint8Array>)) {
+    events.push(data === "[DONE]" ? data : JSON.parse(data));
+  }
+  return events;
 }
 
 /**

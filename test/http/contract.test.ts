@@ -5,28 +5,18 @@
  * final error event, and a framing that any client reads the same wherever the bytes are split.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import type { FastifyInstance } from "fastify";
+import { describe, it } from "node:test";
 import { internalError } from "../../src/errors.ts";
 import type { ChatCompletionChunk, ChatCompletionResponse } from "../../src/protocol/chat.ts";
 import type { CompletionResponse } from "../../src/protocol/completions.ts";
 import type { ModelList } from "../../src/protocol/models.ts";
-import { buildApp } from "../../src/server/app.ts";
 import type { ErrorBody } from "../../src/server/errorBody.ts";
-import { sseData } from "../../ui/src/sse.ts";
+import { sseEventsOf, useFakeApp, withFakeApp } from "../helpers/fakeApp.ts";
 import { FakeEngine, fakeContext, fakeDetokenize } from "../helpers/fakeEngine.ts";
 
-/** The `data` of each SSE event of a whole body, read by the web UI's parser from `chunks`. */
+/** The `data` of each SSE event of a body delivered in `chunks`, read by the web UI's parser. */
 async function readEvents(chunks: readonly Uint8Array[]): Promise<string[]> {
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(chunk);
-      controller.close();
-    },
-  });
-  const events: string[] = [];
-  for await (const data of sseData(body)) events.push(data);
-  return events;
+  return (await sseEventsOf(chunks)).map((event) => event.data);
 }
 
 /** Asserts the OpenAI framing of a raw stream body: `data: {json}\n\n` events, ended by `data: [DONE]\n\n`. */
@@ -43,17 +33,10 @@ function assertOpenAiFraming(payload: string): void {
 const chatBody = { model: "fake-model", messages: [{ role: "user", content: "Hi" }] };
 
 describe("HTTP contract (in-process, fake engine)", () => {
-  let app: FastifyInstance;
-  let engine: FakeEngine;
-  before(async () => {
-    engine = new FakeEngine({ names: ["fake-model", "fake-alias"] });
-    app = buildApp(fakeContext(engine), { logger: false });
-    await app.ready();
-  });
-  after(() => app.close());
+  const fake = useFakeApp({ engines: [new FakeEngine({ names: ["fake-model", "fake-alias"] })] });
 
   it("lists the served names at GET /v1/models", async () => {
-    const response = await app.inject({ method: "GET", url: "/v1/models" });
+    const response = await fake.app.inject({ method: "GET", url: "/v1/models" });
     assert.equal(response.statusCode, 200);
     const list = response.json() as ModelList;
     assert.deepEqual(
@@ -66,7 +49,11 @@ describe("HTTP contract (in-process, fake engine)", () => {
   });
 
   it("answers a chat completion with the engine's text and its usage", async () => {
-    const response = await app.inject({ method: "POST", url: "/v1/chat/completions", payload: chatBody });
+    const response = await fake.app.inject({
+      method: "POST",
+      url: "/v1/chat/completions",
+      payload: chatBody,
+    });
     assert.equal(response.statusCode, 200);
     assert.match(String(response.headers["content-type"]), /^application\/json/);
     const body = response.json() as ChatCompletionResponse;
@@ -75,12 +62,12 @@ describe("HTTP contract (in-process, fake engine)", () => {
     assert.equal(body.choices[0]?.message.content, "Hello, world!");
     assert.equal(body.choices[0]?.finish_reason, "stop");
     assert.equal(body.usage.completion_tokens, 13);
-    assert.equal(body.usage.prompt_tokens, engine.submitted.at(-1)?.promptTokens.length);
+    assert.equal(body.usage.prompt_tokens, fake.engine.submitted.at(-1)?.promptTokens.length);
     assert.ok(response.headers["x-request-id"]);
   });
 
   it("maps max_tokens and stop to the engine request and finish_reason", async () => {
-    const short = await app.inject({
+    const short = await fake.app.inject({
       method: "POST",
       url: "/v1/chat/completions",
       payload: { ...chatBody, max_tokens: 5 },
@@ -88,18 +75,18 @@ describe("HTTP contract (in-process, fake engine)", () => {
     const shortBody = short.json() as ChatCompletionResponse;
     assert.equal(shortBody.choices[0]?.message.content, "Hello");
     assert.equal(shortBody.choices[0]?.finish_reason, "length");
-    const stopped = await app.inject({
+    const stopped = await fake.app.inject({
       method: "POST",
       url: "/v1/chat/completions",
       payload: { ...chatBody, stop: [", "] },
     });
     const stoppedBody = stopped.json() as ChatCompletionResponse;
     assert.equal(stoppedBody.choices[0]?.message.content, "Hello");
-    assert.equal(engine.submitted.at(-1)?.stop.join(), ", ");
+    assert.equal(fake.engine.submitted.at(-1)?.stop.join(), ", ");
   });
 
   it("answers a completion", async () => {
-    const response = await app.inject({
+    const response = await fake.app.inject({
       method: "POST",
       url: "/v1/completions",
       payload: { model: "fake-alias", prompt: "abc", max_tokens: 4 },
@@ -108,11 +95,11 @@ describe("HTTP contract (in-process, fake engine)", () => {
     const body = response.json() as CompletionResponse;
     assert.equal(body.model, "fake-alias");
     assert.equal(body.choices[0]?.text, "Hell");
-    assert.deepEqual(engine.submitted.at(-1)?.promptTokens, [97, 98, 99]);
+    assert.deepEqual(fake.engine.submitted.at(-1)?.promptTokens, [97, 98, 99]);
   });
 
   it("422 with FastAPI's detail for a wrong type, 400 naming the field for a value out of range", async () => {
-    const wrongType = await app.inject({
+    const wrongType = await fake.app.inject({
       method: "POST",
       url: "/v1/chat/completions",
       payload: { ...chatBody, temperature: "hot" },
@@ -122,7 +109,7 @@ describe("HTTP contract (in-process, fake engine)", () => {
     assert.equal(typeBody.object, "error");
     assert.equal(typeBody.code, 422);
     assert.deepEqual(typeBody.detail?.[0]?.loc, ["body", "temperature"]);
-    const outOfRange = await app.inject({
+    const outOfRange = await fake.app.inject({
       method: "POST",
       url: "/v1/chat/completions",
       payload: { ...chatBody, temperature: 5 },
@@ -135,7 +122,7 @@ describe("HTTP contract (in-process, fake engine)", () => {
   });
 
   it("404 naming the served models for an unknown model", async () => {
-    const response = await app.inject({
+    const response = await fake.app.inject({
       method: "POST",
       url: "/v1/chat/completions",
       payload: { ...chatBody, model: "nope" },
@@ -147,16 +134,16 @@ describe("HTTP contract (in-process, fake engine)", () => {
   });
 
   it("405 with Allow for another method on a known path, 404 for an unknown path", async () => {
-    const wrongMethod = await app.inject({ method: "GET", url: "/v1/chat/completions" });
+    const wrongMethod = await fake.app.inject({ method: "GET", url: "/v1/chat/completions" });
     assert.equal(wrongMethod.statusCode, 405);
     assert.equal(wrongMethod.headers.allow, "POST");
     assert.equal((wrongMethod.json() as ErrorBody).code, 405);
-    const unknown = await app.inject({ method: "GET", url: "/v1/nothing" });
+    const unknown = await fake.app.inject({ method: "GET", url: "/v1/nothing" });
     assert.equal(unknown.statusCode, 404);
   });
 
   it("400 for malformed JSON, 415 for another Content-Type", async () => {
-    const malformed = await app.inject({
+    const malformed = await fake.app.inject({
       method: "POST",
       url: "/v1/chat/completions",
       headers: { "content-type": "application/json" },
@@ -164,7 +151,7 @@ describe("HTTP contract (in-process, fake engine)", () => {
     });
     assert.equal(malformed.statusCode, 400);
     assert.equal((malformed.json() as ErrorBody).error.code, "malformed_json");
-    const text = await app.inject({
+    const text = await fake.app.inject({
       method: "POST",
       url: "/v1/chat/completions",
       headers: { "content-type": "text/plain" },
@@ -174,7 +161,7 @@ describe("HTTP contract (in-process, fake engine)", () => {
   });
 
   it("streams chat chunks: the role first, the text, finish_reason, the usage chunk, then [DONE]", async () => {
-    const response = await app.inject({
+    const response = await fake.app.inject({
       method: "POST",
       url: "/v1/chat/completions",
       payload: { ...chatBody, stream: true, stream_options: { include_usage: true } },
@@ -200,7 +187,7 @@ describe("HTTP contract (in-process, fake engine)", () => {
   });
 
   it("sends the usage so far on every chunk under continuous_usage_stats, and no usage chunk without include_usage", async () => {
-    const continuous = await app.inject({
+    const continuous = await fake.app.inject({
       method: "POST",
       url: "/v1/completions",
       payload: {
@@ -227,7 +214,7 @@ describe("HTTP contract (in-process, fake engine)", () => {
         [0, 2, 3],
       ],
     );
-    const without = await app.inject({
+    const without = await fake.app.inject({
       method: "POST",
       url: "/v1/chat/completions",
       payload: { ...chatBody, max_tokens: 2, stream: true, stream_options: { include_usage: false } },
@@ -237,7 +224,7 @@ describe("HTTP contract (in-process, fake engine)", () => {
   });
 
   it("frames a stream so that a client reads the same events wherever the bytes are split", async () => {
-    const response = await app.inject({
+    const response = await fake.app.inject({
       method: "POST",
       url: "/v1/completions",
       payload: { prompt: "é ✓", max_tokens: 6, stream: true, stream_options: { include_usage: true } },
@@ -258,11 +245,7 @@ describe("HTTP contract (in-process, fake engine)", () => {
   });
 
   it("ends a stream that fails after it started with the error event, then [DONE]", async () => {
-    const failing = buildApp(
-      fakeContext(new FakeEngine({ failAfter: { tokens: 3, error: new Error("boom") } })),
-      { logger: false },
-    );
-    try {
+    await withFakeApp({ failAfter: { tokens: 3, error: new Error("boom") } }, async (failing) => {
       const response = await failing.inject({
         method: "POST",
         url: "/v1/chat/completions",
@@ -287,21 +270,18 @@ describe("HTTP contract (in-process, fake engine)", () => {
         .map((data) => (JSON.parse(data) as ChatCompletionChunk).choices[0]?.delta.content ?? "")
         .join("");
       assert.equal(text, "Hel");
-    } finally {
-      await failing.close();
-    }
+    });
   });
 
   it("refuses a request's own chat_template unless the served model's chat settings trust it", async () => {
     const payload = { ...chatBody, chat_template: "{{ messages[0].content }}!" };
-    const refused = await app.inject({ method: "POST", url: "/v1/chat/completions", payload });
+    const refused = await fake.app.inject({ method: "POST", url: "/v1/chat/completions", payload });
     assert.equal(refused.statusCode, 400);
     assert.equal((refused.json() as ErrorBody).error.param, "chat_template");
     const context = fakeContext();
     const trusting = new FakeEngine({ names: ["trusting"] });
     context.registry.add(trusting, { chat: { template: null, trustRequestTemplate: true } });
-    const open = buildApp(context, { logger: false });
-    try {
+    await withFakeApp(context, async (open) => {
       const response = await open.inject({
         method: "POST",
         url: "/v1/chat/completions",
@@ -309,14 +289,11 @@ describe("HTTP contract (in-process, fake engine)", () => {
       });
       assert.equal(response.statusCode, 200);
       assert.equal(fakeDetokenize(trusting.submitted[0]?.promptTokens ?? []), "Hi!");
-    } finally {
-      await open.close();
-    }
+    });
   });
 
   it("answers 503 as plain JSON, before any stream opens, when the engine's queue is full", async () => {
-    const full = buildApp(fakeContext(new FakeEngine({ full: true })), { logger: false });
-    try {
+    await withFakeApp({ full: true }, async (full) => {
       const response = await full.inject({
         method: "POST",
         url: "/v1/chat/completions",
@@ -326,8 +303,6 @@ describe("HTTP contract (in-process, fake engine)", () => {
       assert.match(String(response.headers["content-type"]), /^application\/json/);
       assert.ok(response.headers["retry-after"]);
       assert.equal((response.json() as ErrorBody).code, 503);
-    } finally {
-      await full.close();
-    }
+    });
   });
 });

@@ -271,7 +271,13 @@ describe("privateAddressKind", () => {
       ["::ffff:169.254.169.254", "IPv4-mapped link-local"],
       ["64:ff9b::a00:1", "NAT64 private"],
       ["2002:c0a8:0101::1", "6to4 private"],
+      ["192.0.2.1", "reserved"],
+      ["198.18.0.1", "reserved"],
+      ["::ffff:0:10.0.0.1", "IPv4-translated private"],
+      ["::10.0.0.1", "IPv4-mapped private"],
+      ["64:ff9b:1::1", "NAT64 local-use"],
       ["example.com", "not an IP address"],
+      ["127.1", "not an IP address"],
     ] as const) {
       assert.equal(privateAddressKind(address), kind, address);
     }

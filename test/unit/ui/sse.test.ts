@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { sseData } from "../../../ui/src/sse.ts";
+import { sseData, sseEvents } from "../../../ui/src/sse.ts";
 
 /** A byte stream delivering `text` in pieces cut at the given byte offsets. */
 function streamOf(text: string, cuts: number[]): ReadableStream<Uint8Array> {
@@ -40,5 +40,15 @@ describe("sseData", () => {
 
   it("yields a last event that lacks its blank line", async () => {
     assert.deepEqual(await collect(streamOf("data: a\n\ndata: b\n", [])), ["a", "b"]);
+  });
+
+  it("names each event by its last event: line, reset after every event", async () => {
+    const events = [];
+    for await (const event of sseEvents(streamOf(text, [7, 40]))) events.push(event);
+    assert.deepEqual(events, [
+      { event: undefined, data: '{"text":"héllo 🦙"}' },
+      { event: "x", data: "line one\nline two" },
+      { event: undefined, data: "[DONE]" },
+    ]);
   });
 });
