@@ -102,12 +102,8 @@ export class HarmonyParser implements ReasoningParser {
         // Not JSON: the arguments as the model wrote them (as vLLM's `openai` tool parser passes them).
       }
       const index = this.calls++;
-      (this.delta.toolCalls ??= []).push({
-        index,
-        id: this.newId(),
-        name: this.route.name,
-        argumentsDelta: args,
-      });
+      const call = { index, id: this.newId(), name: this.route.name, argumentsDelta: args };
+      this.delta.toolCalls = [...(this.delta.toolCalls ?? []), call];
       this.callBody = "";
     }
     this.route = { kind: "content" };
