@@ -196,6 +196,33 @@ describe("reasoning (stories260K, <think> templates)", () => {
     assert.ok((none.content ?? "").length > 0);
   });
 
+  it("thinking_token_budget and reasoning_budget_tokens are nvext.max_thinking_tokens; conflicts are a 400", async () => {
+    const body = { chat_template: opensThinking, max_tokens: 40, temperature: 0 };
+    const reference = await said({ ...body, nvext: { max_thinking_tokens: 6 } });
+    for (const alias of [
+      { thinking_token_budget: 6 },
+      { reasoning_budget_tokens: 6 },
+      { thinking_budget_tokens: 6 },
+      { thinking_token_budget: 6, nvext: { max_thinking_tokens: 6 } },
+    ]) {
+      assert.deepEqual(await both({ ...body, ...alias }), reference, JSON.stringify(alias));
+    }
+    const unlimited = await said({ ...body, reasoning_budget_tokens: -1 });
+    assert.equal(unlimited.content, null, "-1 is llama-server's unlimited");
+    const refused = await server.post("/v1/chat/completions", {
+      model: TEST_MODEL,
+      messages,
+      ...body,
+      thinking_token_budget: 4,
+      nvext: { max_thinking_tokens: 6 },
+    });
+    assert.equal(refused.status, 400);
+    assert.equal(
+      ((await refused.json()) as { error: { param: string } }).error.param,
+      "thinking_token_budget",
+    );
+  });
+
   it("a JSON schema applies to the answer after the thinking, streamed and not", async () => {
     const schema = {
       type: "object",
