@@ -153,21 +153,23 @@ export function createReasoningParser(name: string, options: ReasoningParserOpti
 }
 
 /**
- * Chooses a reasoning parser from the chat template's code (Jinja comments ignored), by the markup it
- * writes: Harmony's `<|channel|>` → `openai_gptoss`; `<seed:think>` → `seed_oss`; `[THINK]` → `mistral`;
+ * Chooses a reasoning parser from the chat template (Jinja comments ignored; `<think>` only in its code),
+ * by the markup it writes: Harmony's `<|channel|>` → `openai_gptoss`; `<seed:think>` → `seed_oss`; `[THINK]` → `mistral`;
  * `<|START_THINKING|>` → `command_a`; `<mm:think>` → `minimax_m3`; `<think{}>` with Hunyuan's `HYTK`
  * suffix → `hy_v3`; `<|channel>thought` → `gemma4`; `<think>` → `deepseek_r1` for a DeepSeek template
  * (its `<｜Assistant｜>` marker) and `qwen3` otherwise; else `undefined` (no reasoning parsing).
  */
 export function detectReasoningParser(template: string): ReasoningParserName | undefined {
   const code = jinjaCode(template);
-  if (code.includes("<|channel|>") && code.includes("analysis")) return "openai_gptoss";
-  if (code.includes("<seed:think>")) return "seed_oss";
-  if (code.includes("[THINK]")) return "mistral";
-  if (code.includes("<|START_THINKING|>")) return "command_a";
-  if (code.includes("<mm:think>")) return "minimax_m3";
-  if (code.includes("<think{}>") && code.includes("HYTK")) return "hy_v3";
-  if (code.includes("<|channel>thought")) return "gemma4";
+  // The other families' markers may be raw template text (Command-A writes `<|START_THINKING|>` so).
+  const text = template.replace(/\{#[\s\S]*?#\}/g, "");
+  if (text.includes("<|channel|>") && text.includes("analysis")) return "openai_gptoss";
+  if (text.includes("<seed:think>")) return "seed_oss";
+  if (text.includes("[THINK]")) return "mistral";
+  if (text.includes("<|START_THINKING|>")) return "command_a";
+  if (text.includes("<mm:think>")) return "minimax_m3";
+  if (text.includes("<think{}>") && text.includes("HYTK")) return "hy_v3";
+  if (text.includes("<|channel>thought")) return "gemma4";
   if (!code.includes("<think>")) return undefined;
   return code.includes("<｜Assistant｜>") ? "deepseek_r1" : "qwen3";
 }
