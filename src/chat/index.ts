@@ -22,10 +22,15 @@ export {
   detectReasoningParser,
   isReasoningParserName,
   promptOpensThinking,
+  promptThinkingState,
+  REASONING_FAMILIES,
   REASONING_PARSER_NAMES,
   type ReasoningParser,
   type ReasoningParserName,
+  resolveReasoningParserName,
+  type ThinkingMarkup,
   thinkingBudgetClose,
+  thinkingMarkup,
 } from "./reasoningParsers/index.ts";
 export {
   CHATML_FALLBACK_TEMPLATE,

@@ -4,8 +4,17 @@
  */
 import type { ParserDelta, StreamParser } from "./parserDelta.ts";
 import { mergeDeltas } from "./parserDelta.ts";
-import { createReasoningParser, type ReasoningParser } from "./reasoningParsers/index.ts";
-import { createToolParser, type ToolParser, type ToolParserOptions } from "./toolParsers/index.ts";
+import {
+  createReasoningParser,
+  type ReasoningParser,
+  resolveReasoningParserName,
+} from "./reasoningParsers/index.ts";
+import {
+  createToolParser,
+  resolveToolParserName,
+  type ToolParser,
+  type ToolParserOptions,
+} from "./toolParsers/index.ts";
 
 /**
  * Reasoning parser, then tool parser; either may be absent (text then passes through as content).
@@ -37,7 +46,11 @@ export class ChatOutputParser implements StreamParser {
   }
 
   private pass(first: ParserDelta, final: boolean): ParserDelta {
-    const reasoning: ParserDelta = first.reasoning ? { reasoning: first.reasoning } : {};
+    // The Harmony reasoning parser reads tool calls too: they pass on as they are.
+    const reasoning: ParserDelta = {
+      ...(first.reasoning ? { reasoning: first.reasoning } : {}),
+      ...(first.toolCalls && first.toolCalls.length > 0 ? { toolCalls: first.toolCalls } : {}),
+    };
     if (!this.tools) return mergeDeltas(reasoning, first.content ? { content: first.content } : {});
     const fed = this.tools.feed(first.content ?? "");
     return mergeDeltas(reasoning, fed, final ? this.tools.end() : {});
@@ -46,24 +59,38 @@ export class ChatOutputParser implements StreamParser {
 
 /** What {@link createChatOutputParser} takes: parser names as configured or detected, and their options. */
 export type ChatOutputParserOptions = ToolParserOptions & {
-  /** A reasoning parser name (`deepseek_r1`, `qwen3`), or none. */
+  /** A reasoning parser name (one of `REASONING_PARSER_NAMES` or an alias), or none. */
   reasoningParser?: string;
   /** A tool parser name (one of `TOOL_PARSER_NAMES` or an alias), or none (e.g. `tool_choice: "none"`). */
   toolParser?: string;
-  /** Whether the prompt opened `<think>` (`promptOpensThinking(prompt)`); default per reasoning parser. */
+  /** Whether the prompt opened the thinking block (`promptThinkingState(prompt, …)`); default per reasoning parser. */
   startsInThinking?: boolean;
+  /** Whether the prompt closed the thinking block: the output is all content. Default false. */
+  thinkingClosed?: boolean;
 };
 
-/** Builds the chain for one choice. Throws an `Error` for an unknown parser name. */
+/**
+ * Builds the chain for one choice. With the Harmony reasoning parser (`openai_gptoss`), the `openai`
+ * tool parser is the same parser (it reads the calls from the channels); with another tool parser or
+ * none, Harmony's calls are content and its final channel goes on to that tool parser.
+ * Throws an `Error` for an unknown parser name.
+ */
 export function createChatOutputParser(options: ChatOutputParserOptions): ChatOutputParser {
-  const { reasoningParser, toolParser, startsInThinking, ...toolOptions } = options;
+  const { reasoningParser, toolParser, startsInThinking, thinkingClosed, ...toolOptions } = options;
   const parts: { reasoning?: ReasoningParser; tools?: ToolParser } = {};
+  const harmonyCalls =
+    reasoningParser !== undefined &&
+    resolveReasoningParserName(reasoningParser) === "openai_gptoss" &&
+    toolParser !== undefined &&
+    resolveToolParserName(toolParser) === "openai";
   if (reasoningParser) {
-    parts.reasoning = createReasoningParser(
-      reasoningParser,
-      startsInThinking === undefined ? {} : { startsInThinking },
-    );
+    parts.reasoning = createReasoningParser(reasoningParser, {
+      ...(startsInThinking !== undefined ? { startsInThinking } : {}),
+      ...(thinkingClosed !== undefined ? { thinkingClosed } : {}),
+      ...(toolOptions.newId !== undefined ? { newId: toolOptions.newId } : {}),
+      parseCalls: harmonyCalls,
+    });
   }
-  if (toolParser) parts.tools = createToolParser(toolParser, toolOptions);
+  if (toolParser && !harmonyCalls) parts.tools = createToolParser(toolParser, toolOptions);
   return new ChatOutputParser(parts);
 }

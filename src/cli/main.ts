@@ -72,7 +72,7 @@ program
   )
   .option(
     "--reasoning-parser <name>",
-    "reasoning parser for <think> output: deepseek_r1, qwen3 (default: detected from the chat template)",
+    "reasoning parser: deepseek_r1, qwen3, seed_oss, mistral, command_a, minimax_m3, hy_v3, gemma4, openai_gptoss, or a vLLM alias (default: detected from the chat template)",
   )
   .option(
     "--enable-auto-tool-choice",

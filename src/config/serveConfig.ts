@@ -81,7 +81,7 @@ const ServeConfigSchema = z.object({
   allowPrivateImageUrls: z.boolean(),
   /** `--tool-call-parser` (a canonical name of `chat/toolParsers`); absent: detected from the chat template. */
   toolCallParser: z.string().optional(),
-  /** `--reasoning-parser` (`deepseek_r1`, `qwen3`); absent: detected from the chat template. */
+  /** `--reasoning-parser` (a name of `REASONING_PARSER_NAMES` or an alias); absent: detected from the chat template. */
   reasoningParser: z.string().optional(),
   maxWaiting: z.number().int().min(0).optional(),
   requestTimeout: z.number().positive().optional(),
@@ -448,7 +448,7 @@ function toolCallParserName(name: string | undefined): string | undefined {
 }
 
 /**
- * `--reasoning-parser` as given (vLLM's names `deepseek_r1`, `qwen3`), or undefined when not given.
+ * `--reasoning-parser` as given (vLLM's names: `deepseek_r1`, `qwen3`, `openai_gptoss`, …, or an alias), or undefined when not given.
  * @throws ConfigError for an unknown name, listing the known ones.
  */
 function reasoningParserName(name: string | undefined): string | undefined {

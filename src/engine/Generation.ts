@@ -70,7 +70,10 @@ export class Generation {
     this.acceptInjected = acceptInjected;
     this.forcedTokens = forcedTokens;
     this.detokenizer = new IncrementalDetokenizer(
-      (tokens, lastTokens) => host.detokenize(tokens, lastTokens),
+      // The native detokenizer renders special tokens only without context tokens.
+      request.renderSpecialTokens
+        ? (tokens) => host.detokenize(tokens, [], true)
+        : (tokens, lastTokens) => host.detokenize(tokens, lastTokens),
       // Image placeholders (negative ids) are no detokenizer context.
       request.promptTokens.slice(-4).filter((token) => token >= 0),
     );

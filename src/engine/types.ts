@@ -123,6 +123,12 @@ export type GenerationRequest = {
    * is spent inside a thinking block, it injects the block's closing text.
    */
   injectTokens?: () => readonly number[] | undefined;
+  /**
+   * Render special (control) tokens' text in the output, as llama-server's `preserved_tokens`: for
+   * families whose markup is control tokens (gpt-oss Harmony's `<|channel|>`, Command-A's
+   * `<|START_THINKING|>`). Such text is decoded without the prompt's tokens as context. Defaults to false.
+   */
+  renderSpecialTokens?: boolean;
   /** The prompt's images, when it has any (the model's projector evaluates them). */
   media?: PromptMedia;
   /**

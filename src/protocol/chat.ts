@@ -30,6 +30,12 @@ export const ChatCompletionRequestSchema = z.object({
   chat_template: z.string().nullish(),
   chat_template_kwargs: z.record(z.string(), z.unknown()).nullish(),
   mm_processor_kwargs: z.record(z.string(), z.unknown()).nullish(),
+  /** vLLM's thinking budget: an alias of `nvext.max_thinking_tokens`. */
+  thinking_token_budget: z.number().int().min(0).nullish(),
+  /** llama-server's thinking budget (-1: unlimited): an alias of `nvext.max_thinking_tokens`. */
+  reasoning_budget_tokens: z.number().int().min(-1).nullish(),
+  /** llama-server's second spelling of `reasoning_budget_tokens`. */
+  thinking_budget_tokens: z.number().int().min(-1).nullish(),
 });
 
 /** A validated chat completions request. */

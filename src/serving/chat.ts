@@ -4,7 +4,12 @@
  * streams from a plan, are in `chatResponse.ts` (which imports this file, not the other way).
  */
 import { randomUUID } from "node:crypto";
-import { createChatOutputParser, detectReasoningParser, promptOpensThinking } from "../chat/index.ts";
+import {
+  createChatOutputParser,
+  detectReasoningParser,
+  promptThinkingState,
+  thinkingMarkup,
+} from "../chat/index.ts";
 import { type MediaPrompt, normalizeMessages } from "../chat/messages.ts";
 import { reasoningEffortVariables } from "../chat/reasoningEffort.ts";
 import {
@@ -48,11 +53,14 @@ export type ChatPlan = {
  * - tools (`chatTools.ts`): `tool_choice` `"required"` / named force the call(s) with a grammar (parsed
  *   back by the `generic` parser); `"auto"` parses the free output with `--tool-call-parser` or the
  *   parser detected from the template (none: plain content); `"none"` never parses calls;
- * - reasoning: `--reasoning-parser` or the parser detected from the template splits `<think>` blocks off
- *   the content; the prompt decides whether the output starts inside one (`promptOpensThinking`);
- *   `nvext.max_thinking_tokens` closes the block at the budget (0 with a prompt that opened it: the
- *   close text is appended to the prompt); without a reasoning parser it has no effect;
- * - guided decoding (`chatGrammar.ts`), whose grammar admits a thinking block first when reasoning is parsed.
+ * - reasoning: `--reasoning-parser` or the parser detected from the template splits thinking blocks off
+ *   the content; the prompt decides whether the output starts inside one or after a closed one
+ *   (`promptThinkingState`); `nvext.max_thinking_tokens` (and its aliases) closes the block at the
+ *   budget (0 with a prompt that opened it: the close text is appended to the prompt); without a
+ *   reasoning parser it has no effect;
+ * - guided decoding (`chatGrammar.ts`): when the prompt closed the block (thinking off) the constraint
+ *   applies to the whole output; otherwise its grammar admits a thinking block first, and the thinking
+ *   is bounded (the client's budget, else half of the completion tokens) so the answer comes.
  * A request without `max_tokens`/`max_completion_tokens` generates until the context ends, at most
  * `maxTokensCap` tokens (`--max-tokens-cap`). `cacheDomain` is the request's prefix-cache isolation
  * domain (`server/cacheDomain.ts`); defaults to "" (shared).
@@ -81,25 +89,31 @@ export async function planChat(
   const media: MediaPrompt | undefined =
     host.imageMarker !== null ? { marker: host.imageMarker, images: [] } : undefined;
   let [prompt, addSpecialTokens] = await renderPrompt(host, chat, body, media);
-  const budget = fields.maxThinkingTokens;
-  const parserFor = (startsInThinking: boolean | undefined) =>
+  const markup = reasoningParser !== undefined ? thinkingMarkup(reasoningParser) : undefined;
+  const parserFor = (startsInThinking: boolean | undefined, thinkingClosed: boolean) =>
     createChatOutputParser({
       ...(reasoningParser !== undefined ? { reasoningParser } : {}),
       ...(tools.parser !== undefined ? { toolParser: tools.parser, tools: body.tools ?? [] } : {}),
       ...(startsInThinking !== undefined ? { startsInThinking } : {}),
+      thinkingClosed,
     });
-  // A prompt that mentions <think> says whether the output starts inside the block; else the parser's default.
-  let startsInThinking = prompt.includes("<think>") ? promptOpensThinking(prompt) : undefined;
-  const probe = parserFor(startsInThinking);
+  // The prompt's end says whether the output starts inside the block, after it (closed), or neither.
+  const promptState = markup ? promptThinkingState(prompt, markup) : undefined;
+  let startsInThinking = promptState === undefined ? undefined : promptState === "open";
+  let thinkingClosed = promptState === "closed";
+  const probe = parserFor(startsInThinking, thinkingClosed);
   let opened = probe.inReasoning();
   const closeText = probe.reasoning?.closeText;
-  if (closeText !== undefined && budget === 0 && opened) {
+  if (closeText !== undefined && fields.maxThinkingTokens === 0 && opened) {
     // No thinking at all: close the block in the prompt, as Qwen3's `enable_thinking: false` does.
     prompt += closeText;
     startsInThinking = false;
+    thinkingClosed = true;
     opened = false;
   }
-  const thinking: ThinkingStart = reasoningParser === undefined ? "none" : opened ? "open" : "optional";
+  // A closed block (thinking off) leaves the whole output to the answer: the grammar applies from the start.
+  const thinking: ThinkingStart =
+    reasoningParser === undefined || thinkingClosed ? "none" : opened ? "open" : "optional";
   let promptTokens: number[];
   let promptMedia: PromptMedia | undefined;
   if (media && media.images.length > 0) {
@@ -122,12 +136,19 @@ export async function planChat(
     logprobs: body.logprobs ? (body.top_logprobs ?? 0) : null,
     promptLogprobs: body.prompt_logprobs ?? null,
   };
-  const grammar = await chatGrammar(fields, tools, thinking, signal);
+  // A constraint on the answer after thinking needs the thinking to end: without a budget of the
+  // client's, it gets half of the completion tokens (the close text is forced there).
+  const answerConstraint =
+    tools.schema !== undefined || (fields.constraint !== null && fields.constraint.kind !== "grammar");
+  const budget =
+    fields.maxThinkingTokens ??
+    (answerConstraint && thinking !== "none" ? Math.floor(maxTokens / 2) : undefined);
+  const grammar = await chatGrammar(fields, tools, thinking, signal, markup);
   const closeTokens =
     closeText !== undefined && budget !== undefined && budget > 0 ? host.tokenize(closeText, false) : null;
   const outputs: ChoiceOutput[] = [];
   const requests = Array.from({ length: body.n ?? 1 }, (_, choice): GenerationRequest => {
-    const output = new ChoiceOutput(parserFor(startsInThinking), {
+    const output = new ChoiceOutput(parserFor(startsInThinking, thinkingClosed), {
       parallelToolCalls: tools.parallel,
       forcedToolCall: tools.mode === "forced",
     });
@@ -144,6 +165,7 @@ export async function planChat(
       grammar,
     );
     if (promptMedia) request.media = promptMedia;
+    if (markup?.specialTokens) request.renderSpecialTokens = true;
     request.cacheDomain = cacheDomain;
     if (closeTokens && budget !== undefined)
       request.injectTokens = output.thinkingBudget(budget, closeTokens);

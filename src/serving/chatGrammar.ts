@@ -20,7 +20,28 @@ import type { RequestFields } from "./requestFields.ts";
 export type ThinkingStart = "none" | "optional" | "open";
 
 /**
- * The native grammar of a chat request, or null when nothing constrains it.
+ * A reasoning family's markup as the grammar needs it (the reasoning parsers' `ThinkingMarkup`): the
+ * block's markers, GBNF required after the close marker (`""`: bounded whitespace) and GBNF the answer
+ * starts with (`""`: none; Harmony's `"<|channel|>final<|message|>"`).
+ */
+export type ThinkingGrammarMarkup = {
+  open: string;
+  close: string;
+  grammarAfterClose: string;
+  grammarAnswerPrefix: string;
+};
+
+/** `<think>…</think>`, the default markup. */
+const THINK_MARKUP: ThinkingGrammarMarkup = {
+  open: "<think>",
+  close: "</think>",
+  grammarAfterClose: "",
+  grammarAnswerPrefix: "",
+};
+
+/**
+ * The native grammar of a chat request, or null when nothing constrains it. `markup` is the reasoning
+ * family's (defaults to `<think>…</think>`).
  * A forced `tool_choice` with another constraint was refused before (`requestChecks.ts`).
  * @throws ApiError 400 for `nvext.max_thinking_tokens` with a GBNF grammar while reasoning is parsed (the
  *   close text could break the grammar), and the compile errors of the constraint or of the tools' parameter schemas
@@ -31,6 +52,7 @@ export async function chatGrammar(
   tools: ToolCalling,
   thinking: ThinkingStart,
   signal?: AbortSignal,
+  markup: ThinkingGrammarMarkup = THINK_MARKUP,
 ): Promise<Grammar | null> {
   const { constraint, whitespacePattern, whitespacePatternParam, maxThinkingTokens } = fields;
   let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
@@ -54,7 +76,7 @@ export async function chatGrammar(
     );
   }
   const wrap = thinking !== "none" && compiled.answerOnly;
-  const gbnf = wrap ? allowThinking(compiled.gbnf, thinking === "open") : compiled.gbnf;
+  const gbnf = wrap ? allowThinking(compiled.gbnf, thinking === "open", markup) : compiled.gbnf;
   return grammarForGbnf(gbnf, compiled.param);
 }
 
@@ -116,7 +138,11 @@ function mapGbnfNames(gbnf: string, onName: (name: string) => string): string {
  * `max_thinking_tokens` close text `"\n</think>\n\n"`. Follows the reasoning parsers' reading: the
  * optional block must start the output (no leading whitespace), as the grammar's own output would.
  */
-export function allowThinking(gbnf: string, opened: boolean): string {
+export function allowThinking(
+  gbnf: string,
+  opened: boolean,
+  markup: ThinkingGrammarMarkup = THINK_MARKUP,
+): string {
   const names = new Set<string>();
   mapGbnfNames(gbnf, (name) => {
     names.add(name);
@@ -126,16 +152,33 @@ export function allowThinking(gbnf: string, opened: boolean): string {
   while ([...names].some((name) => name.startsWith(prefix))) prefix += "x";
   const answer = `${prefix}-answer`;
   const renamed = mapGbnfNames(gbnf, (name) => (name === "root" ? answer : name));
-  const block = `${prefix}-body "</think>" ${prefix}-ws`;
-  const tagTail = ["t", "h", "i", "n", "k"].reduceRight(
-    (inner, char) => `[^${char}<] | "${char}" ( ${inner} )`,
-    "[^<>]",
-  );
+  const chars = [...markup.close];
+  const first = chars[0] ?? "<";
+  const after = markup.grammarAfterClose === "" ? `${prefix}-ws` : markup.grammarAfterClose;
+  const block = `${prefix}-body ${gbnfString(markup.close)} ${after}`;
+  // After the close marker's first character, any character that does not continue it (nor restarts it).
+  let head = notIn(chars[chars.length - 1] ?? first, first);
+  for (let k = chars.length - 2; k >= 1; k--) {
+    const char = chars[k] ?? first;
+    head = `${notIn(char, first)} | ${gbnfString(char)} ( ${head} )`;
+  }
+  const answerStart = markup.grammarAnswerPrefix === "" ? answer : `${markup.grammarAnswerPrefix} ${answer}`;
   return [
-    `root ::= ${opened ? block : `( "<think>" ${block} )?`} ${answer}`,
-    `${prefix}-body ::= ( [^<] | ${prefix}-lt )*`,
-    `${prefix}-lt ::= "<"+ ( [^/<] | "/" ( ${tagTail} ) )`,
+    `root ::= ${opened ? block : `( ${gbnfString(markup.open)} ${block} )?`} ${answerStart}`,
+    `${prefix}-body ::= ( ${notIn(first, first)} | ${prefix}-lt )*`,
+    `${prefix}-lt ::= ${gbnfString(first)}+ ( ${head} )`,
     `${prefix}-ws ::= [ \\t\\n]{0,4}`,
     renamed,
   ].join("\n");
+}
+
+/** A GBNF string literal of `text`. */
+function gbnfString(text: string): string {
+  return `"${text.replace(/[\\"]/g, (char) => `\\${char}`).replace(/\n/g, "\\n")}"`;
+}
+
+/** A GBNF character class of every character but `a` and `b`. */
+function notIn(a: string, b: string): string {
+  const esc = (char: string) => (/[\\\][-]/.test(char) ? `\\${char}` : char);
+  return `[^${esc(a)}${a === b ? "" : esc(b)}]`;
 }

@@ -33,7 +33,10 @@ export type RequestFields = {
   minTokens: number;
   /** `ignore_eos`, else `nvext.ignore_eos`; false when neither is given. */
   ignoreEos: boolean;
-  /** `nvext.max_thinking_tokens`, or undefined (no budget). */
+  /**
+   * `nvext.max_thinking_tokens`, else (chat) vLLM's `thinking_token_budget`, llama-server's
+   * `reasoning_budget_tokens` / `thinking_budget_tokens` (-1 there: no budget); undefined: no budget.
+   */
   maxThinkingTokens: number | undefined;
   /**
    * The whitespace JSON constraints allow: `guided_whitespace_pattern`, else
@@ -69,7 +72,7 @@ export function requestFields(body: CommonRequest): RequestFields {
     repetitionPenalty: body.repetition_penalty ?? nvext?.repetition_penalty ?? 1,
     minTokens: body.min_tokens ?? nvext?.min_tokens ?? 0,
     ignoreEos: body.ignore_eos ?? nvext?.ignore_eos ?? false,
-    maxThinkingTokens: nvext?.max_thinking_tokens ?? undefined,
+    maxThinkingTokens: thinkingBudgetOf(body),
     whitespacePattern:
       body.guided_whitespace_pattern ??
       nvext?.guided_whitespace_pattern ??
@@ -85,6 +88,35 @@ export function requestFields(body: CommonRequest): RequestFields {
             : "guided_whitespace_pattern",
     constraint: guidedConstraintOf(body),
   };
+}
+
+/**
+ * The thinking budget among its spellings (see {@link RequestFields.maxThinkingTokens}).
+ * @throws ApiError 400 when two spellings give different budgets.
+ */
+function thinkingBudgetOf(body: CommonRequest): number | undefined {
+  const given: [string, number | undefined][] = [
+    ["nvext.max_thinking_tokens", body.nvext?.max_thinking_tokens ?? undefined],
+  ];
+  if (isChat(body)) {
+    const unlimited = (value: number | null | undefined) =>
+      value === -1 || value === null ? undefined : value;
+    given.push(
+      ["thinking_token_budget", body.thinking_token_budget ?? undefined],
+      ["reasoning_budget_tokens", unlimited(body.reasoning_budget_tokens)],
+      ["thinking_budget_tokens", unlimited(body.thinking_budget_tokens)],
+    );
+  }
+  const set = given.filter((entry): entry is [string, number] => entry[1] !== undefined);
+  const first = set[0];
+  const other = set.find((entry) => entry[1] !== first?.[1]);
+  if (first && other) {
+    throw badRequest(
+      `${other[0]} (${other[1]}) conflicts with ${first[0]} (${first[1]}): give the thinking budget once.`,
+      other[0],
+    );
+  }
+  return first?.[1];
 }
 
 /** Backend names `guided_decoding_backend` accepts: ours is llama.cpp's GBNF sampler. */

@@ -18,6 +18,9 @@ const opensThinking = `${chatml}{%- if add_generation_prompt -%}{{- '<|im_start|
 /** A template that mentions `<think>` (only to drop old thinking) but leaves opening it to the model. */
 const mentionsThinking = `{%- for message in messages -%}{%- set content = message.content -%}{%- if '<think>' in content -%}{%- set content = content.split('</think>')[-1] -%}{%- endif -%}{{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>\\n' -}}{%- endfor -%}{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}`;
 const qwen3 = readFileSync(join(projectRoot, "test/fixtures/templates/qwen3.jinja"), "utf8");
+const llamaTemplates = join(projectRoot, "native/build/llama.cpp/models/templates");
+const deepseekV31 = readFileSync(join(llamaTemplates, "deepseek-ai-DeepSeek-V3.1.jinja"), "utf8");
+const glm47 = readFileSync(join(llamaTemplates, "GLM-4.7-Flash.jinja"), "utf8");
 
 /** The message of a response, streamed or not, in one shape. */
 type Said = {
@@ -193,6 +196,33 @@ describe("reasoning (stories260K, <think> templates)", () => {
     assert.ok((none.content ?? "").length > 0);
   });
 
+  it("thinking_token_budget and reasoning_budget_tokens are nvext.max_thinking_tokens; conflicts are a 400", async () => {
+    const body = { chat_template: opensThinking, max_tokens: 40, temperature: 0 };
+    const reference = await said({ ...body, nvext: { max_thinking_tokens: 6 } });
+    for (const alias of [
+      { thinking_token_budget: 6 },
+      { reasoning_budget_tokens: 6 },
+      { thinking_budget_tokens: 6 },
+      { thinking_token_budget: 6, nvext: { max_thinking_tokens: 6 } },
+    ]) {
+      assert.deepEqual(await both({ ...body, ...alias }), reference, JSON.stringify(alias));
+    }
+    const unlimited = await said({ ...body, reasoning_budget_tokens: -1 });
+    assert.equal(unlimited.content, null, "-1 is llama-server's unlimited");
+    const refused = await server.post("/v1/chat/completions", {
+      model: TEST_MODEL,
+      messages,
+      ...body,
+      thinking_token_budget: 4,
+      nvext: { max_thinking_tokens: 6 },
+    });
+    assert.equal(refused.status, 400);
+    assert.equal(
+      ((await refused.json()) as { error: { param: string } }).error.param,
+      "thinking_token_budget",
+    );
+  });
+
   it("a JSON schema applies to the answer after the thinking, streamed and not", async () => {
     const schema = {
       type: "object",
@@ -244,6 +274,61 @@ describe("reasoning (stories260K, <think> templates)", () => {
     });
     assert.equal(out.reasoning, null);
     assert.ok((out.content ?? "").length > 0);
+  });
+
+  it("guided_regex with thinking off (the prompt closed the block) constrains the whole answer", async () => {
+    const regex = "[a-z]{3,8}";
+    for (const template of [qwen3, deepseekV31, glm47]) {
+      const out = await both({
+        chat_template: template,
+        reasoning_effort: "none",
+        guided_regex: regex,
+        max_tokens: 20,
+        temperature: 0,
+      });
+      assert.equal(out.reasoning, null);
+      assert.match(out.content ?? "", /^[a-z]{3,8}$/);
+      assert.equal(out.finish_reason, "stop");
+    }
+  });
+
+  it("thinking off: a regex that admits '<' never opens a thinking block (n=16, sampled)", async () => {
+    const response = await server.post("/v1/chat/completions", {
+      model: TEST_MODEL,
+      messages,
+      chat_template: glm47,
+      reasoning_effort: "none",
+      guided_regex: "[<>/a-z]{2,10}",
+      max_tokens: 30,
+      n: 16,
+      temperature: 2,
+      top_k: 4,
+      seed: 7,
+    });
+    const json = (await response.json()) as {
+      choices: { message: { content: string | null; reasoning_content: string | null } }[];
+    };
+    assert.equal(response.status, 200);
+    for (const choice of json.choices) {
+      assert.equal(choice.message.reasoning_content, null);
+      assert.match(choice.message.content ?? "", /^[<>/a-z]{2,10}$/);
+    }
+  });
+
+  it("guided_regex with thinking on: bounded reasoning, then the constrained answer", async () => {
+    // The prompt opens the block and the random model never closes it: the bound closes it.
+    for (const template of [opensThinking, deepseekV31, glm47]) {
+      const out = await both({
+        chat_template: template,
+        reasoning_effort: "high",
+        guided_regex: "[a-z]{3,8}",
+        max_tokens: 60,
+        temperature: 0,
+      });
+      assert.ok((out.reasoning ?? "").length > 0);
+      assert.match(out.content ?? "", /^[a-z]{3,8}$/);
+      assert.equal(out.finish_reason, "stop");
+    }
   });
 
   it("refuses max_thinking_tokens with a GBNF grammar, which decides the thinking itself", async () => {

@@ -1,6 +1,7 @@
 /**
  * `<think>…</think>` reasoning, as DeepSeek-R1 and Qwen3 / QwQ write it (vLLM's `deepseek_r1` and `qwen3`
- * reasoning parsers, llama.cpp's `--reasoning-format deepseek`).
+ * reasoning parsers, llama.cpp's `--reasoning-format deepseek`), and the same reading with another
+ * family's markers (Seed-OSS `<seed:think>`, Mistral `[THINK]`, Command-A `<|START_THINKING|>`, …).
  */
 import type { ParserDelta, StreamParser } from "../parserDelta.ts";
 import { isJsonSpace, partialTagSuffix, skipSpace } from "../textScan.ts";
@@ -14,8 +15,18 @@ export type ThinkParserOptions = {
    * `<think>` (after whitespace).
    */
   startsInThinking?: boolean;
-  /** Text that, generated while inside reasoning, closes it (`max_thinking_tokens`). Default `"\n</think>\n\n"`. */
+  /**
+   * The prompt already closed the thinking block (Qwen3's `enable_thinking: false` prompt ends
+   * `<think>\n\n</think>\n\n`): the whole output is content, an opening marker included. Wins over
+   * `startsInThinking`. Default false.
+   */
+  thinkingClosed?: boolean;
+  /** Text that, generated while inside reasoning, closes it (`max_thinking_tokens`). Default `"\n" + close + "\n\n"`. */
   closeText?: string;
+  /** The marker that opens a thinking block. Default `<think>`. */
+  open?: string;
+  /** The marker that closes it. Default `</think>`. */
+  close?: string;
 };
 
 /**
@@ -29,12 +40,9 @@ export interface ReasoningParser extends StreamParser {
   readonly closeText: string;
 }
 
-const OPEN = "<think>";
-const CLOSE = "</think>";
-
 /**
- * Incremental `<think>` parser. Reasoning is the text between `<think>` (or the output's start, when the
- * prompt opened it) and `</think>`, trimmed of surrounding whitespace; content is what follows
+ * Incremental `<think>` parser (or another pair of markers, `options.open` / `options.close`). Reasoning
+ * is the text between `<think>` (or the output's start, when the prompt opened it) and `</think>`, trimmed of surrounding whitespace; content is what follows
  * `</think>`, without its leading whitespace. When `</think>` never comes, everything after the opening is
  * reasoning (as vLLM's deepseek_r1 parser). A `<think>` that is not at the start is plain content.
  * Whitespace and a possible start of a tag are held back until decided, so any split of the stream yields
@@ -43,14 +51,19 @@ const CLOSE = "</think>";
 export class ThinkReasoningParser implements ReasoningParser {
   readonly closeText: string;
   private readonly startsInThinking: boolean;
+  private readonly open: string;
+  private readonly close: string;
   private buf = "";
-  private state: "start" | "reasoning" | "afterClose" | "content" = "start";
+  private state: "start" | "reasoning" | "afterClose" | "content";
   private reasoningStarted = false;
   private delta: ParserDelta = {};
 
   constructor(options: ThinkParserOptions = {}) {
     this.startsInThinking = options.startsInThinking ?? false;
-    this.closeText = options.closeText ?? "\n</think>\n\n";
+    this.open = options.open ?? "<think>";
+    this.close = options.close ?? "</think>";
+    this.closeText = options.closeText ?? `\n${this.close}\n\n`;
+    this.state = options.thinkingClosed ? "content" : "start";
   }
 
   /** True while the output is inside the thinking block. */
@@ -88,20 +101,20 @@ export class ThinkReasoningParser implements ReasoningParser {
     for (;;) {
       if (this.state === "start") {
         const rest = this.buf.slice(skipSpace(this.buf));
-        if (rest.startsWith(OPEN)) {
-          this.buf = rest.slice(OPEN.length);
+        if (rest.startsWith(this.open)) {
+          this.buf = rest.slice(this.open.length);
           this.state = "reasoning";
           continue;
         }
-        if (!final && OPEN.startsWith(rest)) return;
+        if (!final && this.open.startsWith(rest)) return;
         this.state = this.startsInThinking ? "reasoning" : "content";
         continue;
       }
       if (this.state === "reasoning") {
-        const at = this.buf.indexOf(CLOSE);
+        const at = this.buf.indexOf(this.close);
         if (at >= 0) {
           this.emitReasoning(trimEnd(this.buf.slice(0, at)));
-          this.buf = this.buf.slice(at + CLOSE.length);
+          this.buf = this.buf.slice(at + this.close.length);
           this.state = "afterClose";
           continue;
         }
@@ -110,7 +123,7 @@ export class ThinkReasoningParser implements ReasoningParser {
           this.buf = "";
           return;
         }
-        let cut = this.buf.length - partialTagSuffix(this.buf, [CLOSE]);
+        let cut = this.buf.length - partialTagSuffix(this.buf, [this.close]);
         while (cut > 0 && isJsonSpace(this.buf[cut - 1])) cut--;
         this.emitReasoning(this.buf.slice(0, cut));
         this.buf = this.buf.slice(cut);

@@ -8,6 +8,7 @@ import type { ToolParser, ToolParserOptions } from "./common.ts";
 import { DelimitedToolParser } from "./delimited.ts";
 import { FunctionaryV32ToolParser } from "./functionary.ts";
 import { GenericJsonToolParser } from "./genericJson.ts";
+import { HarmonyParser } from "./harmony.ts";
 import { HermesToolParser } from "./hermes.ts";
 import { Llama3JsonToolParser } from "./llama3Json.ts";
 import { MistralToolParser } from "./mistral.ts";
@@ -48,6 +49,7 @@ export { newToolCallId, type ToolParser, type ToolParserOptions } from "./common
 export { type CallMarkup, type DelimitedSyntax, DelimitedToolParser } from "./delimited.ts";
 export { FunctionaryV32ToolParser } from "./functionary.ts";
 export { GenericJsonToolParser } from "./genericJson.ts";
+export { HarmonyParser, type HarmonyParserOptions } from "./harmony.ts";
 export { HermesToolParser } from "./hermes.ts";
 export { Llama3JsonToolParser } from "./llama3Json.ts";
 export { MistralToolParser } from "./mistral.ts";
@@ -73,6 +75,8 @@ export { XmlBlockToolParser } from "./xmlBlock.ts";
  * elements), `minimax` (MiniMax-M1 `<tool_calls>` JSON lines), `hy_v3` (Hunyuan 3 `<tool_calls:opensource>`),
  * `kimi_k3` (Kimi K3 XTML `<|open|>tools<|sep|>`), `solar_open` (`<|tool_call:begin|>…<|tool_call:end|>`),
  * `muse_glimmer` (`<atem:function_calls><atem:invoke …>`), `nemotron_json` (`<TOOLCALL>[…]</TOOLCALL>`).
+ * Harmony (`harmony.ts`): `openai` (gpt-oss `<|channel|>commentary to=functions.NAME … <|message|>{…}`; it
+ * also splits the analysis channel off as reasoning).
  */
 export const TOOL_PARSER_NAMES = [
   "hermes",
@@ -109,6 +113,8 @@ export const TOOL_PARSER_NAMES = [
   "kimi_k3",
   "solar_open",
   "nemotron_json",
+  // Harmony (gpt-oss)
+  "openai",
 ] as const;
 
 /** One of {@link TOOL_PARSER_NAMES}. */
@@ -213,6 +219,8 @@ export function createToolParser(name: string, options: ToolParserOptions = {}):
       return new XmlBlockToolParser(MUSE_GLIMMER, options);
     case "nemotron_json":
       return new XmlBlockToolParser(NEMOTRON_JSON, options);
+    case "openai":
+      return new HarmonyParser(options.newId !== undefined ? { newId: options.newId } : {});
     default:
       throw new Error(`Unknown tool call parser "${name}"; known: ${TOOL_PARSER_NAMES.join(", ")}`);
   }
@@ -254,7 +262,7 @@ export function detectTokenToolParser(text: string): ToolParserName | undefined 
 
 /**
  * Chooses a tool parser from the chat template text (Jinja comments ignored), in this order:
- * the token-delimited families ({@link detectTokenToolParser});
+ * Harmony's `<|channel|>` with `functions.` recipients → `openai`; the token-delimited families ({@link detectTokenToolParser});
  * `<tool_call>` → `hermes`; `[TOOL_CALLS]` → `mistral`; `<|python_tag|>` or an `ipython` role →
  * the XML-style families first ({@link detectXmlToolParser}); `<tool_call>` → `hermes`; `[TOOL_CALLS]` → `mistral`; `<|python_tag|>` or an `ipython` role →
  * `llama3_json`; any other template whose code uses a `tools` variable → `generic`; else `undefined`
@@ -262,6 +270,7 @@ export function detectTokenToolParser(text: string): ToolParserName | undefined 
  * parses the `generic` format).
  */
 export function detectToolParser(template: string): ToolParserName | undefined {
+  if (jinjaCode(template).includes("<|channel|>") && template.includes("functions.")) return "openai";
   const xml = detectXmlToolParser(template);
   if (xml) return xml;
   const code = jinjaCode(template);

@@ -5,6 +5,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { reasoningEffortVariables } from "../../../src/chat/reasoningEffort.ts";
+import {
+  detectReasoningParser,
+  promptThinkingState,
+  thinkingMarkup,
+} from "../../../src/chat/reasoningParsers/index.ts";
 import { renderChatTemplate } from "../../../src/chat/renderChatTemplate.ts";
 
 const dir = join(import.meta.dirname, "../../../native/build/llama.cpp/models/templates");
@@ -56,5 +61,27 @@ describe("reasoning_effort", { skip: existsSync(dir) ? false : `no templates at 
       reasoningEffortVariables(template("meta-llama-Llama-3.1-8B-Instruct.jinja"), "high"),
       {},
     );
+  });
+
+  it("none closes and high opens (or leaves open) each family's thinking block in the real prompt", () => {
+    const families: Record<string, { none: string; high: string | undefined }> = {
+      "tencent-Hy3.jinja": { none: "closed", high: "open" },
+      "Cohere2MoE.jinja": { none: "closed", high: "open" },
+      "MiniMax-M3.jinja": { none: "closed", high: "open" },
+      "ByteDance-Seed-OSS.jinja": { none: "closed", high: undefined },
+      "Qwen-Qwen3-0.6B.jinja": { none: "closed", high: undefined },
+      "GLM-4.7-Flash.jinja": { none: "closed", high: "open" },
+      "deepseek-ai-DeepSeek-V3.1.jinja": { none: "closed", high: "open" },
+      "google-gemma-4-31B-it.jinja": { none: "closed", high: undefined },
+    };
+    for (const [name, expected] of Object.entries(families)) {
+      const parser = detectReasoningParser(template(name));
+      assert.ok(parser, name);
+      const markup = thinkingMarkup(parser);
+      for (const effort of ["none", "high"] as const) {
+        const prompt = render(name, reasoningEffortVariables(template(name), effort));
+        assert.equal(promptThinkingState(prompt, markup), expected[effort], `${name} ${effort}`);
+      }
+    }
   });
 });

@@ -3,6 +3,7 @@
 // `<think>` block before exactly what the original grammar admits.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { REASONING_FAMILIES } from "../../../src/chat/reasoningParsers/index.ts";
 import { allowThinking } from "../../../src/serving/chatGrammar.ts";
 import { checkGbnfText, compileConstraint } from "../../../src/structured/index.ts";
 import { nativeMatcher } from "../structured/nativeMatcher.ts";
@@ -53,5 +54,32 @@ describe("allowThinking", () => {
       /^root ::= lmserve-thinkx-body "<\/think>" lmserve-thinkx-ws lmserve-thinkx-answer$/m,
     );
     checkGbnfText(wrapped);
+  });
+
+  it("wraps with every family's markers: the block closes only at its own close marker", async () => {
+    for (const [name, markup] of Object.entries(REASONING_FAMILIES)) {
+      if (name === "openai_gptoss") continue;
+      const wrapped = allowThinking(answer, false, markup);
+      checkGbnfText(wrapped);
+      const matches = await nativeMatcher(wrapped);
+      const { open, close } = markup;
+      const partial = close.slice(0, -1);
+      assert.ok(matches("yes"), name);
+      assert.ok(matches(`${open}\nA ${partial}x thought.${markup.closeText}no`), `${name}: close text`);
+      assert.ok(!matches(`${open}a ${close} b ${close}yes`), `${name}: no close inside`);
+      assert.ok(!matches(`${open}a${close}maybe`), `${name}: the answer is constrained`);
+    }
+  });
+
+  it("Harmony: the answer is the final channel, after an optional analysis message", async () => {
+    const matches = await nativeMatcher(allowThinking(answer, false, REASONING_FAMILIES.openai_gptoss));
+    assert.ok(matches("<|channel|>final<|message|>yes"));
+    assert.ok(
+      matches("<|channel|>analysis<|message|>Think.<|end|><|start|>assistant<|channel|>final<|message|>no"),
+    );
+    assert.ok(!matches("yes"), "the final channel header comes first");
+    assert.ok(
+      !matches("<|channel|>analysis<|message|>x<|end|><|start|>assistant<|channel|>final<|message|>maybe"),
+    );
   });
 });
