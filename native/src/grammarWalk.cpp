@@ -1,5 +1,7 @@
 #include "grammarWalk.h"
 
+#include <algorithm>
+#include <limits>
 #include <unordered_set>
 #include <utility>
 
@@ -129,6 +131,62 @@ bool someTopTakesPartial(const llama_grammar_stacks& stacks, llama_partial_utf8 
   return false;
 }
 
+/**
+ * The code points some top of `stacks` takes, as sorted disjoint inclusive ranges: the union of the
+ * tops' character classes (a negated class as its complement), so that a node of the walk answers each
+ * next code point with a binary search instead of a look at every stack.
+ */
+std::vector<std::pair<uint32_t, uint32_t>> topRanges(const llama_grammar_stacks& stacks) {
+  constexpr uint32_t kMax = 0xffffffffu;
+  std::vector<std::pair<uint32_t, uint32_t>> all;
+  std::vector<std::pair<uint32_t, uint32_t>> one;
+  for (const llama_grammar_stack& stack : stacks) {
+    if (stack.empty() || !isCharClass(stack.back())) continue;
+    const llama_grammar_element* pos = stack.back();
+    const bool negated = pos->type == LLAMA_GRETYPE_CHAR_NOT;
+    one.clear();
+    do {
+      if (pos[1].type == LLAMA_GRETYPE_CHAR_RNG_UPPER) {
+        if (pos->value <= pos[1].value) one.emplace_back(pos->value, pos[1].value);
+        pos += 2;
+      } else if (pos->type == LLAMA_GRETYPE_CHAR_ANY) {
+        one.emplace_back(0, kMax);
+        pos += 1;
+      } else {
+        one.emplace_back(pos->value, pos->value);
+        pos += 1;
+      }
+    } while (pos->type == LLAMA_GRETYPE_CHAR_ALT);
+    if (!negated) {
+      all.insert(all.end(), one.begin(), one.end());
+      continue;
+    }
+    std::sort(one.begin(), one.end());
+    uint64_t next = 0;
+    for (const auto& [low, high] : one) {
+      if (low > next) all.emplace_back(static_cast<uint32_t>(next), low - 1);
+      next = std::max<uint64_t>(next, uint64_t{high} + 1);
+    }
+    if (next <= kMax) all.emplace_back(static_cast<uint32_t>(next), kMax);
+  }
+  std::sort(all.begin(), all.end());
+  std::vector<std::pair<uint32_t, uint32_t>> merged;
+  for (const auto& range : all) {
+    if (!merged.empty() && uint64_t{range.first} <= uint64_t{merged.back().second} + 1) {
+      merged.back().second = std::max(merged.back().second, range.second);
+    } else {
+      merged.push_back(range);
+    }
+  }
+  return merged;
+}
+
+/** Whether `chr` lies in one of the sorted disjoint `ranges`. */
+bool inRanges(const std::vector<std::pair<uint32_t, uint32_t>>& ranges, uint32_t chr) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), std::make_pair(chr, std::numeric_limits<uint32_t>::max()));
+  return it != ranges.begin() && (it - 1)->second >= chr;
+}
+
 }  // namespace
 
 bool hasTokenElements(const llama_grammar_rules& rules) {
@@ -190,6 +248,7 @@ bool walkMask(const llama_grammar_rules& rules, const llama_grammar_stacks& stac
     std::vector<Node> deeper;
     for (Node& node : level) {
       if (at > depth && std::chrono::steady_clock::now() > deadline) return false;
+      const std::vector<std::pair<uint32_t, uint32_t>> takes = topRanges(node.stacks);
       size_t i = node.from;
       // Tokens whose whole code points end here (sorted first): the ones with a partial UTF-8 tail need
       // a top that can take it; the others were decided one level up.
@@ -201,7 +260,7 @@ bool walkMask(const llama_grammar_rules& rules, const llama_grammar_stacks& stac
         const uint32_t chr = sorted[i]->code_points[at];
         size_t end = i;
         while (end < node.to && sorted[end]->code_points[at] == chr) end++;
-        if (someTopTakes(node.stacks, chr)) {
+        if (inRanges(takes, chr)) {
           bool longer = false;
           for (size_t k = i; k < end; k++) {
             const llama_grammar_candidate& token = *sorted[k];
