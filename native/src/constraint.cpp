@@ -657,7 +657,7 @@ uint32_t Constraint::forcedChar() const {
 }
 
 bool Constraint::mergedWalk() {
-  if (grammar_->stacks.size() < kAmbiguousStacks || grammar_->partial_utf8.n_remain != 0 || grammar_->awaiting_trigger) {
+  if (grammar_->stacks.size() < kMergedStacks || grammar_->partial_utf8.n_remain != 0 || grammar_->awaiting_trigger) {
     return false;
   }
   if (tokenElements_ < 0) tokenElements_ = hasTokenElements(llama_grammar_get_rules(grammar_)) ? 1 : 0;

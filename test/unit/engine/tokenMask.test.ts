@@ -97,12 +97,12 @@ function constraints(): { label: string; kind: ConstraintKind; spec: unknown }[]
     {
       label: "gbnf ambiguous multi-byte",
       kind: "grammar",
-      spec: 'root ::= b b b "."\nb ::= [^.\n]* | "é"+ | "日本" b',
+      spec: 'root ::= b b b b b b b b "."\nb ::= [^.\n]* | "é"+ | "日本" b',
     },
     {
       label: "gbnf ambiguous shared prefixes",
       kind: "grammar",
-      spec: 'root ::= (w | w " " w)+ "!"\nw ::= "Once" | "On" | "upon" | "up" | "a" | "a time" | [a-z]',
+      spec: 'root ::= (w | w " " w)+ (w | w " " w)+ (w | w " " w)+ "!"\nw ::= "Once" | "On" | "upon" | "up" | "a" | "a time" | [a-z]',
     },
     {
       label: "forced tool call",
