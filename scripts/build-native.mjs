@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const buildDir = join(root, "native", "build");
 const output = join(buildDir, "lmserve_engine.node");
-const sources = ["constraint.cpp", "sampler.cpp", "engine.cpp"].map((name) =>
+const sources = ["constraint.cpp", "grammarWalk.cpp", "sampler.cpp", "engine.cpp"].map((name) =>
   join(root, "native", "src", name),
 );
 const headers = readdirSync(join(root, "native", "src"))

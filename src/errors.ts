@@ -8,6 +8,8 @@ import {
   CapacityExceededError,
   EngineClosedError,
   EngineError,
+  GRAMMAR_MASK_TIME_LIMIT_MS,
+  GrammarUnenforceableError,
   QueueFullError,
   RequestTimeoutError,
 } from "./engine/errors.ts";
@@ -285,6 +287,13 @@ export function toApiError(error: unknown): ApiError {
     );
   }
   if (error instanceof EngineClosedError) return overloaded("The server is shutting down.");
+  if (error instanceof GrammarUnenforceableError) {
+    return badRequest(
+      `The guided-decoding grammar is too costly to enforce: after ${error.generated} tokens its next token mask took over ${GRAMMAR_MASK_TIME_LIMIT_MS} ms (or allowed no token that may be drawn), so the generation was ended rather than continued unconstrained. Simplify the grammar (fewer optional items in a row, common prefixes merged); see docs/structured-output.md.`,
+      null,
+      "cap_exceeded",
+    );
+  }
   if (error instanceof RequestTimeoutError) {
     return new ApiError(
       504,

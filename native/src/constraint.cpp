@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "grammarWalk.h"
 #include "llama.h"
 
 namespace lmserve {
@@ -214,6 +215,21 @@ TokenTable::TokenTable(const llama_vocab* vocab) : vocab_(vocab), nVocab_(llama_
                      return a.code_points[0] < b.code_points[0];
                    });
   for (const llama_grammar_candidate& candidate : byFirst_) firsts_.push_back(candidate.code_points[0]);
+}
+
+const std::vector<const llama_grammar_candidate*>& TokenTable::byCodePoints() const {
+  std::call_once(byCodePointsOnce_, [this]() {
+    byCodePoints_.reserve(candidates_.size());
+    for (const llama_grammar_candidate& candidate : candidates_) byCodePoints_.push_back(&candidate);
+    std::stable_sort(byCodePoints_.begin(), byCodePoints_.end(),
+                     [](const llama_grammar_candidate* a, const llama_grammar_candidate* b) {
+                       const uint32_t* x = a->code_points;
+                       const uint32_t* y = b->code_points;
+                       while (*x != 0 && *x == *y) x++, y++;
+                       return *x < *y;
+                     });
+  });
+  return byCodePoints_;
 }
 
 void TokenTable::candidatesFor(const llama_grammar_element* top, llama_grammar_candidates& out) const {
@@ -439,7 +455,16 @@ std::shared_ptr<const TokenMask> Constraint::computeMask() {
   }
   bool mayEnd = false;
   for (const llama_grammar_stack& stack : stacks) mayEnd = mayEnd || stack.empty();
-  if (stacks.size() >= kAmbiguousStacks) {
+  if (mergedWalk()) {
+    // An ambiguous state: every stack at once, merged after each code point, over the vocabulary as a
+    // trie (grammarWalk.h; polynomial where llama.cpp's pass is exponential in the token's length),
+    // breadth first, so that past kAmbiguousBudgetMs only longer tokens stay disallowed: a narrower
+    // mask, never a wider one.
+    const auto& sorted = table_->byCodePoints();
+    walkMask(llama_grammar_get_rules(grammar_), stacks, sorted, 0, sorted.size(), 0, *mask,
+             std::chrono::steady_clock::now() +
+                 std::chrono::microseconds(static_cast<int64_t>(kAmbiguousBudgetMs * 1000)));
+  } else if (stacks.size() >= kAmbiguousStacks) {
     // Several stacks: an ambiguous grammar (e.g. `[a-z ]*[a-z ]*[a-z ]*`), where llama.cpp's matcher
     // follows every way of splitting a token among them (exponential in the token's length). Tokens go
     // shortest first, and once the pass has taken kAmbiguousBudgetMs the longer ones stay disallowed: a
@@ -530,6 +555,11 @@ bool Constraint::allows(int32_t token) {
   if (grammar_->partial_utf8.n_remain != 0) return maskAllows(mask(), token);
   const llama_grammar_stacks& stacks = grammar_->stacks;
   if (stacks.empty()) return false;
+  if (mergedWalk()) {
+    // An ambiguous state: every stack at once, merged after each code point (grammarWalk.h).
+    return stacksTake(llama_grammar_get_rules(grammar_), stacks, candidate->code_points, candidate->partial_utf8,
+                      nullptr);
+  }
   if (stacks.size() >= kAmbiguousStacks && candidate->partial_utf8.n_remain == 0) {
     // An ambiguous state: llama.cpp's acceptance, which merges equal stacks after every character
     // (polynomial), instead of its rejection pass, which follows every split of the token (exponential).
@@ -562,8 +592,9 @@ const TokenMask& Constraint::mask() {
   if (current_ == nullptr) {
     const auto started = std::chrono::steady_clock::now();
     current_ = wellFormedOnly(computeMask());
-    cache_->recordCompute(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count());
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+    cache_->recordCompute(ms);
+    if (ms > kMaskTimeLimitMs) tooCostly_ = true;
     cache_->store(key, current_);
   }
   return *current_;
@@ -584,6 +615,21 @@ std::shared_ptr<const TokenMask> Constraint::wellFormedOnly(std::shared_ptr<cons
 
 bool Constraint::accept(int32_t token) {
   if (!allows(token)) return false;
+  const llama_grammar_candidate* candidate = table_->candidate(token);
+  if (candidate != nullptr && grammar_->partial_utf8.n_remain == 0 && mergedWalk()) {
+    // An ambiguous state: llama.cpp's acceptance follows each stack through the token on its own (cubic
+    // in the stacks here); the merged stacks reach the same set.
+    llama_grammar_stacks after;
+    if (!stacksTake(llama_grammar_get_rules(grammar_), grammar_->stacks, candidate->code_points,
+                    candidate->partial_utf8, &after)) {
+      return false;
+    }
+    grammar_->stacks = std::move(after);
+    grammar_->partial_utf8 = candidate->partial_utf8;
+    current_.reset();
+    looked_ = false;
+    return true;
+  }
   try {
     llama_grammar_accept_impl(*grammar_, token);
   } catch (const std::exception&) {
@@ -608,6 +654,14 @@ uint32_t Constraint::forcedChar() const {
     next = element->value;
   }
   return next;
+}
+
+bool Constraint::mergedWalk() {
+  if (grammar_->stacks.size() < kMergedStacks || grammar_->partial_utf8.n_remain != 0 || grammar_->awaiting_trigger) {
+    return false;
+  }
+  if (tokenElements_ < 0) tokenElements_ = hasTokenElements(llama_grammar_get_rules(grammar_)) ? 1 : 0;
+  return tokenElements_ == 0;
 }
 
 bool Constraint::forcesNext() const { return forcedChar() != 0; }

@@ -820,7 +820,7 @@ class Context : public Napi::ObjectWrap<Context> {
       if (maskedLogprobs) scored = masked.data();
     }
     result.tokens[i] = token;
-    if (plan.topN[i] >= 0) {
+    if (plan.topN[i] >= 0 && token >= 0) {
       const size_t stride = static_cast<size_t>(result.stride);
       RowLogprobs lp = rawLogprobs(scored, nVocab_, token, plan.topN[i]);
       result.logprobs[i] = lp.logprob;

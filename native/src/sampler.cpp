@@ -305,6 +305,11 @@ int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked)
     masked->clear();
   }
   int32_t token = draw();
+  if (constraint_ != nullptr && (token < 0 || constraint_->tooCostly())) {
+    // Under a grammar, never a token it does not allow: the grammar allows nothing here (or every token
+    // it allows is banned), or its masks cost more than the bound. -1 ends the sequence with an error.
+    return -1;
+  }
   if (token < 0) {
     // Everything was masked or banned: the raw argmax (the serving layer refuses the requests that get here).
     token = 0;
@@ -312,7 +317,7 @@ int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked)
       if (logits[id] > logits[token]) token = id;
     }
   }
-  if (constraint_ != nullptr) constraint_->accept(token);
+  if (constraint_ != nullptr && !constraint_->accept(token)) return -1;
   count(token);
   return token;
 }

@@ -88,6 +88,9 @@ class SequenceSampler {
    * move allowed tokens, so their order with the mask does not matter). With `masked`, it also receives
    * the raw row with the grammar's disallowed tokens at -inf (the distribution logprobs are reported from
    * under a constraint); without a grammar it is left empty.
+   *
+   * Under a grammar, returns -1 (accepting nothing) where no allowed token can be drawn or the grammar
+   * is too costly (Constraint::tooCostly): the caller ends the sequence with an error.
    */
   int32_t sample(const float* logits, std::vector<float>* masked = nullptr);
 

@@ -1,5 +1,11 @@
 import { commonPrefixLength } from "./commonPrefixLength.ts";
-import { CapacityExceededError, EngineClosedError, QueueFullError, RequestTimeoutError } from "./errors.ts";
+import {
+  CapacityExceededError,
+  EngineClosedError,
+  GrammarUnenforceableError,
+  QueueFullError,
+  RequestTimeoutError,
+} from "./errors.ts";
 import { Generation } from "./Generation.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import type { NativeStepInput, NativeStepOutput } from "./native.ts";
@@ -579,6 +585,9 @@ export class Scheduler {
           return;
         }
         const token = output.tokens[index] as number;
+        // The native sampler answers -1 where the sequence's grammar cannot be enforced (never a token it
+        // does not allow).
+        if (token < 0) throw new GrammarUnenforceableError(generation.completionTokens);
         const wanted = entry.kind === "prompt" ? entry.topN : running.job.request.logprobs;
         const logprob = wanted === null ? undefined : tokenLogprob(output, index, token);
         if (entry.kind === "prompt") {

@@ -56,3 +56,21 @@ export class RequestTimeoutError extends EngineError {
     this.seconds = seconds;
   }
 }
+
+/** The longest one token mask computation may take (native/src/constraint.h `kMaskTimeLimitMs`), in ms. */
+export const GRAMMAR_MASK_TIME_LIMIT_MS = 1000;
+
+/**
+ * The sequence's grammar could not go on within the mask engine's bounds (native/src/constraint.h: one
+ * mask computation over `kMaskTimeLimitMs`, or no allowed token left that may be drawn): the generation
+ * ends with this error instead of a token the grammar does not allow (issue 31).
+ */
+export class GrammarUnenforceableError extends EngineError {
+  /** Tokens generated before it ended. */
+  readonly generated: number;
+
+  constructor(generated: number) {
+    super(`The grammar could not be enforced after ${generated} tokens.`);
+    this.generated = generated;
+  }
+}

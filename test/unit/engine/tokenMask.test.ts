@@ -87,6 +87,23 @@ function constraints(): { label: string; kind: ConstraintKind; spec: unknown }[]
     { label: "gbnf arithmetic", kind: "grammar", spec: fixture("grammars/arithmetic.gbnf") },
     // Ambiguous: several stacks at once (the pass that goes shortest tokens first, acceptance checks).
     { label: "gbnf ambiguous", kind: "grammar", spec: 'root ::= a a a a "."\na ::= [a-z ]*' },
+    // Ambiguous, matched with merged stacks (native/src/grammarWalk.cpp): optional items in a row (issue 31),
+    // a negated class with multi-byte characters, and alternatives that share prefixes of a token.
+    {
+      label: "gbnf ambiguous optional run",
+      kind: "grammar",
+      spec: `root ::= ${Array(40).fill('("a"|"b"|"")').join(" ")} "c"`,
+    },
+    {
+      label: "gbnf ambiguous multi-byte",
+      kind: "grammar",
+      spec: 'root ::= b b b b b b b b "."\nb ::= [^.\n]* | "é"+ | "日本" b',
+    },
+    {
+      label: "gbnf ambiguous shared prefixes",
+      kind: "grammar",
+      spec: 'root ::= (w | w " " w)+ (w | w " " w)+ (w | w " " w)+ "!"\nw ::= "Once" | "On" | "upon" | "up" | "a" | "a time" | [a-z]',
+    },
     {
       label: "forced tool call",
       kind: "json_schema",

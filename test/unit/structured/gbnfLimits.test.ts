@@ -69,3 +69,24 @@ describe("client grammar bounds", () => {
     assert.match(refusal(text).message, new RegExp(`rules after expanding .*at most ${GBNF_LIMITS.rules}`));
   });
 });
+
+describe("optional items in a row (issue 31: ambiguous parse stacks)", () => {
+  const optionalRun = (items: number) => `root ::= ${Array(items).fill('("a"|"b"|"")').join(" ")} "c"`;
+
+  test("each optional item opens 3 parse paths: 1,365 items are within the fan-out bound", () => {
+    assert.equal(checkGbnf(optionalRun(300)).maxFanOut, 3 * 300 + 1);
+    checkGbnfText(optionalRun(300));
+    checkGbnfText(optionalRun(1365));
+  });
+
+  test("1,366 items are refused with a 400 naming the bound", () => {
+    assert.throws(
+      () => checkGbnfText(optionalRun(1366)),
+      (error: unknown) =>
+        error instanceof ApiError &&
+        error.status === 400 &&
+        error.message.includes("4099 parse paths") &&
+        error.message.includes(`at most ${GBNF_LIMITS.fanOut}`),
+    );
+  });
+});
