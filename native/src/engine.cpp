@@ -303,6 +303,9 @@ class Model : public Napi::ObjectWrap<Model> {
     out.Set("eos", llama_vocab_eos(vocab_));
     out.Set("eot", llama_vocab_eot(vocab_));
     out.Set("addBos", llama_vocab_get_add_bos(vocab_));
+    out.Set("addEos", llama_vocab_get_add_eos(vocab_));
+    out.Set("addSep", llama_vocab_get_add_sep(vocab_));
+    out.Set("sep", llama_vocab_sep(vocab_));
     out.Set("fimPre", llama_vocab_fim_pre(vocab_));
     out.Set("fimSuf", llama_vocab_fim_suf(vocab_));
     out.Set("fimMid", llama_vocab_fim_mid(vocab_));

@@ -21,7 +21,7 @@ export async function createEmbeddings(
   body: EmbeddingRequest,
   signal: AbortSignal,
 ): Promise<EmbeddingResponse> {
-  const { name, scheduler } = registry.resolve(body.model);
+  const { name, scheduler } = registry.resolve(body.model, "embed");
   const host = scheduler.host;
   const width = host.info.nEmbd;
   if (body.dimensions !== undefined && body.dimensions !== null && body.dimensions !== width) {

@@ -169,7 +169,7 @@ export async function countMessageTokens(
   body: AnthropicCountTokensRequest,
 ): Promise<{ input_tokens: number }> {
   const chat = toInternalChatRequest(promptToChat(body));
-  const { scheduler, chat: settings } = registry.resolve(chat.model);
+  const { scheduler, chat: settings } = registry.resolve(chat.model, "generate");
   const [prompt, addSpecialTokens] = await renderPrompt(scheduler.host, settings, chat);
   return { input_tokens: scheduler.host.tokenize(prompt, addSpecialTokens).length };
 }
