@@ -166,7 +166,10 @@ export interface NativeContext {
    * `lengths.length` whole sequences laid end to end in `tokens`, in one batch (`stride` floats each: the
    * width, or the classifier's outputs for rank pooling). @throws RangeError for an empty or too big batch.
    */
-  encode(tokens: Int32Array, lengths: Int32Array): Promise<{ embeddings: Float32Array; stride: number; encodeMs: number }>;
+  encode(
+    tokens: Int32Array,
+    lengths: Int32Array,
+  ): Promise<{ embeddings: Float32Array; stride: number; encodeMs: number }>;
   dispose(): void;
 }
 

@@ -25,21 +25,32 @@ export const RerankRequestSchema = z.object({
 export type RerankRequest = z.infer<typeof RerankRequestSchema>;
 
 /** One rerank result: the document's index in the request and its score (higher is more relevant). */
-export type RerankResult = {
-  index: number;
-  relevance_score: number;
-  document?: { text: string };
-};
+const RerankResultSchema = z.object({
+  index: z.number().int(),
+  relevance_score: z.number(),
+  document: z.object({ text: z.string() }).optional(),
+});
 
-/** The rerank response (Jina's shape; Cohere's adds `meta`). */
-export type RerankResponse = {
-  id: string;
-  model: string;
-  object?: "list";
-  results: RerankResult[];
-  usage: { prompt_tokens: number; total_tokens: number };
-  meta?: { billed_units: { search_units: number }; tokens: { input_tokens: number } };
-};
+/** One rerank result. */
+export type RerankResult = z.infer<typeof RerankResultSchema>;
+
+/** The rerank response (Jina's shape; `/v2/rerank` adds Cohere's `meta`). */
+export const RerankResponseSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  object: z.literal("list").optional(),
+  results: z.array(RerankResultSchema),
+  usage: z.object({ prompt_tokens: z.number().int(), total_tokens: z.number().int() }),
+  meta: z
+    .object({
+      billed_units: z.object({ search_units: z.number().int() }),
+      tokens: z.object({ input_tokens: z.number().int() }),
+    })
+    .optional(),
+});
+
+/** A rerank response. */
+export type RerankResponse = z.infer<typeof RerankResponseSchema>;
 
 /** vLLM's score request: `text_1` scored against `text_2` (one or many; a list `text_1` pairs up with `text_2`). */
 export const ScoreRequestSchema = z.object({
@@ -52,11 +63,14 @@ export const ScoreRequestSchema = z.object({
 export type ScoreRequest = z.infer<typeof ScoreRequestSchema>;
 
 /** vLLM's score response. */
-export type ScoreResponse = {
-  id: string;
-  object: "list";
-  created: number;
-  model: string;
-  data: { index: number; object: "score"; score: number }[];
-  usage: { prompt_tokens: number; total_tokens: number };
-};
+export const ScoreResponseSchema = z.object({
+  id: z.string(),
+  object: z.literal("list"),
+  created: z.number().int(),
+  model: z.string(),
+  data: z.array(z.object({ index: z.number().int(), object: z.literal("score"), score: z.number() })),
+  usage: z.object({ prompt_tokens: z.number().int(), total_tokens: z.number().int() }),
+});
+
+/** A score response. */
+export type ScoreResponse = z.infer<typeof ScoreResponseSchema>;
