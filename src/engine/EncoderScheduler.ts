@@ -95,10 +95,13 @@ export class EncoderScheduler extends Scheduler {
 
   private kick(): void {
     if (this.looping) return;
-    this.looping = this.drain().finally(() => {
-      this.looping = undefined;
-      if (this.queue.length > 0 && !this.stopped) this.kick();
-    });
+    // The first step starts after the current turn, so the inputs submitted together (one request's) share it.
+    this.looping = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.drain())
+      .finally(() => {
+        this.looping = undefined;
+        if (this.queue.length > 0 && !this.stopped) this.kick();
+      });
   }
 
   private async drain(): Promise<void> {
