@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { pino } from "pino";
 import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.ts";
 import { summariseSkippedBackends } from "./engine/devices.ts";
+import { EncoderScheduler } from "./engine/EncoderScheduler.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
 import { ModelFileWatch } from "./models/modelFileWatch.ts";
@@ -74,6 +75,7 @@ export async function startServer(
         flashAttn: own?.flashAttn ?? config.flashAttn,
         ...(maxNumBatchedTokens !== undefined ? { stepBudget: maxNumBatchedTokens } : {}),
         ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
+        ...(config.task !== undefined ? { task: config.task } : {}),
         ...(mmproj !== undefined ? { mmproj } : {}),
       });
       hosts.push(host);
@@ -88,7 +90,7 @@ export async function startServer(
       });
       watches.push(watch);
       registry.add(
-        new Scheduler(host, {
+        new (host.encoder ? EncoderScheduler : Scheduler)(host, {
           prefixCaching: config.prefixCaching,
           jumpForward: config.jumpForward,
           ...(config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {}),
@@ -135,6 +137,17 @@ export async function startServer(
             bytes: host.kvCache.kBytes + host.kvCache.vBytes,
             flashAttn: host.kvCache.flashAttn,
           },
+          task: host.task,
+          ...(host.encoder
+            ? {
+                encoder: {
+                  pooling: host.pooling,
+                  window: host.contextSize,
+                  batchTokens: host.batchSize,
+                  sequences: host.sequences,
+                },
+              }
+            : {}),
           ...(mmproj !== undefined ? { mmproj, vision: host.acceptsImages } : {}),
         },
         "model loaded",

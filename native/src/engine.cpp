@@ -303,6 +303,7 @@ class Model : public Napi::ObjectWrap<Model> {
     out.Set("nCtxTrain", llama_model_n_ctx_train(model_));
     out.Set("nEmbd", llama_model_n_embd(model_));
     out.Set("nLayer", llama_model_n_layer(model_));
+    out.Set("nClsOut", static_cast<double>(llama_model_n_cls_out(model_)));
     out.Set("size", static_cast<double>(llama_model_size(model_)));
     char desc[256];
     llama_model_desc(model_, desc, sizeof desc);
@@ -311,6 +312,9 @@ class Model : public Napi::ObjectWrap<Model> {
     out.Set("eos", llama_vocab_eos(vocab_));
     out.Set("eot", llama_vocab_eot(vocab_));
     out.Set("addBos", llama_vocab_get_add_bos(vocab_));
+    out.Set("addEos", llama_vocab_get_add_eos(vocab_));
+    out.Set("addSep", llama_vocab_get_add_sep(vocab_));
+    out.Set("sep", llama_vocab_sep(vocab_));
     out.Set("fimPre", llama_vocab_fim_pre(vocab_));
     out.Set("fimSuf", llama_vocab_fim_suf(vocab_));
     out.Set("fimMid", llama_vocab_fim_mid(vocab_));
@@ -712,6 +716,20 @@ std::unique_ptr<SequenceSampler> samplerFrom(Napi::Env env, const Napi::Object& 
 const ggml_type kKvCacheTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,    GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
                                    GGML_TYPE_Q4_1, GGML_TYPE_IQ4_NL, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1};
 
+/**
+ * Context option `pooling` (llama.cpp's pooling type: 1 mean, 2 cls, 3 last, 4 rank; absent or -1: none)
+ * makes a pooled-embeddings context for encoder-only models (BERT family) and rerankers: llama.cpp
+ * computes the embeddings and pools them per sequence, as llama-server's `--embeddings` / `--rerank`.
+ * Returns whether it did.
+ */
+bool applyPooledOption(const Napi::Object& options, llama_context_params& params) {
+  const int32_t pooling = static_cast<int32_t>(numberOr(options, "pooling", -1));
+  if (pooling < LLAMA_POOLING_TYPE_MEAN || pooling > LLAMA_POOLING_TYPE_RANK) return false;
+  params.embeddings = true;
+  params.pooling_type = static_cast<enum llama_pooling_type>(pooling);
+  return true;
+}
+
 class Context : public Napi::ObjectWrap<Context> {
  public:
   static void Define(Napi::Env env, Napi::Object exports) {
@@ -727,6 +745,7 @@ class Context : public Napi::ObjectWrap<Context> {
                                         InstanceMethod("removeTokens", &Context::RemoveTokens),
                                         InstanceMethod("step", &Context::Step),
                                         InstanceMethod("evalImage", &Context::EvalImage),
+                                        InstanceMethod("encode", &Context::Encode),
                                         InstanceMethod("dispose", &Context::Dispose),
                                     });
     exports.Set("Context", fn);
@@ -757,6 +776,7 @@ class Context : public Napi::ObjectWrap<Context> {
     // Steps with embedding outputs switch llama.cpp's embeddings on (see runStep); the pooling is ours.
     params.embeddings = false;
     params.pooling_type = LLAMA_POOLING_TYPE_NONE;
+    pooled_ = applyPooledOption(options, params);
     params.offload_kqv = options.Get("offloadKqv").IsBoolean() ? options.Get("offloadKqv").ToBoolean().Value() : true;
     params.no_perf = true;
     LogCapture capture;
@@ -901,6 +921,15 @@ class Context : public Napi::ObjectWrap<Context> {
   }
 
   void setBusy(bool busy) { busy_ = busy; }
+
+  /**
+   * The pooled-embedding work of `encode` on the worker thread: one batch of whole sequences (sequence i
+   * is `lengths[i]` tokens of `tokens`, positions from 0, sequence id i), one llama_decode (an encoder-only
+   * model's runs llama_encode), then llama.cpp's pooled vector of each sequence (for rank pooling, the
+   * classifier's `n_cls_out` scores). Returns 0, or non-zero with `error` set.
+   */
+  int runEncode(const std::vector<int32_t>& tokens, const std::vector<int32_t>& lengths, std::vector<float>& out,
+                int32_t& stride, double& ms, std::string& error);
 
  private:
   /**
@@ -1179,6 +1208,8 @@ class Context : public Napi::ObjectWrap<Context> {
 
   Napi::Value Step(const Napi::CallbackInfo& info);
   Napi::Value EvalImage(const Napi::CallbackInfo& info);
+  Napi::Value Encode(const Napi::CallbackInfo& info);
+
 
  public:
   /** Evaluates one image chunk of `seq` from position `nPast` (encoder, then the embeddings' decode). */
@@ -1204,6 +1235,8 @@ class Context : public Napi::ObjectWrap<Context> {
   int32_t nVocab_ = 0;
   int32_t nEmbd_ = 0;
   bool embeddingsOn_ = false;
+  /** True for a pooled-embeddings context (`pooling` given): only `encode` runs on it. */
+  bool pooled_ = false;
   int32_t nBatch_ = 0;
   llama_batch batch_{};
   std::vector<std::unique_ptr<SequenceSampler>> samplers_;
@@ -1388,6 +1421,109 @@ Napi::Value Context::EvalImage(const Napi::CallbackInfo& info) {
   return (new ImageWorker(env, this, info.This().As<Napi::Object>(), info[1].As<Napi::Object>(),
                           info[2].As<Napi::Object>(), static_cast<size_t>(info[3].As<Napi::Number>().Int64Value()),
                           seq, info[4].As<Napi::Number>().Int32Value()))
+      ->start();
+}
+
+int Context::runEncode(const std::vector<int32_t>& tokens, const std::vector<int32_t>& lengths,
+                       std::vector<float>& out, int32_t& stride, double& ms, std::string& error) {
+  const int32_t n = static_cast<int32_t>(tokens.size());
+  batch_.n_tokens = n;
+  int32_t row = 0;
+  for (size_t seq = 0; seq < lengths.size(); seq++) {
+    for (int32_t pos = 0; pos < lengths[seq]; pos++, row++) {
+      batch_.token[row] = tokens[static_cast<size_t>(row)];
+      batch_.pos[row] = pos;
+      batch_.n_seq_id[row] = 1;
+      batch_.seq_id[row][0] = static_cast<llama_seq_id>(seq);
+      batch_.logits[row] = 1;
+    }
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const int32_t status = llama_decode(ctx_, batch_);
+  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  if (status != 0) {
+    error = "llama.cpp could not encode the batch (status " + std::to_string(status) + ")";
+    return status;
+  }
+  const llama_model* model = llama_get_model(ctx_);
+  stride = llama_pooling_type(ctx_) == LLAMA_POOLING_TYPE_RANK
+               ? static_cast<int32_t>(std::max<uint32_t>(llama_model_n_cls_out(model), 1))
+               : nEmbd_;
+  out.assign(lengths.size() * static_cast<size_t>(stride), 0.0f);
+  for (size_t seq = 0; seq < lengths.size(); seq++) {
+    const float* pooled = llama_get_embeddings_seq(ctx_, static_cast<llama_seq_id>(seq));
+    if (pooled == nullptr) {
+      error = "llama.cpp returned no pooled embedding for sequence " + std::to_string(seq);
+      return -102;
+    }
+    std::copy(pooled, pooled + stride, out.begin() + static_cast<std::ptrdiff_t>(seq) * stride);
+  }
+  // A memoryless encoder keeps nothing between batches; a model with a KV cache would: clear it.
+  if (llama_memory_t memory = llama_get_memory(ctx_)) llama_memory_clear(memory, true);
+  return 0;
+}
+
+/** Runs `Context::runEncode` off the JS thread. */
+class EncodeWorker : public ContextWorker {
+ public:
+  EncodeWorker(Napi::Env env, Context* context, Napi::Object contextObject, std::vector<int32_t> tokens,
+               std::vector<int32_t> lengths)
+      : ContextWorker(env, context, contextObject), tokens_(std::move(tokens)), lengths_(std::move(lengths)) {}
+
+  void Execute() override {
+    try {
+      if (context_->runEncode(tokens_, lengths_, out_, stride_, ms_, error_) != 0) SetError(error_);
+    } catch (const std::exception& exception) {
+      SetError(std::string("encode failed: ") + exception.what());
+    }
+  }
+
+ protected:
+  Napi::Value result(Napi::Env env) override {
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("embeddings", typedArrayOf<Napi::Float32Array>(env, out_));
+    out.Set("stride", stride_);
+    out.Set("encodeMs", ms_);
+    return out;
+  }
+
+ private:
+  std::vector<int32_t> tokens_, lengths_;
+  std::vector<float> out_;
+  int32_t stride_ = 0;
+  double ms_ = 0;
+  std::string error_;
+};
+
+/**
+ * encode(tokens: Int32Array, lengths: Int32Array) -> Promise<{embeddings, stride, encodeMs}>: the pooled
+ * vector of each of `lengths.length` whole sequences laid end to end in `tokens` (a pooled context only,
+ * see applyPooledOption). Throws a RangeError when the batch is empty, longer than the ubatch (an
+ * encoder sees a whole batch at once), has more sequences than the context, or holds an unknown id.
+ */
+Napi::Value Context::Encode(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  check(env);
+  if (!pooled_) throw Napi::Error::New(env, "encode: the context was not created for pooled embeddings");
+  std::vector<int32_t> tokens = toIntVector(info[0]);
+  std::vector<int32_t> lengths = toIntVector(info[1]);
+  int64_t total = 0;
+  for (int32_t length : lengths) {
+    if (length <= 0) throw Napi::RangeError::New(env, "encode: every sequence needs a token");
+    total += length;
+  }
+  if (total != static_cast<int64_t>(tokens.size())) throw Napi::RangeError::New(env, "encode: lengths do not add up");
+  const int64_t limit = std::min<int64_t>(nBatch_, llama_n_ubatch(ctx_));
+  if (tokens.empty() || total > limit) {
+    throw Napi::RangeError::New(env, "encode: " + std::to_string(total) + " tokens, the batch holds 1.." +
+                                         std::to_string(limit));
+  }
+  if (lengths.size() > llama_n_seq_max(ctx_)) throw Napi::RangeError::New(env, "encode: too many sequences");
+  for (int32_t token : tokens) {
+    if (token < 0 || token >= nVocab_) throw Napi::RangeError::New(env, "encode: token id out of range");
+  }
+  busy_ = true;
+  return (new EncodeWorker(env, this, info.This().As<Napi::Object>(), std::move(tokens), std::move(lengths)))
       ->start();
 }
 

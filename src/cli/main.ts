@@ -104,8 +104,14 @@ program
   .addOption(
     new Option(
       "--pooling <pooling>",
-      "how /v1/embeddings pools a prompt (default: the GGUF's pooling_type, else mean)",
-    ).choices(["mean", "cls", "last"]),
+      "how /v1/embeddings pools a prompt (default: the GGUF's pooling_type, else mean); rank: a reranker's score",
+    ).choices(["mean", "cls", "last", "rank"]),
+  )
+  .addOption(
+    new Option(
+      "--task <task>",
+      "what the model serves (default auto: from the GGUF; an encoder with rank pooling reranks, another encoder embeds, else generate)",
+    ).choices(["auto", "generate", "embed", "rerank"]),
   )
   .option(
     "--jump-forward",

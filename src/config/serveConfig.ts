@@ -113,7 +113,9 @@ const ServeConfigSchema = z.object({
   /** `--jump-forward`: append the text a grammar forces without sampling it (guided decoding). */
   jumpForward: z.boolean(),
   /** `--pooling`: how `/v1/embeddings` pools a prompt; absent: the GGUF's, else mean. */
-  pooling: z.enum(["mean", "cls", "last"]).optional(),
+  pooling: z.enum(["mean", "cls", "last", "rank"]).optional(),
+  /** `--task`: what the models serve; absent or `auto`: from each GGUF. */
+  task: z.enum(["auto", "generate", "embed", "rerank"]).optional(),
   trustRequestChatTemplate: z.boolean(),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
   /** `--log-format` (`LMSERVE_LOG_FORMAT`); absent: pretty when stdout is a terminal, else JSON lines. */
@@ -179,6 +181,7 @@ export type ServeFlags = {
   maxNumBatchedTokens?: string;
   jumpForward?: boolean;
   pooling?: string;
+  task?: string;
   trustRequestChatTemplate?: boolean;
   logLevel?: string;
   logFormat?: string;
@@ -301,6 +304,7 @@ export function loadServeConfig(
     maxNumBatchedTokens: optionalInteger(flags.maxNumBatchedTokens, "--max-num-batched-tokens"),
     jumpForward: flags.jumpForward ?? false,
     pooling: flags.pooling,
+    task: flags.task,
     trustRequestChatTemplate: flags.trustRequestChatTemplate ?? false,
     logLevel: flags.logLevel ?? env.LMSERVE_LOG_LEVEL ?? "info",
     logFormat: flags.logFormat ?? env.LMSERVE_LOG_FORMAT,

@@ -12,7 +12,7 @@ import {
 } from "./native.ts";
 import { DEFAULT_MAX_NUM_BATCHED_TOKENS } from "./stepPlan.ts";
 import { TokenVocabulary } from "./TokenVocabulary.ts";
-import type { Pooling } from "./types.ts";
+import type { ModelTask, Pooling } from "./types.ts";
 
 /** Options of {@link ModelHost.load}. */
 export type ModelHostOptions = {
@@ -61,7 +61,28 @@ export type ModelHostOptions = {
    * `<arch>.pooling_type` (mean, cls, last), else `mean`.
    */
   pooling?: Pooling;
+  /**
+   * What the model serves (`--task`): `auto` (the default) reads it from the GGUF: an encoder-only
+   * model (BERT family) with rank pooling reranks, another encoder embeds, everything else generates.
+   */
+  task?: ModelTask | "auto";
 };
+
+/**
+ * Architectures llama.cpp runs as encoder-only, without a KV cache (`llama_model::create_memory`
+ * returns none for them): served through pooled `encode` steps (see EncoderScheduler).
+ */
+export const ENCODER_ARCHITECTURES: ReadonlySet<string> = new Set([
+  "bert",
+  "modern-bert",
+  "nomic-bert",
+  "nomic-bert-moe",
+  "neo-bert",
+  "jina-bert-v2",
+  "jina-bert-v3",
+  "eurobert",
+  "gemma-embedding",
+]);
 
 /** Raised when a model file is missing, unreadable or not a valid GGUF; its message is one line. */
 export class ModelLoadError extends Error {
@@ -126,6 +147,10 @@ export class ModelHost {
   readonly kvCache: KvCacheInfo;
   /** How `/v1/embeddings` pools a prompt (`--pooling`, else the GGUF's, else mean). */
   readonly pooling: Pooling;
+  /** What the model serves: `generate`, `embed` or `rerank` (`--task`, else from the GGUF). */
+  readonly task: ModelTask;
+  /** Whether the model is encoder-only (no KV cache; whole inputs of at most `batchSize` tokens per step). */
+  readonly encoder: boolean;
   /** The multimodal projector (`--mmproj`), or null: then the model takes no images. */
   readonly projector: NativeProjector | null;
   /** The text that stands for an image in a prompt (mtmd's marker) when the model takes images, else null. */
@@ -146,7 +171,11 @@ export class ModelHost {
     placement: ModelPlacement;
     projector: NativeProjector | null;
     pooling: Pooling;
+    task: ModelTask;
+    encoder: boolean;
   }) {
+    this.task = init.task;
+    this.encoder = init.encoder;
     this.projector = init.projector;
     const projectorInfo = init.projector?.info();
     this.imageMarker = projectorInfo?.vision ? projectorInfo.marker : null;
@@ -197,6 +226,7 @@ export class ModelHost {
     let tokenizer: { tokens: string[]; token_type?: number[]; model?: string };
     let metadataTemplate: unknown;
     let metadataPooling: unknown;
+    let architecture: string | undefined;
     try {
       const fileInfo = await readGgufFileInfo(modelPath, { readTensorInfo: false });
       const metadata = fileInfo.metadata as unknown as {
@@ -206,7 +236,7 @@ export class ModelHost {
         };
       };
       metadataTemplate = metadata.tokenizer?.chat_template;
-      const architecture = (metadata as { general?: { architecture?: string } }).general?.architecture;
+      architecture = (metadata as { general?: { architecture?: string } }).general?.architecture;
       if (architecture !== undefined) {
         metadataPooling = (metadata as Record<string, { pooling_type?: unknown } | undefined>)[architecture]
           ?.pooling_type;
@@ -240,27 +270,39 @@ export class ModelHost {
         `--max-model-len ${options.maxModelLen} is greater than the model's training context (${info.nCtxTrain} tokens).`,
       );
     }
+    const encoder = architecture !== undefined && ENCODER_ARCHITECTURES.has(architecture);
+    const pooling = options.pooling ?? poolingFromGguf(metadataPooling);
+    const task = taskOf(options.task ?? "auto", encoder, pooling);
+    if (task === "rerank" && !(encoder && pooling === "rank")) {
+      model.dispose();
+      throw new ModelLoadError(
+        `--task rerank needs a cross-encoder reranker (an encoder-only model with rank pooling); ${basename(modelPath)} is a ${architecture ?? "unknown"} model with ${pooling} pooling.`,
+      );
+    }
     const contextSize = options.maxModelLen ?? Math.min(info.nCtxTrain, 8192);
     const cells = contextSize * options.sequences;
     const budget =
       options.stepBudget ?? (onGpu ? DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu : DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu);
-    // The batch keeps llama.cpp's usual 512 below a smaller budget (one image's or encoder's tokens go in one batch).
-    const batchSize = Math.min(Math.max(512, budget), cells);
+    // The batch keeps llama.cpp's usual 512 below a smaller budget (one image's tokens go in one batch);
+    // an encoder sees a whole input in one ubatch, so its batch holds at least one full window.
+    const batchSize = encoder ? Math.max(contextSize, 512, budget) : Math.min(Math.max(512, budget), cells);
     const stepBudget = Math.min(budget, batchSize);
+    const sequences = encoder ? Math.min(256, Math.max(options.sequences, 64)) : options.sequences;
     let context: NativeContext;
     try {
       context = new engine.Context(model, {
-        nCtx: contextSize * options.sequences,
-        nSeqMax: options.sequences,
+        nCtx: encoder ? batchSize : contextSize * options.sequences,
+        nSeqMax: sequences,
         nBatch: batchSize,
         // llama.cpp splits a larger step into physical batches of at most 512 (its default n_ubatch), which
         // bounds the compute buffers whatever --max-num-batched-tokens is.
-        nUbatch: Math.min(batchSize, 512),
+        nUbatch: encoder ? batchSize : Math.min(batchSize, 512),
         threads: options.threads,
         kvUnified: options.kvUnified ?? true,
         ...(options.cacheTypeK !== undefined ? { cacheTypeK: options.cacheTypeK } : {}),
         ...(options.cacheTypeV !== undefined ? { cacheTypeV: options.cacheTypeV } : {}),
         ...(options.flashAttn !== undefined ? { flashAttn: options.flashAttn } : {}),
+        ...(encoder ? { pooling: LLAMA_POOLING[pooling] } : {}),
       });
     } catch (error) {
       model.dispose();
@@ -303,7 +345,7 @@ export class ModelHost {
         tokenizer.model ?? "llama",
       ),
       contextSize,
-      sequences: options.sequences,
+      sequences,
       batchSize,
       stepBudget,
       placement: {
@@ -314,7 +356,9 @@ export class ModelHost {
         skipped: plan.skipped,
       },
       projector,
-      pooling: options.pooling ?? poolingFromGguf(metadataPooling),
+      pooling,
+      task,
+      encoder,
     });
     return host;
   }
@@ -398,9 +442,19 @@ export class ModelHost {
   }
 }
 
-/** llama.cpp's `pooling_type` numbers (1 mean, 2 cls, 3 last) as ours; none or another: mean. */
+/** llama.cpp's `pooling_type` numbers (1 mean, 2 cls, 3 last, 4 rank) as ours; none or another: mean. */
 function poolingFromGguf(value: unknown): Pooling {
-  return value === 2 ? "cls" : value === 3 ? "last" : "mean";
+  return value === 2 ? "cls" : value === 3 ? "last" : value === 4 ? "rank" : "mean";
+}
+
+/** Ours as llama.cpp's `llama_pooling_type` numbers. */
+const LLAMA_POOLING: Readonly<Record<Pooling, number>> = { mean: 1, cls: 2, last: 3, rank: 4 };
+
+/** The task `--task` names, or for `auto`: rerank (encoder, rank pooling), embed (encoder), else generate. */
+function taskOf(task: ModelTask | "auto", encoder: boolean, pooling: Pooling): ModelTask {
+  if (task !== "auto") return task;
+  if (!encoder) return "generate";
+  return pooling === "rank" ? "rerank" : "embed";
 }
 
 function firstLine(error: unknown): string {

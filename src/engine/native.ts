@@ -30,6 +30,8 @@ export type NativeModelInfo = {
   nCtxTrain: number;
   nEmbd: number;
   nLayer: number;
+  /** Outputs of the classification head (`cls.output`; 1 where the model has none). */
+  nClsOut: number;
   /** Bytes of weights. */
   size: number;
   description: string;
@@ -38,6 +40,11 @@ export type NativeModelInfo = {
   eot: number;
   /** Whether the tokenizer prepends BOS (`tokenizer.ggml.add_bos_token`). */
   addBos: boolean;
+  /** Whether the tokenizer appends EOS, and SEP (`tokenizer.ggml.add_eos_token`, `add_sep_token`). */
+  addEos?: boolean;
+  addSep?: boolean;
+  /** The SEP token (BERT's `[SEP]`), or -1. */
+  sep?: number;
   fimPre: number;
   fimSuf: number;
   fimMid: number;
@@ -169,6 +176,15 @@ export interface NativeContext {
     chunk: number,
     nPast: number,
   ): Promise<{ nPast: number }>;
+  /**
+   * Pooled-embedding contexts only (created with `pooling`): the pooled vector of each of
+   * `lengths.length` whole sequences laid end to end in `tokens`, in one batch (`stride` floats each: the
+   * width, or the classifier's outputs for rank pooling). @throws RangeError for an empty or too big batch.
+   */
+  encode(
+    tokens: Int32Array,
+    lengths: Int32Array,
+  ): Promise<{ embeddings: Float32Array; stride: number; encodeMs: number }>;
   dispose(): void;
 }
 
@@ -212,6 +228,8 @@ export type NativeContextOptions = {
   threads: number;
   /** One KV buffer for every sequence (llama.cpp's `kv_unified`). */
   kvUnified: boolean;
+  /** llama.cpp's pooling type (1 mean, 2 cls, 3 last, 4 rank) for a pooled-embeddings context; absent: none. */
+  pooling?: number;
   /** Memory bound of the guided-decoding mask cache, in bytes. Defaults to 64 MiB. */
   maskCacheBytes?: number;
   /** The K cache's type (llama.cpp's `type_k`). Defaults to f16. */

@@ -145,7 +145,10 @@ export type GenerationRequest = {
 };
 
 /** How a prompt's per-position hidden states become one embedding (the GGUF's `pooling_type`, `--pooling`). */
-export type Pooling = "mean" | "cls" | "last";
+export type Pooling = "mean" | "cls" | "last" | "rank";
+
+/** What a model serves (`--task`): generation, embeddings, or reranking. */
+export type ModelTask = "generate" | "embed" | "rerank";
 
 /** Why a generation ended, as the API's `finish_reason` (`abort` never reaches a 200 response). */
 export type FinishReason = "stop" | "length" | "abort";

@@ -10,7 +10,7 @@ export type ModelObject = {
   parent: string | null;
   max_model_len: number;
   /** What the model takes besides text: `vision` when it has a projector (`--mmproj`). lmserve's extension. */
-  capabilities: { vision: boolean };
+  capabilities: { vision: boolean; task: "generate" | "embed" | "rerank" };
 };
 
 /** The model list (`object: "list"`). */

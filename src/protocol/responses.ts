@@ -149,7 +149,7 @@ export const ModelObjectSchema = z.object({
   parent: z.string().nullable(),
   max_model_len: z.number().int(),
   /** What the model takes besides text: `vision` with a projector (`--mmproj`). */
-  capabilities: z.object({ vision: z.boolean() }),
+  capabilities: z.object({ vision: z.boolean(), task: z.enum(["generate", "embed", "rerank"]) }),
 });
 
 /** `GET /v1/models` response. */

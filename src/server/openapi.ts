@@ -23,6 +23,12 @@ import {
   ResponseStreamEventSchema,
 } from "../protocol/openaiResponses.ts";
 import {
+  RerankRequestSchema,
+  RerankResponseSchema,
+  ScoreRequestSchema,
+  ScoreResponseSchema,
+} from "../protocol/rerank.ts";
+import {
   ChatCompletionChunkSchema,
   ChatCompletionResponseSchema,
   CompletionResponseSchema,
@@ -49,6 +55,10 @@ const SCHEMAS = {
   DetokenizeRequest: { schema: DetokenizeRequestSchema, io: "input" },
   EmbeddingRequest: { schema: EmbeddingRequestSchema, io: "input" },
   EmbeddingResponse: { schema: EmbeddingResponseSchema, io: "output" },
+  RerankRequest: { schema: RerankRequestSchema, io: "input" },
+  RerankResponse: { schema: RerankResponseSchema, io: "output" },
+  ScoreRequest: { schema: ScoreRequestSchema, io: "input" },
+  ScoreResponse: { schema: ScoreResponseSchema, io: "output" },
   ResponseCreateRequest: { schema: ResponseCreateRequestSchema, io: "input" },
   Response: { schema: ResponseObjectSchema, io: "output" },
   ResponseStreamEvent: { schema: ResponseStreamEventSchema, io: "output" },
@@ -186,6 +196,66 @@ export const API_ROUTES: readonly RouteDoc[] = [
     request: ["EmbeddingRequest"],
     response: "EmbeddingResponse",
     errors: [404, 422],
+  },
+  {
+    method: "POST",
+    path: "/v1/rerank",
+    summary: "Rerank documents (Jina / llama-server)",
+    description:
+      "A cross-encoder reranker (task `rerank`) scores each document against `query`: `results` sorted by `relevance_score` (the model's raw score, as llama-server's), best first, each with its `index`; `top_n` keeps the best N, `return_documents` adds each document. Another kind of model is a 400.",
+    tag: "Generation",
+    auth: true,
+    request: ["RerankRequest"],
+    response: "RerankResponse",
+    errors: [400, 404, 422],
+  },
+  {
+    method: "POST",
+    path: "/rerank",
+    summary: "Rerank documents (llama-server's path)",
+    description:
+      "A cross-encoder reranker (task `rerank`) scores each document against `query`: `results` sorted by `relevance_score` (the model's raw score, as llama-server's), best first, each with its `index`; `top_n` keeps the best N, `return_documents` adds each document. Another kind of model is a 400.",
+    tag: "Generation",
+    auth: true,
+    request: ["RerankRequest"],
+    response: "RerankResponse",
+    errors: [400, 404, 422],
+  },
+  {
+    method: "POST",
+    path: "/v2/rerank",
+    summary: "Rerank documents (Cohere v2)",
+    description:
+      "A cross-encoder reranker (task `rerank`) scores each document against `query`: `results` sorted by `relevance_score` (the model's raw score, as llama-server's), best first, each with its `index`; `top_n` keeps the best N, `return_documents` adds each document. Another kind of model is a 400. Adds Cohere's `meta`.",
+    tag: "Generation",
+    auth: true,
+    request: ["RerankRequest"],
+    response: "RerankResponse",
+    errors: [400, 404, 422],
+  },
+  {
+    method: "POST",
+    path: "/score",
+    summary: "Score text pairs (vLLM)",
+    description:
+      "vLLM's score API on a reranker: `text_1` against each `text_2` (or pairwise when both are lists of one length); one `score` per pair, in order.",
+    tag: "Generation",
+    auth: true,
+    request: ["ScoreRequest"],
+    response: "ScoreResponse",
+    errors: [400, 404, 422],
+  },
+  {
+    method: "POST",
+    path: "/v1/score",
+    summary: "Score text pairs (vLLM)",
+    description:
+      "vLLM's score API on a reranker: `text_1` against each `text_2` (or pairwise when both are lists of one length); one `score` per pair, in order.",
+    tag: "Generation",
+    auth: true,
+    request: ["ScoreRequest"],
+    response: "ScoreResponse",
+    errors: [400, 404, 422],
   },
   {
     method: "POST",

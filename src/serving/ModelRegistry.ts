@@ -1,4 +1,4 @@
-import { modelFileChanged, modelNotFound } from "../errors.ts";
+import { badRequest, modelFileChanged, modelNotFound } from "../errors.ts";
 import type { ModelFileWatch } from "../models/modelFileWatch.ts";
 import type { ModelObject } from "../protocol/models.ts";
 import type { EngineModel } from "./engine.ts";
@@ -91,12 +91,15 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
   /**
    * The model a request names, or the first served model (its id) when `name` is absent or null:
    * `model` is optional on every route, as llama-server serves its one model whatever the name.
-   * @throws ApiError 404 for a name no model has; 503 as {@link get}.
+   * With `task`, the model must serve it (`generate`: a generation endpoint; `embed`: embeddings, which
+   * decoder models also give; `rerank`: a reranker).
+   * @throws ApiError 404 for a name no model has; 400 when the model does not serve `task`; 503 as {@link get}.
    */
-  resolve(name: string | null | undefined): ServedModel<Model> {
+  resolve(name: string | null | undefined, task?: "generate" | "embed" | "rerank"): ServedModel<Model> {
     const served = name ?? this.schedulers[0]?.host.id;
     if (served === undefined) throw modelNotFound("(none)", []);
     const scheduler = this.get(served);
+    if (task !== undefined) assertTask(served, scheduler.host.task ?? "generate", task);
     return { name: served, scheduler, chat: this.chats.get(scheduler) as ChatSettings };
   }
 
@@ -124,6 +127,28 @@ function toModelObject(name: string, scheduler: EngineModel): ModelObject {
     root: host.id,
     parent: null,
     max_model_len: host.contextSize,
-    capabilities: { vision: host.acceptsImages },
+    capabilities: { vision: host.acceptsImages, task: host.task ?? "generate" },
   };
+}
+
+/** What each endpoint family needs, and which kind of model serves it (for the 400's message). */
+const TASK_NEEDS = {
+  generate: { serves: ["generate"], kind: "a generative (decoder) model" },
+  embed: { serves: ["embed", "generate"], kind: "an embedding model or a generative model" },
+  rerank: { serves: ["rerank"], kind: "a reranker (a cross-encoder with rank pooling, --task rerank)" },
+} as const;
+
+/** @throws ApiError 400 when a model of task `has` cannot serve an endpoint that needs `needs`. */
+function assertTask(
+  name: string,
+  has: "generate" | "embed" | "rerank",
+  needs: "generate" | "embed" | "rerank",
+): void {
+  const need = TASK_NEEDS[needs];
+  if ((need.serves as readonly string[]).includes(has)) return;
+  const what = needs === "generate" ? "generation" : needs === "embed" ? "embeddings" : "reranking";
+  throw badRequest(
+    `The model ${name} is a ${has} model (task ${has}) and does not serve ${what}; ${what} needs ${need.kind}.`,
+    "model",
+  );
 }

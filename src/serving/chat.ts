@@ -77,7 +77,7 @@ export async function planChat(
   signal?: AbortSignal,
   cacheDomain = "",
 ): Promise<ChatPlan> {
-  const { name: model, scheduler, chat } = registry.resolve(body.model);
+  const { name: model, scheduler, chat } = registry.resolve(body.model, "generate");
   refusePeerFields(body);
   const fields = requestFields(body);
   checkRequest(body, fields);

@@ -63,7 +63,7 @@ export async function planCompletion(
   signal?: AbortSignal,
   cacheDomain = "",
 ): Promise<CompletionPlan> {
-  const { name: model, scheduler } = registry.resolve(body.model);
+  const { name: model, scheduler } = registry.resolve(body.model, "generate");
   refusePeerFields(body);
   const fields = requestFields(body);
   checkRequest(body, fields);

@@ -8,6 +8,7 @@ import { plainRequest } from "../engine/plainRequest.ts";
 import type { GenerationRequest, Pooling } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { EmbeddingRequest, EmbeddingResponse } from "../protocol/embeddings.ts";
+import type { EngineHost } from "./engine.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 
 /**
@@ -21,7 +22,7 @@ export async function createEmbeddings(
   body: EmbeddingRequest,
   signal: AbortSignal,
 ): Promise<EmbeddingResponse> {
-  const { name, scheduler } = registry.resolve(body.model);
+  const { name, scheduler } = registry.resolve(body.model, "embed");
   const host = scheduler.host;
   const width = host.info.nEmbd;
   if (body.dimensions !== undefined && body.dimensions !== null && body.dimensions !== width) {
@@ -30,7 +31,7 @@ export async function createEmbeddings(
       "dimensions",
     );
   }
-  const prompts = inputTokens(body.input, (text) => host.tokenize(text, true), host.vocabularySize);
+  const prompts = inputTokens(body.input, (text) => textTokens(host, text), host.vocabularySize);
   prompts.forEach((tokens, index) => {
     if (tokens.length > host.contextSize) {
       throw badRequest(
@@ -61,6 +62,19 @@ export async function createEmbeddings(
     model: name,
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
   };
+}
+
+/**
+ * A text input's tokens with the special tokens the tokenizer adds (as llama.cpp's `llama_tokenize` with
+ * `add_special`, what llama-server embeds): BOS where asked, and SEP / EOS at the end where the
+ * tokenizer appends them (BERT's `[CLS] text [SEP]`).
+ */
+function textTokens(host: EngineHost, text: string): number[] {
+  const tokens = host.tokenize(text, true);
+  const { sep, addSep, eos, addEos } = host.info;
+  if (addSep && sep !== undefined && sep >= 0) tokens.push(sep);
+  else if (addEos && eos >= 0) tokens.push(eos);
+  return tokens;
 }
 
 /** The token ids of each input (OpenAI's four `input` forms). @throws ApiError 400 for an empty input or a bad id. */

@@ -29,7 +29,8 @@ export type EngineHost = Pick<
   | "tokenize"
   | "withBos"
   | "detokenize"
->;
+> &
+  Partial<Pick<ModelHost, "task" | "encoder" | "batchSize" | "sequences">>;
 
 /** A loaded model's scheduler as serving uses it: admission, generations and the load figures. */
 export type EngineModel = Pick<

@@ -282,7 +282,7 @@ export async function countMessageTokens(
 ): Promise<{ input_tokens: number }> {
   checkBudgetMinimum(body.thinking);
   const chat = toInternalChatRequest(promptToChat(body));
-  const { scheduler, chat: settings } = registry.resolve(chat.model);
+  const { scheduler, chat: settings } = registry.resolve(chat.model, "generate");
   const [prompt, addSpecialTokens] = await renderPrompt(scheduler.host, settings, chat);
   return { input_tokens: scheduler.host.tokenize(prompt, addSpecialTokens).length };
 }

@@ -50,6 +50,7 @@ const FAKE_INFO: NativeModelInfo = {
   nCtxTrain: 256,
   nEmbd: 4,
   nLayer: 1,
+  nClsOut: 1,
   size: 0,
   description: "fake",
   bos: -1,

@@ -11,6 +11,7 @@ import { registerHealthRoutes } from "./health.ts";
 import { registerMessagesRoutes } from "./messages.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerModelRoutes } from "./models.ts";
+import { registerRerankRoutes } from "./rerank.ts";
 import { registerResponsesRoutes } from "./responses.ts";
 import { registerTokenizeRoutes } from "./tokenize.ts";
 
@@ -32,6 +33,7 @@ export function registerRoutes(app: FastifyInstance, context: AppContext, option
   registerModelRoutes(app, context);
   registerCompletionRoutes(app, context);
   registerEmbeddingRoutes(app, context);
+  registerRerankRoutes(app, context);
   registerChatRoutes(app, context);
   registerResponsesRoutes(app, context);
   registerMessagesRoutes(app, context);
