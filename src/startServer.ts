@@ -1,6 +1,6 @@
 import { type AddressInfo, createServer } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
-import { pino } from "pino";
+import { type LoggerOptions, pino } from "pino";
 import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.ts";
 import { summariseSkippedBackends } from "./engine/devices.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
@@ -8,7 +8,7 @@ import { Scheduler } from "./engine/Scheduler.ts";
 import { ModelFileWatch } from "./models/modelFileWatch.ts";
 import { resolveServeModels } from "./resolveServeModels.ts";
 import { buildApp } from "./server/app.ts";
-import { chooseLogFormat, prettyLogStream } from "./server/logFormat.ts";
+import { chooseLogFormat, dropFastifyListenLine, prettyLogStream } from "./server/logFormat.ts";
 import { ServerMetrics } from "./server/metrics.ts";
 import { drainServer } from "./server/shutdown.ts";
 import { SeedSource } from "./serving/generationParams.ts";
@@ -36,7 +36,13 @@ export async function startServer(
   config: ServeConfig,
   options: { handleSignals?: boolean } = {},
 ): Promise<RunningServer> {
-  const logOptions = { level: config.logLevel, base: { service: "lmserve" } };
+  const logOptions = {
+    level: config.logLevel,
+    base: { service: "lmserve" },
+    hooks: {
+      logMethod: dropFastifyListenLine as NonNullable<NonNullable<LoggerOptions["hooks"]>["logMethod"]>,
+    },
+  };
   const logger =
     chooseLogFormat(config.logFormat, process.stdout.isTTY) === "pretty"
       ? pino(logOptions, prettyLogStream(process.stdout))
@@ -175,13 +181,6 @@ export async function startServer(
     "listening",
   );
   sharedCompiler().warm(); // in the background: the guided-decoding compiler's worker and its automata
-  if (process.stderr.isTTY)
-    process.stderr.write(
-      `lmserve: serving ${registry
-        .all()
-        .map((s) => s.host.id)
-        .join(", ")} at ${url}/v1\n`,
-    );
 
   let closing: Promise<void> | undefined;
   const close = () => {

@@ -25,6 +25,22 @@ const LEVEL_NAMES: Record<number, string> = {
   60: "FATAL",
 };
 
+/**
+ * pino's `hooks.logMethod` that drops Fastify's own "Server listening at URL" line, so that the start
+ * says each fact once: lmserve logs its own `listening` line with the url (Fastify 5 has no option to
+ * turn its line off). Every other call is passed on unchanged.
+ * @param args the log call's arguments (message first when it is a string).
+ * @param method pino's log method to call.
+ */
+export function dropFastifyListenLine(
+  this: unknown,
+  args: unknown[],
+  method: (...args: unknown[]) => void,
+): void {
+  if (typeof args[0] === "string" && args[0].startsWith("Server listening at ")) return;
+  method.apply(this, args);
+}
+
 /** Fields every line carries that a person does not need to read. */
 const HIDDEN = new Set(["level", "time", "pid", "hostname", "service", "msg"]);
 

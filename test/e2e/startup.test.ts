@@ -23,7 +23,7 @@ async function startUntil(args: string[], matcher: RegExp) {
     });
     child.once("exit", (code) => reject(new Error(`exited ${code} before listening: ${stdout}`)));
   });
-  return { child, line, stop: () => child.kill("SIGTERM") };
+  return { child, line, stdout: () => stdout, stop: () => child.kill("SIGTERM") };
 }
 
 describe("lmserve serve startup", () => {
@@ -94,6 +94,15 @@ describe("lmserve serve startup", () => {
       const match = /INFO {2}listening on (http:\/\/127\.0\.0\.1:\d+) \(UI at \/\)$/.exec(server.line);
       assert.ok(match, server.line);
       assert.doesNotMatch(server.line, /stop at/);
+      // One line per fact: Fastify's own "Server listening at" line is not printed beside ours.
+      assert.doesNotMatch(server.stdout(), /Server listening at/);
+      assert.equal(
+        server
+          .stdout()
+          .split("\n")
+          .filter((text) => /listening/i.test(text)).length,
+        1,
+      );
     } finally {
       server.stop();
     }
