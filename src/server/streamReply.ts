@@ -1,5 +1,8 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { ApiError } from "../errors.ts";
+import { onGenerationStart } from "../serving/generationStart.ts";
 import type { ChunkSink } from "../serving/streaming.ts";
+import { errorBody, errorHeaders } from "./errorBody.ts";
 import { observeStreamChunk, setRequestUsage } from "./requestLog.ts";
 import { type SseFraming, SseStream } from "./SseStream.ts";
 
@@ -37,12 +40,17 @@ export async function planUnder<T>(signal: AbortSignal, plan: Promise<T>): Promi
 /**
  * Runs a streamed response. `start` receives the chunk sink and must do its admission checks
  * synchronously: an error it throws before returning is answered as a normal JSON error, since nothing
- * has been written yet. After that the response is an SSE stream (headers sent at once), framed as
- * `framing` says (default: OpenAI's chat framing).
+ * has been written yet. The SSE headers (200) go out once the request is admitted, that is when its
+ * generation takes a slot (`serving/generationStart.ts`, reported under `signal`), or when it ends
+ * without one (its error event); chunks sent before (a chat stream's `role` chunk) follow the headers; the stream is framed as `framing` says (default: OpenAI's chat framing).
+ * A request the server ends while it still waits for a slot (graceful shutdown, issue 31; the request
+ * timeout) therefore gets that error's status and JSON body (503 `shutting_down`), as a non-streamed
+ * request does, instead of a 200 with an error event.
  */
 export async function openStream(
   request: FastifyRequest,
   reply: FastifyReply,
+  signal: AbortSignal,
   start: (sink: ChunkSink) => Promise<void>,
   framing: SseFraming = {},
 ): Promise<FastifyReply> {
@@ -54,19 +62,39 @@ export async function openStream(
     );
     reply.hijack();
     stream = new SseStream(reply.raw, headers, framing);
+    for (const payload of held.splice(0)) stream.send(payload);
     return stream;
   };
+  /** Chunks sent before admission (the chat stream's first `role` chunk): they follow the headers. */
+  const held: unknown[] = [];
+  let admitted = false;
+  /** True when the request was ended before admission: its answer is a JSON error, not a stream. */
+  const endedBeforeAdmission = () => stream === undefined && signal.aborted;
   const sink: ChunkSink = {
     send: (payload) => {
       observeStreamChunk(request, payload); // usage (and, with --log-requests, text) for the request log
-      open().send(payload);
+      if (admitted) open().send(payload);
+      else held.push(payload);
     },
-    fail: (error) => open().fail(error),
-    end: () => open().end(),
+    fail: (error) => {
+      if (!endedBeforeAdmission()) open().fail(error);
+    },
+    end: () => {
+      if (!endedBeforeAdmission()) open().end();
+    },
     reportUsage: (usage) => setRequestUsage(request, usage),
   };
+  onGenerationStart(signal, () => {
+    admitted = true;
+    if (!signal.aborted) open();
+  });
   const done = start(sink);
-  open();
   await done;
+  if (stream === undefined && !reply.sent && !reply.raw.destroyed) {
+    const reason: unknown = signal.reason;
+    if (reason instanceof ApiError) {
+      reply.code(reason.status).headers(errorHeaders(reason)).send(errorBody(reason));
+    } else open().end();
+  }
   return reply;
 }

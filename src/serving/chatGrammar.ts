@@ -7,7 +7,7 @@
  * whole output as written, thinking included, so a client can constrain (or skip) the thinking too.
  */
 import type { Grammar } from "../engine/types.ts";
-import { badRequest } from "../errors.ts";
+import { ApiError, badRequest } from "../errors.ts";
 import type { ToolCalling } from "./chatTools.ts";
 import { compileGuided, grammarForGbnf } from "./guidedDecoding.ts";
 import type { RequestFields } from "./requestFields.ts";
@@ -45,7 +45,7 @@ const THINK_MARKUP: ThinkingGrammarMarkup = {
  * A forced `tool_choice` with another constraint was refused before (`requestChecks.ts`).
  * @throws ApiError 400 for `nvext.max_thinking_tokens` with a GBNF grammar while reasoning is parsed (the
  *   close text could break the grammar), and the compile errors of the constraint or of the tools' parameter schemas
- *   (param `tools`).
+ *   (param `tools[i].function.parameters`, pointers relative to those parameters).
  */
 export async function chatGrammar(
   fields: RequestFields,
@@ -62,7 +62,9 @@ export async function chatGrammar(
       whitespacePattern,
       signal,
       whitespacePatternParam,
-    );
+    ).catch((error: unknown) => {
+      throw error instanceof ApiError ? inToolParameters(error, tools.schemaTools ?? []) : error;
+    });
     compiled = { gbnf, param: "tools", answerOnly: true };
   } else if (constraint) {
     const gbnf = await compileGuided(constraint, whitespacePattern, signal, whitespacePatternParam);
@@ -78,6 +80,27 @@ export async function chatGrammar(
   const wrap = thinking !== "none" && compiled.answerOnly;
   const gbnf = wrap ? allowThinking(compiled.gbnf, thinking === "open", markup) : compiled.gbnf;
   return grammarForGbnf(gbnf, compiled.param);
+}
+
+/** A JSON pointer into the forced call schema's `arguments` (`toolSchema.ts`): `#[/items][/anyOf/K]/properties/arguments`. */
+const ARGUMENTS_POINTER = /#(?:\/items)?(?:\/anyOf\/(\d+))?\/properties\/arguments(?=[/'" ]|$)/g;
+
+/**
+ * A compile error of the forced tool-call schema, told against the client's own schema: param
+ * `tools[i].function.parameters` (as vLLM names the field) and JSON pointers relative to those parameters
+ * (`#/properties/x/pattern`, not lmserve's wrapper `#/anyOf/0/properties/arguments/properties/x/pattern`).
+ * An error that points at no tool's parameters is returned as it is (param `tools`).
+ * @param schemaTools the index in `tools` of each call option of the schema (`ToolCalling.schemaTools`).
+ */
+function inToolParameters(error: ApiError, schemaTools: readonly number[]): ApiError {
+  if (error.status !== 400) return error;
+  let tool: number | undefined;
+  const message = error.message.replace(ARGUMENTS_POINTER, (_, option: string | undefined) => {
+    tool ??= schemaTools[option === undefined ? 0 : Number(option)];
+    return "#";
+  });
+  if (tool === undefined || tool < 0) return error;
+  return badRequest(message, `tools[${tool}].function.parameters`, error.code);
 }
 
 /** llama.cpp's GBNF name characters (`is_word_char`). */

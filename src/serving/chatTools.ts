@@ -29,6 +29,12 @@ export type ToolCalling = {
   schema: JsonSchema | undefined;
   /** False when `parallel_tool_calls` is false: at most one call is returned (the first). */
   parallel: boolean;
+  /**
+   * `forced` only: the index in `tools` of each call option of `schema`, in its order (every tool for
+   * `"required"`, the named one otherwise), so that a compile error is reported against the client's
+   * `tools[i].function.parameters` (`chatGrammar.ts`).
+   */
+  schemaTools?: readonly number[];
 };
 
 /**
@@ -61,7 +67,17 @@ export function resolveToolCalling(
     return { mode: "none", parser: undefined, schema: undefined, parallel };
   }
   const schema = toolChoiceToJsonSchema(tools, choice, body.parallel_tool_calls === true);
-  if (schema) return { mode: "forced", parser: "generic", schema, parallel };
+  if (schema) {
+    const schemaTools =
+      choice === "required"
+        ? tools.map((_, index) => index)
+        : [
+            tools.findIndex(
+              (tool) => typeof choice === "object" && tool.function.name === choice.function.name,
+            ),
+          ];
+    return { mode: "forced", parser: "generic", schema, parallel, schemaTools };
+  }
   return {
     mode: "auto",
     parser: configuredParser ?? detectToolParser(template),

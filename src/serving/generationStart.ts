@@ -5,17 +5,22 @@
  * signal, the one thing both layers hold; serving reports it from the engine's `onStart` (the job took a
  * slot) or its first output.
  */
-const listeners = new WeakMap<AbortSignal, () => void>();
+const listeners = new WeakMap<AbortSignal, (() => void)[]>();
 
-/** Calls `listener` once, when {@link reportGenerationStart} is first called for `signal`. */
+/**
+ * Calls `listener` once, when {@link reportGenerationStart} is first called for `signal` (each
+ * listener registered for a signal is called, in order: shutdown's bookkeeping and the stream's headers).
+ */
 export function onGenerationStart(signal: AbortSignal, listener: () => void): void {
-  listeners.set(signal, listener);
+  const list = listeners.get(signal);
+  if (list) list.push(listener);
+  else listeners.set(signal, [listener]);
 }
 
 /** Reports that a generation of the request behind `signal` has produced output (idempotent). */
 export function reportGenerationStart(signal: AbortSignal): void {
-  const listener = listeners.get(signal);
-  if (!listener) return;
+  const list = listeners.get(signal);
+  if (!list) return;
   listeners.delete(signal);
-  listener();
+  for (const listener of list) listener();
 }

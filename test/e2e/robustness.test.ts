@@ -11,8 +11,14 @@ import { after, before, describe, it } from "node:test";
 import { defaultModelPath } from "../../src/paths.ts";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
 
-/** Polls `GET url` every 50 ms until `stop()`; returns the slowest answer in ms and whether all were 200. */
-function pollHealth(url: string): { stop(): Promise<{ slowestMs: number; allOk: boolean; count: number }> } {
+/**
+ * Polls `GET url` every 50 ms until `stop()`; `answered()` counts the answers so far, `stop()` returns the
+ * slowest answer in ms and whether all were 200.
+ */
+function pollHealth(url: string): {
+  answered(): number;
+  stop(): Promise<{ slowestMs: number; allOk: boolean; count: number }>;
+} {
   let running = true;
   let slowestMs = 0;
   let allOk = true;
@@ -29,6 +35,7 @@ function pollHealth(url: string): { stop(): Promise<{ slowestMs: number; allOk: 
     }
   })();
   return {
+    answered: () => count,
     stop: async () => {
       running = false;
       await loop;
@@ -65,7 +72,7 @@ describe("no single request stops the server", () => {
     assert.doesNotMatch(body.error.message, /longer than/);
   });
 
-  it("ends nested loops at the deadline with a 400 while /health stays fast", async () => {
+  it("ends nested loops at the deadline with a 400 while /health stays fast", async (t) => {
     const health = pollHealth(server.url);
     const started = Date.now();
     const [chatResponse, tokenizeResponse] = await Promise.all([
@@ -77,6 +84,7 @@ describe("no single request stops the server", () => {
       }),
     ]);
     const elapsed = Date.now() - started;
+    const answeredDuring = health.answered();
     const { slowestMs, allOk, count } = await health.stop();
     for (const response of [chatResponse, tokenizeResponse]) {
       assert.equal(response.status, 400);

@@ -43,6 +43,16 @@ async function runningAtLeast(server: TestServer, count: number): Promise<void> 
   assert.fail(`fewer than ${count} requests ever held a slot`);
 }
 
+/** Waits (up to 60 s) until at least `count` requests wait in the queue, as `/metrics` reports. */
+async function waitingAtLeast(server: TestServer, count: number): Promise<void> {
+  for (let attempt = 0; attempt < 1200; attempt++) {
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    if (Number(/^vllm:num_requests_waiting\{[^}]*\} (\S+)/m.exec(metrics)?.[1]) >= count) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`fewer than ${count} requests ever waited in the queue`);
+}
+
 /** The SSE `data:` payloads of a response as they arrive (JSON-parsed; `[DONE]` kept as the string). */
 async function* sseEvents(response: Response): AsyncGenerator<unknown> {
   for await (const data of sseData(response.body as ReadableStream<Uint8Array>)) {
@@ -124,7 +134,7 @@ describe("graceful shutdown", () => {
     assert.doesNotMatch(server.stderr(), /Unhandled|uncaught|Error:/i);
   });
 
-  it("answers a request still queued at SIGTERM with 503 at once, while the running one keeps going (issue #14)", async () => {
+  it("answers requests still queued at SIGTERM, plain and streamed, with 503 while the running one keeps going (issues #14, #31)", async () => {
     const server = await startTestServer([
       "--shutdown-timeout",
       "3600",
@@ -133,30 +143,42 @@ describe("graceful shutdown", () => {
       "--max-model-len",
       "2048",
     ]);
-    // One slot: the stream runs (to the end of the 2048-token context), the plain request waits in the queue.
-    // The drain deadline is beyond any machine's time for 2048 tokens (15.8 s alone on 2 cores, more when loaded).
+    // One slot: the stream runs (to the end of the 2048-token context), the other two wait in the queue.
+    // The drain deadline is beyond any machine's time for 2048 tokens.
     const response = await server.post("/v1/chat/completions", { model: TEST_MODEL, messages, stream: true });
     assert.equal(response.status, 200);
-    const events = sseEvents(response);
-    const first = await events.next();
-    assert.ok(!first.done);
-    const queued = server.post("/v1/chat/completions", { model: TEST_MODEL, messages, max_tokens: 4 });
-    await new Promise((resolve) => setTimeout(resolve, 200)); // the plain request reaches the queue
-    const signalledAt = Date.now();
-    const exited = server.stop();
-    const refused = await queued;
-    const refusedAfter = Date.now() - signalledAt;
-    assert.equal(refused.status, 503);
-    assert.equal(((await refused.json()) as { error: { code: string } }).error.code, "shutting_down");
-    assert.ok(refusedAfter < 1_500, `the queued request waited ${refusedAfter} ms after SIGTERM`);
-    // The running stream was not cut: it goes on after the queued request's 503, to its natural end.
-    let contentAfter = 0;
+    // The running stream is read in the background; `order` records what happened when.
+    const order: string[] = [];
+    let contentAfterRefusals = 0;
     const rest: unknown[] = [];
-    for await (const event of { [Symbol.asyncIterator]: () => events }) {
-      rest.push(event);
-      if ((event as Chunk).choices?.[0]?.delta.content) contentAfter++;
+    const reading = (async () => {
+      for await (const event of sseEvents(response)) {
+        rest.push(event);
+        if ((event as Chunk).choices?.[0]?.delta.content && order.includes("refused")) contentAfterRefusals++;
+      }
+      order.push("stream done");
+    })();
+    const queuedPlain = server.post("/v1/chat/completions", { model: TEST_MODEL, messages, max_tokens: 4 });
+    const queuedStream = server.post("/v1/chat/completions", {
+      model: TEST_MODEL,
+      messages,
+      max_tokens: 4,
+      stream: true,
+    });
+    await waitingAtLeast(server, 2);
+    const exited = server.stop();
+    const refused = await Promise.all([queuedPlain, queuedStream]);
+    order.push("refused");
+    for (const answer of refused) {
+      // The streamed one too: no 200 and SSE error event, its headers wait for a slot it never got.
+      assert.equal(answer.status, 503);
+      assert.match(answer.headers.get("content-type") ?? "", /application\/json/);
+      assert.equal(((await answer.json()) as { error: { code: string } }).error.code, "shutting_down");
     }
-    assert.ok(contentAfter > 0, "the running stream kept producing after SIGTERM");
+    await reading;
+    // At once: both were answered while the running stream was still producing, and it went on after them.
+    assert.deepEqual(order, ["refused", "stream done"]);
+    assert.ok(contentAfterRefusals > 0, "the running stream kept producing after the 503s");
     assert.equal(rest.at(-1), "[DONE]");
     assert.ok(
       (rest.slice(0, -1) as Chunk[]).every((chunk) => chunk.error === undefined),
@@ -164,7 +186,7 @@ describe("graceful shutdown", () => {
     );
     assert.equal(await exited, 0);
     const closed = server.logs.find((line) => line.msg === "server closed");
-    assert.equal(closed?.abortedWaiting, 1);
+    assert.equal(closed?.abortedWaiting, 2);
     assert.equal(closed?.aborted, 0);
   });
 });

@@ -29,6 +29,6 @@ export function registerChatRoutes(app: FastifyInstance, context: AppContext): v
       const response = await completeChat(plan, signal);
       return response ?? reply;
     }
-    return openStream(request, reply, (sink) => streamChat(plan, sink, signal));
+    return openStream(request, reply, signal, (sink) => streamChat(plan, sink, signal));
   });
 }

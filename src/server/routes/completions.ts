@@ -27,6 +27,6 @@ export function registerCompletionRoutes(app: FastifyInstance, context: AppConte
       const response = await completeCompletion(plan, signal);
       return response ?? reply;
     }
-    return openStream(request, reply, (sink) => streamCompletion(plan, sink, signal));
+    return openStream(request, reply, signal, (sink) => streamCompletion(plan, sink, signal));
   });
 }

@@ -38,7 +38,7 @@ export function registerMessagesRoutes(app: FastifyInstance, context: AppContext
       const response = await completeMessages(plan, signal);
       return response ?? reply;
     }
-    return openStream(request, reply, (sink) => streamMessages(plan, sink, signal), {
+    return openStream(request, reply, signal, (sink) => streamMessages(plan, sink, signal), {
       done: false,
       eventName: (payload) => (payload as { type?: string }).type,
     });

@@ -30,7 +30,7 @@ export function registerResponsesRoutes(app: FastifyInstance, context: AppContex
       const response = await completeResponse(plan, signal);
       return response ?? reply;
     }
-    return openStream(request, reply, (sink) => streamResponse(plan, sink, signal), {
+    return openStream(request, reply, signal, (sink) => streamResponse(plan, sink, signal), {
       done: false,
       eventName: (payload) => (payload as { type?: string }).type,
     });

@@ -41,7 +41,6 @@ describe("TemplateSandbox", () => {
   });
 
   it("refuses a range() over 100,000 items at once (jinja2's sandbox MAX_RANGE)", async () => {
-    const started = Date.now();
     const error = await rejection(
       renderChatTemplateSandboxed("{% for i in range(1000000000) %}x{% endfor %}", context, sandbox),
     );
@@ -50,7 +49,8 @@ describe("TemplateSandbox", () => {
     assert.equal(error.param, "chat_template");
     assert.equal(error.code, "chat_template_limit");
     assert.match(error.message, /range\(\) of 1000000000 items/);
-    assert.ok(Date.now() - started < 1_000, "refused before the deadline");
+    // Refused by the range limit before rendering, not stopped at the render deadline.
+    assert.doesNotMatch(error.message, /longer than/);
     // The limit is the sandbox's: 100,000 items is still allowed.
     const ok = await sandbox.render("{{ range(100000) | length }}", {});
     assert.equal(ok, "100000");
@@ -111,12 +111,15 @@ describe("TemplateSandbox", () => {
   });
 
   it("runs renders side by side: one stuck worker does not hold up another", async () => {
+    let stuckEnded = false;
     const stuck = rejection(
       sandbox.render("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", {}),
-    );
-    const started = Date.now();
+    ).finally(() => {
+      stuckEnded = true;
+    });
     assert.equal(await sandbox.render("{{ 'fast' }}", {}), "fast");
-    assert.ok(Date.now() - started < 900, "the second worker answered before the deadline");
+    // Order, not time: the second render answered while the stuck one was still running to its deadline.
+    assert.equal(stuckEnded, false, "the second worker answered only after the stuck render ended");
     assert.ok((await stuck) instanceof TemplateRenderError);
   });
 });

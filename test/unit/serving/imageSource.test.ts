@@ -206,9 +206,8 @@ describe("loadImage: http(s)", () => {
   });
 
   test("a slow server times out", async () => {
-    const started = performance.now();
+    // /slow never answers: the refusal itself shows the 0.2 s timeout ended the wait.
     await refused(`${base}/slow`, /longer than 0\.2 s/, { allowPrivate: true, timeoutMs: 200 });
-    assert.ok(performance.now() - started < 2000);
   });
 
   test("a 404 is a 400 naming the status", async () => {
