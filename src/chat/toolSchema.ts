@@ -41,16 +41,16 @@ function rebaseRefs(schema: unknown, at: string): unknown {
  * The schema of one call of `tool`: `{"name": <const>, "arguments": <its parameters>}`, name first, at
  * JSON pointer `at` of the forced schema.
  */
-function callSchema(tool: ChatTool, at: string): JsonSchema {
+function callSchema(tool: ChatTool, at: string, argumentsKey: string): JsonSchema {
   return {
     type: "object",
     properties: {
       name: { type: "string", const: tool.function.name },
-      arguments: hasKeys(tool.function.parameters)
-        ? rebaseRefs(tool.function.parameters, `${at}/properties/arguments`)
+      [argumentsKey]: hasKeys(tool.function.parameters)
+        ? rebaseRefs(tool.function.parameters, `${at}/properties/${argumentsKey}`)
         : { type: "object", properties: {} },
     },
-    required: ["name", "arguments"],
+    required: ["name", argumentsKey],
     additionalProperties: false,
   };
 }
@@ -68,6 +68,8 @@ function callSchema(tool: ChatTool, at: string): JsonSchema {
  *
  * This follows vLLM's `_get_json_schema_from_tool` for `"required"` (array of `{name, parameters}`
  * objects, here with `arguments` as OpenAI names the field), extended to single calls and named choices.
+ * `argumentsKey` renames the `arguments` property (Llama 3's native `parameters`); defaults to
+ * `"arguments"`.
  * Local `$ref`s in `parameters` (Pydantic's `#/$defs/...`) are rewritten to where the parameters stand.
  * Throws 400 (`param: "tool_choice"`) when a named function is not among `tools`, and 400
  * (`param: "tools"`) when `"required"` or a named choice comes without tools.
@@ -76,6 +78,7 @@ export function toolChoiceToJsonSchema(
   tools: readonly ChatTool[] | undefined,
   toolChoice: ToolChoice | undefined,
   parallel: boolean,
+  argumentsKey = "arguments",
 ): JsonSchema | undefined {
   if (toolChoice === undefined || toolChoice === "none" || toolChoice === "auto") return undefined;
   if (!tools || tools.length === 0) {
@@ -84,7 +87,9 @@ export function toolChoiceToJsonSchema(
   let item: JsonSchema;
   const at = parallel ? "#/items" : "#";
   if (toolChoice === "required") {
-    const options = tools.map((tool, i) => callSchema(tool, tools.length === 1 ? at : `${at}/anyOf/${i}`));
+    const options = tools.map((tool, i) =>
+      callSchema(tool, tools.length === 1 ? at : `${at}/anyOf/${i}`, argumentsKey),
+    );
     item = options.length === 1 ? (options[0] as JsonSchema) : { anyOf: options };
   } else {
     const wanted = toolChoice.function.name;
@@ -95,7 +100,7 @@ export function toolChoiceToJsonSchema(
         "tool_choice",
       );
     }
-    item = callSchema(tool, at);
+    item = callSchema(tool, at, argumentsKey);
   }
   return parallel ? { type: "array", items: item, minItems: 1 } : item;
 }

@@ -8,7 +8,7 @@
  */
 import type { Grammar } from "../engine/types.ts";
 import { ApiError, badRequest } from "../errors.ts";
-import type { ToolCalling } from "./chatTools.ts";
+import type { ToolCalling, ToolCallMarkup } from "./chatTools.ts";
 import { compileGuided, grammarForGbnf } from "./guidedDecoding.ts";
 import type { RequestFields } from "./requestFields.ts";
 
@@ -65,7 +65,11 @@ export async function chatGrammar(
     ).catch((error: unknown) => {
       throw error instanceof ApiError ? inToolParameters(error, tools.schemaTools ?? []) : error;
     });
-    compiled = { gbnf, param: "tools", answerOnly: true };
+    compiled = {
+      gbnf: tools.markup ? wrapCalls(gbnf, tools.markup) : gbnf,
+      param: "tools",
+      answerOnly: true,
+    };
   } else if (constraint) {
     const gbnf = await compileGuided(constraint, whitespacePattern, signal, whitespacePatternParam);
     compiled = { gbnf, param: constraint.param, answerOnly: constraint.kind !== "grammar" };
@@ -141,6 +145,37 @@ function mapGbnfNames(gbnf: string, onName: (name: string) => string): string {
     i = end;
   }
   return out;
+}
+
+/** A GBNF string literal for `text` (quotes, backslashes and control characters escaped). */
+function gbnfLiteral(text: string): string {
+  return JSON.stringify(text);
+}
+
+/**
+ * Wraps the grammar of one JSON tool call (root rule `root`) in a family's native markup:
+ *
+ * ```
+ * root ::= open C-call close ( separator open C-call close )*     (the repetition only with `repeat`)
+ * ```
+ *
+ * `C` is a rule-name prefix the grammar does not use; the call grammar's `root` becomes `C-call`.
+ * Empty literals are left out (llama.cpp's parser accepts `""`, but nothing is clearer).
+ */
+export function wrapCalls(gbnf: string, markup: ToolCallMarkup): string {
+  const names = new Set<string>();
+  mapGbnfNames(gbnf, (name) => {
+    names.add(name);
+    return name;
+  });
+  let prefix = "lmserve-tool";
+  while ([...names].some((name) => name.startsWith(prefix))) prefix += "x";
+  const call = `${prefix}-call`;
+  const renamed = mapGbnfNames(gbnf, (name) => (name === "root" ? call : name));
+  const literal = (text: string) => (text === "" ? "" : `${gbnfLiteral(text)} `);
+  const one = `${literal(markup.open)}${call} ${literal(markup.close)}`.trim();
+  const root = markup.repeat ? `${one} ( ${literal(markup.separator)}${one} )*` : one;
+  return [`root ::= ${root}`, renamed].join("\n");
 }
 
 /**

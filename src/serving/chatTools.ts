@@ -3,7 +3,12 @@
  * checked as vLLM's `ChatCompletionRequest.check_tool_usage` does, resolved to what the chat serving
  * does with the output (force it with a grammar, parse it, or leave it as content).
  */
-import { detectToolParser, type JsonSchema, toolChoiceToJsonSchema } from "../chat/index.ts";
+import {
+  detectToolParser,
+  type JsonSchema,
+  resolveToolParserName,
+  toolChoiceToJsonSchema,
+} from "../chat/index.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
 
@@ -14,7 +19,10 @@ import type { ChatCompletionRequest } from "../protocol/chat.ts";
  * - `auto` (`tool_choice` `"auto"` or absent, with tools): the model's free output is parsed by
  *   `parser`; without one (a template that renders no tools, e.g. the ChatML fallback, and no
  *   `--tool-call-parser`) the output is plain content;
- * - `forced` (`"required"` or a named function): a grammar built from `schema` forces the call(s),
+ * - `forced` (`"required"` or a named function): a grammar built from `schema` forces the call(s).
+ *   When the family's parser has a native forced format (`markup`; today `hermes` and, for one call,
+ *   `llama3_json`) the grammar writes the calls in that markup and that parser reads them back, so the
+ *   model writes what it was trained on; every other family falls back to the `generic` JSON form,
  *   which the `generic` parser reads back. It forces exactly one call unless `parallel_tool_calls` is
  *   explicitly true (then a JSON array of one or more calls, as vLLM forces for `"required"`): the
  *   default of llama-server, whose forced grammars also allow several calls only on request. OpenAI's
@@ -35,6 +43,46 @@ export type ToolCalling = {
    * `tools[i].function.parameters` (`chatGrammar.ts`).
    */
   schemaTools?: readonly number[];
+  /**
+   * `forced` only: the family's own markup around each forced call (`schema` is then one call's
+   * object, not an array), or undefined for the `generic` JSON form.
+   */
+  markup: ToolCallMarkup | undefined;
+};
+
+/**
+ * A family's native wrapping of one JSON tool call (`{"name": …, "<argumentsKey>": …}`) in forced
+ * output: `open` + call + `close`, repeated (separated by `separator`) when `repeat` is true.
+ */
+export type ToolCallMarkup = {
+  open: string;
+  close: string;
+  separator: string;
+  /**
+   * True when several consecutive calls may be forced: the family's parser reads them and the request
+   * set `parallel_tool_calls: true` (else exactly one call is forced).
+   */
+  repeat: boolean;
+  /** The key the family writes the arguments under (`arguments`, or `parameters` for Llama 3). */
+  argumentsKey: "arguments" | "parameters";
+};
+
+/**
+ * The families whose forced calls are written in their own markup; the others use the generic JSON
+ * form. `hermes`: `<tool_call>\n{json}\n</tool_call>` as the Hermes 2 Pro / Qwen2.5 / Qwen3 templates
+ * show it, several calls one after another (newline-separated); `llama3_json`: the bare
+ * `{"name": …, "parameters": …}` object of Meta's Llama 3.1+ templates, one call only (a forced
+ * `parallel_tool_calls: true` falls back to the generic array).
+ */
+const NATIVE_MARKUP: Partial<Record<string, ToolCallMarkup>> = {
+  hermes: {
+    open: "<tool_call>\n",
+    close: "\n</tool_call>",
+    separator: "\n",
+    repeat: true,
+    argumentsKey: "arguments",
+  },
+  llama3_json: { open: "", close: "", separator: "", repeat: false, argumentsKey: "parameters" },
 };
 
 /**
@@ -64,24 +112,29 @@ export function resolveToolCalling(
     seen.add(tool.function.name);
   });
   if (tools.length === 0 || choice === "none") {
-    return { mode: "none", parser: undefined, schema: undefined, parallel };
+    return { mode: "none", parser: undefined, schema: undefined, parallel, markup: undefined };
   }
-  const schema = toolChoiceToJsonSchema(tools, choice, body.parallel_tool_calls === true);
-  if (schema) {
-    const schemaTools =
-      choice === "required"
-        ? tools.map((_, index) => index)
-        : [
-            tools.findIndex(
-              (tool) => typeof choice === "object" && tool.function.name === choice.function.name,
-            ),
-          ];
-    return { mode: "forced", parser: "generic", schema, parallel, schemaTools };
+  const family = configuredParser ?? detectToolParser(template);
+  const manyCalls = body.parallel_tool_calls === true;
+  // The index in `tools` of each call option of a forced schema, for errors against the client's schema.
+  const schemaTools =
+    choice === "required"
+      ? tools.map((_, index) => index)
+      : [
+          tools.findIndex(
+            (tool) => typeof choice === "object" && tool.function.name === choice.function.name,
+          ),
+        ];
+  if (choice !== undefined && choice !== "auto") {
+    const name = family === undefined ? undefined : resolveToolParserName(family);
+    const markup = name === undefined ? undefined : NATIVE_MARKUP[name];
+    if (markup && (markup.repeat || !manyCalls)) {
+      const schema = toolChoiceToJsonSchema(tools, choice, false, markup.argumentsKey);
+      const forced = { ...markup, repeat: markup.repeat && manyCalls };
+      if (schema) return { mode: "forced", parser: name, schema, parallel, markup: forced, schemaTools };
+    }
   }
-  return {
-    mode: "auto",
-    parser: configuredParser ?? detectToolParser(template),
-    schema: undefined,
-    parallel,
-  };
+  const schema = toolChoiceToJsonSchema(tools, choice, manyCalls);
+  if (schema) return { mode: "forced", parser: "generic", schema, parallel, markup: undefined, schemaTools };
+  return { mode: "auto", parser: family, schema: undefined, parallel, markup: undefined };
 }
