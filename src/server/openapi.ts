@@ -119,6 +119,10 @@ export type RouteDoc = {
 /** Generation routes: a bad value, an unknown model, a schema violation, `--request-timeout` (504). */
 const GENERATION_ERRORS = [404, 422, 504];
 
+/** What the three rerank paths (Jina / llama-server, llama-server's, Cohere v2) share. */
+const RERANK_DESCRIPTION =
+  "A cross-encoder reranker (task `rerank`) scores each document against `query`: `results` sorted by `relevance_score` (the model's raw score, as llama-server's), best first, each with its `index`; `top_n` keeps the best N, `return_documents` adds each document. Another kind of model is a 400.";
+
 const PERCENTILES_SCHEMA = {
   type: "object",
   properties: { p50: { type: "number" }, p90: { type: "number" }, p99: { type: "number" } },
@@ -197,66 +201,36 @@ export const API_ROUTES: readonly RouteDoc[] = [
     response: "EmbeddingResponse",
     errors: [404, 422],
   },
-  {
-    method: "POST",
-    path: "/v1/rerank",
-    summary: "Rerank documents (Jina / llama-server)",
-    description:
-      "A cross-encoder reranker (task `rerank`) scores each document against `query`: `results` sorted by `relevance_score` (the model's raw score, as llama-server's), best first, each with its `index`; `top_n` keeps the best N, `return_documents` adds each document. Another kind of model is a 400.",
-    tag: "Generation",
-    auth: true,
-    request: ["RerankRequest"],
-    response: "RerankResponse",
-    errors: [400, 404, 422],
-  },
-  {
-    method: "POST",
-    path: "/rerank",
-    summary: "Rerank documents (llama-server's path)",
-    description:
-      "A cross-encoder reranker (task `rerank`) scores each document against `query`: `results` sorted by `relevance_score` (the model's raw score, as llama-server's), best first, each with its `index`; `top_n` keeps the best N, `return_documents` adds each document. Another kind of model is a 400.",
-    tag: "Generation",
-    auth: true,
-    request: ["RerankRequest"],
-    response: "RerankResponse",
-    errors: [400, 404, 422],
-  },
-  {
-    method: "POST",
-    path: "/v2/rerank",
-    summary: "Rerank documents (Cohere v2)",
-    description:
-      "A cross-encoder reranker (task `rerank`) scores each document against `query`: `results` sorted by `relevance_score` (the model's raw score, as llama-server's), best first, each with its `index`; `top_n` keeps the best N, `return_documents` adds each document. Another kind of model is a 400. Adds Cohere's `meta`.",
-    tag: "Generation",
-    auth: true,
-    request: ["RerankRequest"],
-    response: "RerankResponse",
-    errors: [400, 404, 422],
-  },
-  {
-    method: "POST",
-    path: "/score",
-    summary: "Score text pairs (vLLM)",
-    description:
-      "vLLM's score API on a reranker: `text_1` against each `text_2` (or pairwise when both are lists of one length); one `score` per pair, in order.",
-    tag: "Generation",
-    auth: true,
-    request: ["ScoreRequest"],
-    response: "ScoreResponse",
-    errors: [400, 404, 422],
-  },
-  {
-    method: "POST",
-    path: "/v1/score",
-    summary: "Score text pairs (vLLM)",
-    description:
-      "vLLM's score API on a reranker: `text_1` against each `text_2` (or pairwise when both are lists of one length); one `score` per pair, in order.",
-    tag: "Generation",
-    auth: true,
-    request: ["ScoreRequest"],
-    response: "ScoreResponse",
-    errors: [400, 404, 422],
-  },
+  ...["/v1/rerank", "/rerank", "/v2/rerank"].map(
+    (path): RouteDoc => ({
+      method: "POST",
+      path,
+      summary:
+        path === "/v2/rerank"
+          ? "Rerank documents (Cohere v2)"
+          : `Rerank documents (${path === "/rerank" ? "llama-server's path" : "Jina / llama-server"})`,
+      description: `${RERANK_DESCRIPTION}${path === "/v2/rerank" ? " Adds Cohere's `meta`." : ""}`,
+      tag: "Generation",
+      auth: true,
+      request: ["RerankRequest"],
+      response: "RerankResponse",
+      errors: [400, 404, 422],
+    }),
+  ),
+  ...["/score", "/v1/score"].map(
+    (path): RouteDoc => ({
+      method: "POST",
+      path,
+      summary: "Score text pairs (vLLM)",
+      description:
+        "vLLM's score API on a reranker: `text_1` against each `text_2` (or pairwise when both are lists of one length); one `score` per pair, in order.",
+      tag: "Generation",
+      auth: true,
+      request: ["ScoreRequest"],
+      response: "ScoreResponse",
+      errors: [400, 404, 422],
+    }),
+  ),
   {
     method: "POST",
     path: "/v1/responses",
