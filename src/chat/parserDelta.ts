@@ -46,6 +46,40 @@ export interface StreamParser {
   end(): ParserDelta;
 }
 
+/**
+ * The shared frame of a {@link StreamParser} that builds its own {@link ParserDelta}: text accumulates in
+ * `buf`, `run(final)` moves what is decided into `delta`, and each `feed` / `end` hands the delta over and
+ * starts a new one. Subclasses implement `run` as their own state machine.
+ */
+export abstract class BufferedStreamParser implements StreamParser {
+  /** Text received and not yet decided. */
+  protected buf = "";
+  /** What is decided since the last `feed` / `end`. */
+  protected delta: ParserDelta = {};
+
+  /** Takes the next piece of generated text; returns what is decided so far. */
+  feed(delta: string): ParserDelta {
+    this.buf += delta;
+    this.run(false);
+    return this.take();
+  }
+
+  /** Generation stopped: flushes (or falls back) whatever was held back. */
+  end(): ParserDelta {
+    this.run(true);
+    return this.take();
+  }
+
+  /** Advances the state machine over `buf`; with `final`, nothing more will come. */
+  protected abstract run(final: boolean): void;
+
+  private take(): ParserDelta {
+    const out = this.delta;
+    this.delta = {};
+    return out;
+  }
+}
+
 /** OpenAI's streaming tool-call fragment (`choices[].delta.tool_calls[]`). */
 export type OpenAIToolCallDelta = {
   index: number;

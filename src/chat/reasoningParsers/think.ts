@@ -3,7 +3,7 @@
  * reasoning parsers, llama.cpp's `--reasoning-format deepseek`), and the same reading with another
  * family's markers (Seed-OSS `<seed:think>`, Mistral `[THINK]`, Command-A `<|START_THINKING|>`, …).
  */
-import type { ParserDelta, StreamParser } from "../parserDelta.ts";
+import { BufferedStreamParser, type StreamParser } from "../parserDelta.ts";
 import { isJsonSpace, partialTagSuffix, skipSpace } from "../textScan.ts";
 
 /** Options of {@link ThinkReasoningParser}. */
@@ -48,17 +48,16 @@ export interface ReasoningParser extends StreamParser {
  * Whitespace and a possible start of a tag are held back until decided, so any split of the stream yields
  * the same result.
  */
-export class ThinkReasoningParser implements ReasoningParser {
+export class ThinkReasoningParser extends BufferedStreamParser implements ReasoningParser {
   readonly closeText: string;
   private readonly startsInThinking: boolean;
   private readonly open: string;
   private readonly close: string;
-  private buf = "";
   private state: "start" | "reasoning" | "afterClose" | "content";
   private reasoningStarted = false;
-  private delta: ParserDelta = {};
 
   constructor(options: ThinkParserOptions = {}) {
+    super();
     this.startsInThinking = options.startsInThinking ?? false;
     this.open = options.open ?? "<think>";
     this.close = options.close ?? "</think>";
@@ -71,25 +70,6 @@ export class ThinkReasoningParser implements ReasoningParser {
     return this.state === "reasoning" || (this.state === "start" && this.startsInThinking);
   }
 
-  /** Takes the next piece of generated text; returns what is decided so far. */
-  feed(delta: string): ParserDelta {
-    this.buf += delta;
-    this.run(false);
-    return this.take();
-  }
-
-  /** Generation stopped: flushes (or falls back) whatever was held back. */
-  end(): ParserDelta {
-    this.run(true);
-    return this.take();
-  }
-
-  private take(): ParserDelta {
-    const out = this.delta;
-    this.delta = {};
-    return out;
-  }
-
   private emitReasoning(text: string): void {
     const piece = this.reasoningStarted ? text : text.slice(skipSpace(text));
     if (piece === "") return;
@@ -97,7 +77,7 @@ export class ThinkReasoningParser implements ReasoningParser {
     this.delta.reasoning = (this.delta.reasoning ?? "") + piece;
   }
 
-  private run(final: boolean): void {
+  protected run(final: boolean): void {
     for (;;) {
       if (this.state === "start") {
         const rest = this.buf.slice(skipSpace(this.buf));

@@ -6,7 +6,7 @@
  * `to=functions.NAME` is a call of NAME with BODY as its JSON arguments. As vLLM's `openai_gptoss`
  * reasoning parser and `openai` tool parser, llama.cpp's `COMMON_CHAT_FORMAT_GPT_OSS`.
  */
-import type { ParserDelta } from "../parserDelta.ts";
+import { BufferedStreamParser } from "../parserDelta.ts";
 import type { ReasoningParser } from "../reasoningParsers/think.ts";
 import { partialTagSuffix, skipSpace } from "../textScan.ts";
 import { newToolCallId } from "./common.ts";
@@ -42,18 +42,17 @@ type Route = { kind: "reasoning" } | { kind: "content" } | { kind: "call"; name:
  * `closeText` (`<|end|><|start|>assistant`, for `max_thinking_tokens`) ends it so the model goes on with
  * its next message.
  */
-export class HarmonyParser implements ReasoningParser {
+export class HarmonyParser extends BufferedStreamParser implements ReasoningParser {
   readonly closeText = "<|end|><|start|>assistant";
   private readonly parseCalls: boolean;
   private readonly newId: () => string;
-  private buf = "";
   private state: "messageStart" | "header" | "body" | "raw" = "messageStart";
   private route: Route = { kind: "content" };
   private callBody = "";
   private calls = 0;
-  private delta: ParserDelta = {};
 
   constructor(options: HarmonyParserOptions = {}) {
+    super();
     this.parseCalls = options.parseCalls ?? true;
     this.newId = options.newId ?? newToolCallId;
   }
@@ -61,25 +60,6 @@ export class HarmonyParser implements ReasoningParser {
   /** True inside an analysis (reasoning) body. */
   inReasoning(): boolean {
     return this.state === "body" && this.route.kind === "reasoning";
-  }
-
-  /** Takes the next piece of generated text; returns what is decided so far. */
-  feed(delta: string): ParserDelta {
-    this.buf += delta;
-    this.run(false);
-    return this.take();
-  }
-
-  /** Generation stopped: flushes what was held back and ends an open message. */
-  end(): ParserDelta {
-    this.run(true);
-    return this.take();
-  }
-
-  private take(): ParserDelta {
-    const out = this.delta;
-    this.delta = {};
-    return out;
   }
 
   private emit(route: Route, text: string): void {
@@ -110,7 +90,7 @@ export class HarmonyParser implements ReasoningParser {
     this.state = "messageStart";
   }
 
-  private run(final: boolean): void {
+  protected run(final: boolean): void {
     for (;;) {
       if (this.state === "raw") {
         this.emit({ kind: "content" }, this.buf);
