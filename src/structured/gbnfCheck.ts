@@ -436,7 +436,7 @@ const FAN_OUT_CEILING = 2 ** 31;
  * (left recursion was refused), so one post-order walk over it computes every rule once.
  */
 function stackFanOut(rules: Rule[]): Float64Array {
-  const mayBeEmpty = rules.map((rule) => rule.some((alt) => alt.length === 0));
+  const mayBeEmpty = nullableRules(rules);
   const fanOut = new Float64Array(rules.length).fill(-1);
   /** The fan-out of `alt` from element `index`, or the id of a rule still to compute first. */
   const sequence = (alt: Element[], index: number): number | { needs: number } => {
@@ -483,6 +483,26 @@ function stackFanOut(rules: Rule[]): Float64Array {
     }
   }
   return fanOut;
+}
+
+/**
+ * Per rule, whether it can match the empty text: it has an alternative whose elements are all rules that
+ * can (a fixpoint; `r ::= s s`, `s ::= "a" | ""` makes `r` nullable too). llama.cpp's stack expansion
+ * passes through such rules to the next element, so nested nullable rules multiply its stacks.
+ */
+function nullableRules(rules: Rule[]): boolean[] {
+  const nullable = rules.map((rule) => rule.some((alt) => alt.length === 0));
+  for (let changed = true; changed; ) {
+    changed = false;
+    rules.forEach((rule, id) => {
+      if (nullable[id]) return;
+      if (rule.some((alt) => alt.every((el) => el !== TERMINAL && nullable[el]))) {
+        nullable[id] = true;
+        changed = true;
+      }
+    });
+  }
+  return nullable;
 }
 
 /**

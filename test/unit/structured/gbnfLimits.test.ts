@@ -90,3 +90,24 @@ describe("optional items in a row (issue 31: ambiguous parse stacks)", () => {
     );
   });
 });
+
+describe("rules that can be empty only through other rules (QA: a 30-level grammar froze the server)", () => {
+  /** `r_i ::= r_{i+1} r_{i+1} | "a"` for `levels` levels, the last rule able to be empty. */
+  const nestedNullable = (levels: number) => {
+    const lines = ['root ::= r0 "c"'];
+    for (let i = 0; i < levels; i++) lines.push(`r${i} ::= r${i + 1} r${i + 1} | "a"`);
+    lines.push(`r${levels} ::= "a" | "b" | ""`);
+    return lines.join("\n");
+  };
+
+  test("a rule whose every element can be empty counts as empty: the paths multiply per level", () => {
+    // r1 opens 3; r0 opens both references' 3 + 3, the empty way through them and its own "a" (8); root
+    // opens r0's 8 and, since r0 can be empty, the "c" after it.
+    assert.equal(checkGbnf(nestedNullable(1)).maxFanOut, 3 + 3 + 1 + 1 + 1);
+    checkGbnfText(nestedNullable(9));
+  });
+
+  test("30 levels are refused with a 400 naming the bound, at once", () => {
+    assert.match(refusal(nestedNullable(30)).message, new RegExp(`at most ${GBNF_LIMITS.fanOut}`));
+  });
+});
