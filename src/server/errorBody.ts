@@ -51,14 +51,18 @@ export function anthropicErrorBody(error: ApiError): AnthropicErrorBody {
 
 /**
  * Sends an error as the JSON error body (headers already sent: the connection is just closed); on the
- * Anthropic routes (`/v1/messages*`) in Anthropic's shape.
+ * Anthropic routes (`/v1/messages*`) in Anthropic's shape, where a schema violation (our 422, FastAPI's
+ * status as vLLM returns it) is a 400 `invalid_request_error`, as Anthropic's API answers a missing
+ * `max_tokens`.
  */
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   // A changed model file is logged once, by its watch (startServer.ts), not on every refused request.
   if (error.status >= 500 && error.code !== "model_file_changed")
     request.log.error({ err: error.cause ?? error }, "request failed");
-  const body = isAnthropicPath(request.url) ? anthropicErrorBody(error) : errorBody(error);
-  return reply.code(error.status).headers(errorHeaders(error)).send(body);
+  const anthropic = isAnthropicPath(request.url);
+  const body = anthropic ? anthropicErrorBody(error) : errorBody(error);
+  const status = anthropic && error.status === 422 ? 400 : error.status;
+  return reply.code(status).headers(errorHeaders(error)).send(body);
 }
 
 /** Paths answered in Anthropic's shape, errors included (see {@link sendError}). */

@@ -184,7 +184,7 @@ describe("@anthropic-ai/sdk: Messages API", () => {
       headers: { "x-api-key": "sk-ant-test", "content-type": "application/json" },
       body: JSON.stringify({ messages: story.messages }),
     });
-    assert.equal(missing.status, 422);
+    assert.equal(missing.status, 400);
     const body = (await missing.json()) as { type: string; error: { type: string; message: string } };
     assert.equal(body.type, "error");
     assert.equal(body.error.type, "invalid_request_error");

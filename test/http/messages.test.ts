@@ -114,7 +114,7 @@ describe("POST /v1/messages (in-process, fake engine)", () => {
   it("answers the errors in Anthropic's shape: a missing max_tokens, a value out of range, an unknown model", async () => {
     const { max_tokens: _, ...withoutMax } = body;
     const missing = await fake.post("/v1/messages", withoutMax);
-    assert.ok(missing.statusCode === 400 || missing.statusCode === 422, String(missing.statusCode));
+    assert.equal(missing.statusCode, 400, "Anthropic answers a missing field with 400, not FastAPI's 422");
     assert.match(anthropicError(missing.json(), "invalid_request_error"), /max_tokens/);
     // Anthropic's temperature is 0..1.
     const hot = await fake.post("/v1/messages", { ...body, temperature: 1.5 });
