@@ -6,6 +6,7 @@ import { summariseSkippedBackends } from "./engine/devices.ts";
 import { EncoderScheduler } from "./engine/EncoderScheduler.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
+import { shuttingDown } from "./errors.ts";
 import { ModelFileWatch } from "./models/modelFileWatch.ts";
 import { resolveServeModels } from "./resolveServeModels.ts";
 import { buildApp } from "./server/app.ts";
@@ -214,11 +215,27 @@ export async function startServer(
     return closing;
   };
   if (options.handleSignals ?? true) {
-    // A second signal while draining is not caught (process.once): it ends the process at once.
+    // A second signal while draining ends every in-flight request now, each with the shutdown error as
+    // its final event (a stream is never cut mid-event), and exits 1 within about a second.
+    let forced = false;
+    const onSecondSignal = (signal: NodeJS.Signals) => {
+      forced = true;
+      logger.warn({ signal }, "second signal: ending in-flight requests now");
+      const inFlight = app.inFlight;
+      inFlight?.abortAll(shuttingDown());
+      const idle = inFlight ? inFlight.idle() : Promise.resolve();
+      setTimeout(() => process.exit(1), 1_000);
+      idle.then(
+        () => setTimeout(() => process.exit(1), 100),
+        () => undefined,
+      );
+    };
     const onSignal = (signal: NodeJS.Signals) => {
       logger.info({ signal, shutdownTimeout: config.shutdownTimeout }, "shutting down");
+      process.once("SIGTERM", onSecondSignal);
+      process.once("SIGINT", onSecondSignal);
       close().then(
-        () => process.exit(0),
+        () => process.exit(forced ? 1 : 0),
         (error: unknown) => {
           logger.error({ err: error }, "shutdown failed");
           process.exit(1);

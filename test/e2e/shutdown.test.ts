@@ -189,4 +189,31 @@ describe("graceful shutdown", () => {
     assert.equal(closed?.abortedWaiting, 2);
     assert.equal(closed?.aborted, 0);
   });
+  it("a second SIGTERM while draining ends the stream with the shutdown error event then [DONE], and exits 1", async () => {
+    const server = await startTestServer(["--shutdown-timeout", "3600", "--max-model-len", "2048"]);
+    // No max_tokens: the stream runs to the end of the 2048-token context, and the drain deadline is far.
+    const response = await server.post("/v1/chat/completions", { model: TEST_MODEL, messages, stream: true });
+    assert.equal(response.status, 200);
+    const events: unknown[] = [];
+    let exited: Promise<number | null> | undefined;
+    for await (const event of sseEvents(response)) {
+      events.push(event);
+      if (!exited && (event as Chunk).choices?.[0]?.delta.content) {
+        await runningAtLeast(server, 1);
+        exited = server.stop();
+        // The first signal drains (the stream keeps going); the second one must not cut it mid-event.
+        while (!server.logs.some((line) => line.msg === "shutting down")) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        server.process.kill("SIGTERM");
+      }
+    }
+    assert.ok(exited, "the stream produced no content");
+    assert.equal(events.at(-1), "[DONE]");
+    const last = events.at(-2) as { object: string; error: { code: string } };
+    assert.equal(last.object, "error");
+    assert.equal(last.error.code, "shutting_down");
+    assert.equal(await exited, 1);
+    assert.ok(server.logs.some((line) => line.msg === "second signal: ending in-flight requests now"));
+  });
 });
