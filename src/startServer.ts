@@ -195,6 +195,7 @@ export async function startServer(
   logger.info(
     {
       url,
+      api: `${url}/v1`,
       ...(config.ui ? { ui: `${url}/` } : {}),
       ...(config.defaultMaxTokens !== undefined ? { defaultMaxTokens: config.defaultMaxTokens } : {}),
     },

@@ -63,7 +63,7 @@ function describe(record: Record<string, unknown>): { text: string; shown: Set<s
         : "";
     return {
       text: `listening on ${record.url} (API at ${record.url}/v1${record.ui !== undefined ? ", UI at /" : ""})${cap}`,
-      shown: new Set(["url", "ui", "defaultMaxTokens"]),
+      shown: new Set(["url", "api", "ui", "defaultMaxTokens"]),
     };
   }
   if (msg === "model loaded" && typeof record.model === "string") {

@@ -56,8 +56,9 @@ describe("lmserve serve startup", () => {
   it("without a model, serves the embedded default with a 256-token default output, said in the JSON listening line", async () => {
     const server = await startUntil(["serve", "--port", "0", "--log-format", "json"], /"msg":"listening"/);
     try {
-      const listening = JSON.parse(server.line) as { url: string; defaultMaxTokens?: number };
+      const listening = JSON.parse(server.line) as { url: string; api: string; defaultMaxTokens?: number };
       assert.equal(listening.defaultMaxTokens, 256);
+      assert.equal(listening.api, `${listening.url}/v1`, "the JSON line names the API's base URL too");
       const post = (body: object) =>
         fetch(`${listening.url}/v1/chat/completions`, {
           method: "POST",
