@@ -258,7 +258,8 @@ export const API_ROUTES: readonly RouteDoc[] = [
     stream: "AnthropicStreamEvent",
     streamDone: false,
     errorSchema: "AnthropicError",
-    errors: GENERATION_ERRORS,
+    // Anthropic answers a schema violation with a 400 too (no 422 on its routes).
+    errors: [400, 404, 504],
   },
   {
     method: "POST",
@@ -271,7 +272,7 @@ export const API_ROUTES: readonly RouteDoc[] = [
     request: ["AnthropicCountTokensRequest"],
     response: "AnthropicCountTokensResponse",
     errorSchema: "AnthropicError",
-    errors: [404, 422],
+    errors: [400, 404],
   },
   {
     method: "GET",

@@ -6,23 +6,20 @@
 // json_schema instead of bare JSON mode). Tests of features still being built carry node:test's
 // `todo` with the reason; whoever ships the feature removes the `todo`.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { APICallError, generateObject, generateText, streamObject, streamText, type ToolSet, tool } from "ai";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 import { characterSchema, FORCED_MAX_TOKENS, weatherArgsSchema, weatherTool } from "./shared.ts";
 
 const prompt = "Tell me about a girl and her dog.";
 
 describe("Vercel AI SDK (openai-compatible provider) against lmserve", () => {
-  let server: TestServer;
   let baseURL: string;
+  const server = useTestServer();
   before(async () => {
-    server = await startTestServer();
     baseURL = `${server.url}/v1`;
-  });
-  after(async () => {
-    await server.stop();
   });
 
   /** The provider as its docs configure it for an OpenAI-compatible server, plus `extra` settings. */

@@ -3,9 +3,10 @@
 // (events and the MessageStream helper), tool_use / tool_result, stop sequences, output_config.format,
 // count_tokens, and errors raised as the SDK's typed errors (Anthropic's error shape).
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 import { FORCED_MAX_TOKENS, weatherArgsJsonSchema, weatherArgsSchema, weatherTool } from "./shared.ts";
 
 const weather: Anthropic.Tool = {
@@ -17,14 +18,10 @@ const weather: Anthropic.Tool = {
 const greedy = { temperature: 0 };
 
 describe("@anthropic-ai/sdk: Messages API", () => {
-  let server: TestServer;
   let client: Anthropic;
+  const server = useTestServer(["--api-key", "sk-ant-test"]);
   before(async () => {
-    server = await startTestServer(["--api-key", "sk-ant-test"]);
     client = new Anthropic({ baseURL: server.url, apiKey: "sk-ant-test", maxRetries: 0 });
-  });
-  after(async () => {
-    await server.stop();
   });
 
   const story = {

@@ -7,10 +7,10 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { projectRoot } from "../../src/paths.ts";
 import { type ProcessOutput, runProcess } from "../helpers/runProcess.ts";
-import { startTestServer, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 type Example = { heading: string; language: "sh" | "js" | "python"; code: string };
 
@@ -59,13 +59,7 @@ function pythonSkip(example: Example): string | false {
 const examples = examplesOf(readFileSync(resolve(projectRoot, "docs/clients.md"), "utf8"));
 
 describe("docs/clients.md examples", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer();
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer();
 
   it("has one example per client", () => {
     assert.deepEqual(

@@ -2,12 +2,13 @@
 // `configuration.baseURL` and `apiKey` only, on stories260K. Tests of features still being built carry
 // node:test's `todo` with the reason; whoever ships the feature removes the `todo`.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type { AIMessageChunk, UsageMetadata } from "@langchain/core/messages";
 import { tool } from "@langchain/core/tools";
 import { ChatOpenAI } from "@langchain/openai";
 import { NotFoundError } from "openai";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 import { characterSchema, FORCED_MAX_TOKENS, weatherArgsSchema, weatherTool } from "./shared.ts";
 
 const prompt = "Tell me about a girl and her dog.";
@@ -18,13 +19,7 @@ function usageOf(message: { usage_metadata?: unknown }): UsageMetadata | undefin
 }
 
 describe("LangChain ChatOpenAI against lmserve", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer();
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer();
 
   /** A chat model that knows only the server's base URL and a key. */
   function chat(maxTokens: number): ChatOpenAI {

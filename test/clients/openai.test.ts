@@ -2,10 +2,11 @@
 // only, on stories260K. Tests of features still being built carry node:test's `todo` with the reason;
 // whoever ships the feature removes the `todo` (the test must then pass as written).
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import OpenAI, { type APIError } from "openai";
 import { zodFunction, zodResponseFormat } from "openai/helpers/zod";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 import {
   characterSchema,
   FORCED_MAX_TOKENS,
@@ -83,14 +84,10 @@ async function rejectsLike<E extends APIError>(
 }
 
 describe("openai SDK against lmserve", () => {
-  let server: TestServer;
   let client: OpenAI;
+  const server = useTestServer();
   before(async () => {
-    server = await startTestServer();
     client = clientFor(server);
-  });
-  after(async () => {
-    await server.stop();
   });
 
   it("models.list() lists the served model", async () => {

@@ -1,10 +1,11 @@
 // Client compatibility: the official `openai` npm client's Responses API (`client.responses.create`,
 // `client.responses.stream`) against POST /v1/responses, by base URL and key only, on stories260K.
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import OpenAI from "openai";
 import { zodTextFormat } from "openai/helpers/zod";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 import {
   characterSchema,
   FORCED_MAX_TOKENS,
@@ -33,14 +34,10 @@ const TEXT_EVENTS = [
 ];
 
 describe("openai client: Responses API", () => {
-  let server: TestServer;
   let client: OpenAI;
+  const server = useTestServer();
   before(async () => {
-    server = await startTestServer();
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "sk-test", maxRetries: 0 });
-  });
-  after(async () => {
-    await server.stop();
   });
 
   it("responses.create: a string input gives a completed message, output_text and usage", async () => {

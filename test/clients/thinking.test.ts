@@ -8,11 +8,12 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { projectRoot } from "../../src/paths.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 import { weatherTool } from "./shared.ts";
 
 const QWEN35 = join(projectRoot, "native/build/llama.cpp/models/templates/Qwen3.5-4B.jinja");
@@ -22,16 +23,12 @@ const digest = (text: string) => createHash("sha256").update(text).digest("base6
 type Separated = { reasoning: string | null; content: string | null; tool: unknown; completion: number };
 
 describe("reasoning through the official clients (stories260K, Qwen3.5 template)", () => {
-  let server: TestServer;
   let anthropic: Anthropic;
   let openai: OpenAI;
+  const server = useTestServer(() => ["--chat-template", QWEN35, "--max-model-len", "2048"]);
   before(async () => {
-    server = await startTestServer(["--chat-template", QWEN35, "--max-model-len", "2048"]);
     anthropic = new Anthropic({ baseURL: server.url, apiKey: "unused", maxRetries: 0 });
     openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "unused", maxRetries: 0 });
-  });
-  after(async () => {
-    await server.stop();
   });
 
   const separated = async (body: Record<string, unknown>): Promise<Separated> => {

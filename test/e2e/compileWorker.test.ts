@@ -4,8 +4,9 @@
  * in flight, and the next guided request is answered.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { describe, it } from "node:test";
+import { TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 /** The sum of a metric's samples in the server's `/metrics` text. */
 async function metric(server: TestServer, name: string): Promise<number> {
@@ -17,13 +18,7 @@ async function metric(server: TestServer, name: string): Promise<number> {
 }
 
 describe("guided requests whose client leaves while the schema compiles", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer();
-  });
-  after(async () => {
-    await server?.stop();
-  });
+  const server = useTestServer();
 
   it("generate nothing, leave nothing in flight, and the compiler answers the next request", async () => {
     // A first guided request, so that the worker is up and its automata built.

@@ -6,7 +6,7 @@
  * honour (`functions`, `n_predict`, `typical_p`, ...) refused with a 400 unless they hold their no-op value.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import {
   assertStoppedValid,
   type Body,
@@ -17,7 +17,7 @@ import {
   GuidedClient,
   jsonCheck,
 } from "../helpers/guidedHttp.ts";
-import { startTestServer, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const SMALL_SCHEMA = {
   type: "object",
@@ -50,15 +50,11 @@ const SPELLINGS: { name: string; fields: Body; check: Check }[] = [
 ];
 
 describe("constraint spellings and peer fields", () => {
-  let server: TestServer;
   let client: GuidedClient;
 
+  const server = useTestServer(["--max-num-seqs", "4"]);
   before(async () => {
-    server = await startTestServer(["--max-num-seqs", "4"]);
     client = new GuidedClient(server);
-  });
-  after(async () => {
-    await server.stop();
   });
 
   for (const { name, fields, check } of SPELLINGS) {

@@ -4,9 +4,10 @@
  * `system_fingerprint` names the version and the engine build on every response and chunk.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { serverVersion } from "../../src/version.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
   const items: T[] = [];
@@ -15,13 +16,7 @@ async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
 }
 
 describe("model defaults", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer();
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer();
 
   const BODIES: Record<string, Record<string, unknown>> = {
     "/v1/completions": { prompt: "Once upon a time", max_tokens: 4, temperature: 0 },

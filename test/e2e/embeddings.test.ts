@@ -4,8 +4,9 @@
  * embeddings running beside a generation in the same step loop.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { describe, it } from "node:test";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const WIDTH = 64;
 
@@ -20,13 +21,7 @@ function close(a: number[], b: number[], tolerance = 1e-4): boolean {
 }
 
 describe("/v1/embeddings", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--max-num-seqs", "4"]);
-  });
-  after(async () => {
-    await server?.stop();
-  });
+  const server = useTestServer(["--max-num-seqs", "4"]);
 
   it("returns one unit-length vector per input, in order, with usage", async () => {
     const response = await server.client.embeddings.create({

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type OpenAI from "openai";
-import { readSse, startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { readSse, startTestServer, TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 /** A completions response as the server sends it (vLLM fields included). */
 type Completion = {
@@ -25,7 +26,6 @@ type Completion = {
 const PROMPT = "Once upon a time";
 
 describe("generation controls and logprobs", () => {
-  let server: TestServer;
   const complete = async (body: Record<string, unknown>): Promise<Completion> => {
     const response = await server.post("/v1/completions", { model: TEST_MODEL, prompt: PROMPT, ...body });
     const json = (await response.json()) as Completion & { message?: string };
@@ -43,12 +43,7 @@ describe("generation controls and logprobs", () => {
   };
   const repeats = (ids: number[]) => ids.length - new Set(ids).size;
 
-  before(async () => {
-    server = await startTestServer(["--max-num-seqs", "4"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--max-num-seqs", "4"]);
 
   it("logit_bias +100 on one token makes the output that token repeated", async () => {
     const ids = await tokenIds({ max_tokens: 8, temperature: 1, seed: 3, logit_bias: { "300": 100 } });

@@ -6,21 +6,14 @@
  * stream running beside it generates (correctness and order, not wall-clock).
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { describe, it } from "node:test";
+import { readSse, TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 /** `("a"|"b"|"")` `items` times in a row, then "c": any a/b string of at most `items` letters, then c. */
 const optionalRun = (items: number): string => `root ::= ${Array(items).fill('("a"|"b"|"")').join(" ")} "c"`;
 
-let server: TestServer;
-
-before(async () => {
-  server = await startTestServer(["--max-num-seqs", "4"]);
-});
-
-after(async () => {
-  await server?.stop();
-});
+const server = useTestServer(["--max-num-seqs", "4"]);
 
 /** POSTs a completion request; the status and parsed body. */
 async function complete(body: Record<string, unknown>): Promise<{

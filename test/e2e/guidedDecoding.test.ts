@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { zodResponseFormat } from "openai/helpers/zod";
 import { z } from "zod";
 import { projectRoot } from "../../src/paths.ts";
@@ -27,7 +27,8 @@ import {
   schemaFixture,
   whitespaceRuns,
 } from "../helpers/guidedHttp.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const SMALL_SCHEMA = {
   type: "object",
@@ -82,15 +83,11 @@ const SPELLINGS: { name: string; fields: Body; check: Check; open?: boolean }[] 
 ];
 
 describe("guided decoding over HTTP", () => {
-  let server: TestServer;
   let client: GuidedClient;
 
+  const server = useTestServer(["--max-num-seqs", "4"]);
   before(async () => {
-    server = await startTestServer(["--max-num-seqs", "4"]);
     client = new GuidedClient(server);
-  });
-  after(async () => {
-    await server.stop();
   });
 
   for (const { name, fields, check, open } of SPELLINGS) {

@@ -15,6 +15,7 @@ import type OpenAI from "openai";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
 import { dataUrl, encodeBmp, encodePng } from "../helpers/images.ts";
 import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const STORIES = join(sharedModelsDir, "stories260K.gguf");
 /** Image tokens of the test projector (32 px, patch 8). */
@@ -276,13 +277,7 @@ describe("image input (--mmproj)", () => {
 });
 
 describe("a model without a projector", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer([]);
-  });
-  after(async () => {
-    await server?.stop();
-  });
+  const server = useTestServer([]);
 
   it("keeps the 400 naming the image part, and /v1/models says no vision", async () => {
     const response = await server.post("/v1/chat/completions", {

@@ -5,10 +5,11 @@
  * documented schema (each SSE event too), and the server must stay healthy.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import fc from "fast-check";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 type Schema = Record<string, unknown>;
 type Operation = {
@@ -127,17 +128,13 @@ function declared(operation: Operation, status: number, document: Document) {
 }
 
 describe("the OpenAPI document holds under a fuzzer", () => {
-  let server: TestServer;
   let document: Document;
   const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const server = useTestServer(["--max-tokens-cap", "8", "--max-num-seqs", "2"], { exitCode: 0 });
   before(async () => {
-    server = await startTestServer(["--max-tokens-cap", "8", "--max-num-seqs", "2"]);
     document = (await (await fetch(`${server.url}/openapi.json`)).json()) as Document;
     for (const [name, schema] of Object.entries(document.components.schemas))
       ajv.addSchema(schema, `#/components/schemas/${name}`);
-  });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
   });
 
   /** Asserts `value` matches `schema` (refs resolved through the components). */

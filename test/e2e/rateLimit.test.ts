@@ -4,20 +4,15 @@
  * without API keys (the limit then applies per client address).
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import OpenAI from "openai";
-import { startTestServer, TEST_MODEL, type TestServer, waitForRequestLog } from "../helpers/testServer.ts";
+import { TEST_MODEL, waitForRequestLog } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const LIMIT = 4;
 
 describe("rate limit and request logging", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--rate-limit", `${LIMIT}/min`, "--log-requests"]);
-  });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
-  });
+  const server = useTestServer(() => ["--rate-limit", `${LIMIT}/min`, "--log-requests"], { exitCode: 0 });
 
   it("logs the prompt and the output with --log-requests", async () => {
     const id = `logged-${Date.now()}`;

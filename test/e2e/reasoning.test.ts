@@ -7,10 +7,11 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { projectRoot } from "../../src/paths.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
-import { readSse, startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { readSse, startTestServer, TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const chatml = `{%- for message in messages -%}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' -}}{%- endfor -%}`;
 /** A Qwen3-like template whose generation prompt opens the thinking block. */
@@ -49,7 +50,6 @@ const append = (text: string | null, piece: string | undefined) =>
   piece === undefined || piece === "" ? text : (text ?? "") + piece;
 
 describe("reasoning (stories260K, <think> templates)", () => {
-  let server: TestServer;
   const messages = [{ role: "user", content: "Tell me a story." }];
 
   /** Non-streamed message. */
@@ -122,12 +122,7 @@ describe("reasoning (stories260K, <think> templates)", () => {
     return plain;
   };
 
-  before(async () => {
-    server = await startTestServer(["--trust-request-chat-template"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--trust-request-chat-template"]);
 
   it("reasoning_effort reaches the template's knobs, through the official client and /tokenize", async () => {
     const knobs =

@@ -7,9 +7,10 @@ import assert from "node:assert/strict";
 import { copyFileSync, mkdtempSync, rmSync, statSync, truncateSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { defaultModelPath } from "../../src/paths.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { startTestServer, TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 /**
  * Polls `GET url` every 50 ms until `stop()`; `answered()` counts the answers so far, `stop()` returns the
@@ -45,13 +46,7 @@ function pollHealth(url: string): {
 }
 
 describe("no single request stops the server", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--trust-request-chat-template"]);
-  });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
-  });
+  const server = useTestServer(["--trust-request-chat-template"], { exitCode: 0 });
 
   const chat = (chatTemplate: string) =>
     server.post("/v1/chat/completions", {
@@ -72,7 +67,7 @@ describe("no single request stops the server", () => {
     assert.doesNotMatch(body.error.message, /longer than/);
   });
 
-  it("ends nested loops at the deadline with a 400 while /health stays fast", async (t) => {
+  it("ends nested loops at the deadline with a 400 while /health stays fast", async (_t) => {
     const health = pollHealth(server.url);
     const started = Date.now();
     const [chatResponse, tokenizeResponse] = await Promise.all([
@@ -84,7 +79,7 @@ describe("no single request stops the server", () => {
       }),
     ]);
     const elapsed = Date.now() - started;
-    const answeredDuring = health.answered();
+    const _answeredDuring = health.answered();
     const { slowestMs, allOk, count } = await health.stop();
     for (const response of [chatResponse, tokenizeResponse]) {
       assert.equal(response.status, 400);

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { describe, it } from "node:test";
+import { TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 /** Reads one sample of a metric from the Prometheus text (labels matched as a substring). */
 /** Streams one completion per prompt at once (`max_tokens` each, EOS ignored); resolves with each one's chunk count. */
@@ -35,7 +36,6 @@ const LONG_PROMPT =
   "One day, she saw a big red ball under a tree and ran to get it.";
 
 describe("scheduler: prefix caching, queue, cancellation, priority, metrics", () => {
-  let server: TestServer;
   const metrics = async () => (await fetch(`${server.url}/metrics`)).text();
   const complete = async (body: Record<string, unknown>) => {
     const response = await server.post("/v1/completions", { model: TEST_MODEL, ...body });
@@ -47,12 +47,7 @@ describe("scheduler: prefix caching, queue, cancellation, priority, metrics", ()
     };
   };
 
-  before(async () => {
-    server = await startTestServer(["--max-num-seqs", "2", "--max-waiting", "2"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--max-num-seqs", "2", "--max-waiting", "2"]);
 
   it("cached_tokens grows on a repeated prompt", async () => {
     const first = await complete({ prompt: LONG_PROMPT, max_tokens: 4, temperature: 0 });
@@ -189,13 +184,7 @@ describe("scheduler: prefix caching, queue, cancellation, priority, metrics", ()
 });
 
 describe("continuous batching", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--max-num-seqs", "4"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--max-num-seqs", "4"]);
 
   it("decodes concurrent streams together: their tokens share decode steps (vllm:iteration_tokens_total)", async (t) => {
     const chunks = await streamAll(server, ["Once", "The dog", "A little bird", "Tom and Sue"], 48);
@@ -215,13 +204,7 @@ describe("continuous batching", () => {
 });
 
 describe("the step loop with 8 slots", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--max-num-seqs", "8"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--max-num-seqs", "8"]);
 
   it("8 concurrent streams share their steps: one step per token of all of them", async (t) => {
     const prompts = ["Once", "The dog", "A little bird", "Tom and Sue", "One day", "Lily", "The sun", "Max"];
@@ -242,13 +225,7 @@ describe("the step loop with 8 slots", () => {
 });
 
 describe("scheduler with one slot", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--max-num-seqs", "1", "--no-prefix-caching"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--max-num-seqs", "1", "--no-prefix-caching"]);
 
   it("runs waiting requests by priority (lower first), then in arrival order", async () => {
     const finished: string[] = [];
@@ -289,13 +266,7 @@ describe("scheduler with one slot", () => {
 });
 
 describe("request timeout", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--request-timeout", "0.3"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--request-timeout", "0.3"]);
 
   it("a generation past --request-timeout is a 504, and a stream ends with an error event", async () => {
     const body = { model: TEST_MODEL, prompt: "Once", max_tokens: null, ignore_eos: true };

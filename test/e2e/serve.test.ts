@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import OpenAI from "openai";
-import { readSse, startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { readSse, TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const GREEDY_START = ", there was a little girl named Lily";
 
@@ -11,13 +12,7 @@ function tokenCounts(usage: OpenAI.CompletionUsage | null | undefined) {
 }
 
 describe("serving stories260K end to end", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--max-num-seqs", "4"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--max-num-seqs", "4"]);
 
   describe("completions", () => {
     it("continues 'Once upon a time' greedily with the known text", async () => {
@@ -420,13 +415,7 @@ describe("serving stories260K end to end", () => {
 });
 
 describe("a disconnected stream frees its sequence", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--max-num-seqs", "1"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--max-num-seqs", "1"]);
 
   it("aborting a stream mid-way lets the next request run on the only slot", async () => {
     const controller = new AbortController();

@@ -3,17 +3,12 @@
  * the spelling it sent it.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { describe, it } from "node:test";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 describe("errors name the client's spelling", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer([]);
-  });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
-  });
+  const server = useTestServer([], { exitCode: 0 });
 
   it("a bad whitespace pattern names the field it came in", async () => {
     const spellings: [string, Record<string, unknown>][] = [

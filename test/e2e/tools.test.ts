@@ -6,11 +6,12 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import type OpenAI from "openai";
 import { projectRoot } from "../../src/paths.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { startTestServer, TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const weatherParameters = {
   type: "object",
@@ -111,7 +112,6 @@ function assertValidCalls(outcome: Outcome, names: readonly string[]): void {
 }
 
 describe("tool calling (stories260K, ChatML fallback template)", () => {
-  let server: TestServer;
   let client: OpenAI;
   /** Runs one request streamed and not; asserts both agree; returns the non-streamed outcome. */
   const both = async (body: Omit<OpenAI.ChatCompletionCreateParamsNonStreaming, "model">) => {
@@ -128,12 +128,9 @@ describe("tool calling (stories260K, ChatML fallback template)", () => {
     return { status: response.status, ...json.error };
   };
 
+  const server = useTestServer(["--trust-request-chat-template"]);
   before(async () => {
-    server = await startTestServer(["--trust-request-chat-template"]);
     client = server.client;
-  });
-  after(async () => {
-    await server.stop();
   });
 
   it("a forced call cut by max_tokens finishes with length, the partial call kept out of content (as vLLM)", async () => {

@@ -5,10 +5,11 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type OpenAI from "openai";
 import { projectRoot } from "../../src/paths.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const forecast: OpenAI.ChatCompletionFunctionTool = {
   type: "function",
@@ -41,14 +42,7 @@ const families: Record<string, string> = {
 };
 
 describe("XML-style tool calls (stories260K, real templates)", () => {
-  let server: TestServer;
-
-  before(async () => {
-    server = await startTestServer(["--trust-request-chat-template"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--trust-request-chat-template"]);
 
   for (const [file, markup] of Object.entries(families)) {
     it(`${file}: the detected parser returns the typed call, streamed and not`, async () => {

@@ -5,11 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { projectRoot } from "../../src/paths.ts";
 import { codeSnippet, type SnippetKind } from "../../ui/src/codeSnippets.ts";
 import { type ApiRequest, buildRequest, type Settings } from "../../ui/src/request.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const KEY = "snippet-key";
 
@@ -53,13 +54,7 @@ function sseText(body: string): string {
 }
 
 describe("copy-as-code snippets run against the server", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--api-key", KEY]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(() => ["--api-key", KEY]);
 
   /** The API's own text for the request, asked without streaming. */
   async function expectedText(request: ApiRequest): Promise<string> {

@@ -7,6 +7,7 @@ import Fastify from "fastify";
 import { registerUi } from "../../src/server/ui.ts";
 import { ensureUiBuilt, uiDistDir } from "../helpers/browser.ts";
 import { startTestServer, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 describe("the web UI served at /", () => {
   let server: TestServer;
@@ -70,13 +71,7 @@ describe("the web UI served at /", () => {
 });
 
 describe("--no-ui", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer(["--no-ui"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--no-ui"]);
 
   it("serves no page at /: a JSON 404, the API unchanged", async () => {
     for (const path of ["/", "/index.html"]) {
