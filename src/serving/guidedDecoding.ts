@@ -6,9 +6,9 @@
 import { checkGrammar } from "../engine/grammar.ts";
 import type { Grammar } from "../engine/types.ts";
 import { ApiError, badRequest } from "../errors.ts";
-import { sharedCompiler } from "../structured/compileService.ts";
 import { confirmGbnf } from "../structured/index.ts";
-import { LruCache } from "../structured/lru.ts";
+import { sharedCompiler } from "../structured/worker/compileService.ts";
+import { LruCache } from "../structured/worker/lru.ts";
 import type { GuidedConstraint } from "./requestFields.ts";
 
 export type { GuidedConstraint };
@@ -37,7 +37,7 @@ export async function grammarForConstraint(
  * The GBNF text of one constraint (`structured/`), JSON constraints with the request's whitespace
  * pattern (`RequestFields.whitespacePattern`; undefined: the compilers' default). The one compile step
  * of both endpoints (chat's forced tool calls included), on the compiler's worker thread
- * (`structured/compileService.ts`); `signal` (the client's) drops it from the compiler's queue.
+ * (`structured/worker/compileService.ts`); `signal` (the client's) drops it from the compiler's queue.
  * `whitespaceParam` is the field the pattern came from (`RequestFields.whitespacePatternParam`), named
  * in its errors; defaults to `guided_whitespace_pattern`.
  * @throws ApiError 400 naming the constraint's field for what cannot be compiled (or past the compiler's

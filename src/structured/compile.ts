@@ -5,12 +5,12 @@
  * spec and whitespace pattern.
  */
 import { badRequest } from "../errors.ts";
-import { canonicalSchemaJson } from "./canonicalJson.ts";
-import { choiceToGbnf } from "./choiceToGbnf.ts";
-import { jsonObjectToGbnf, jsonSchemaToGbnf } from "./jsonSchemaToGbnf.ts";
-import { LruCache } from "./lru.ts";
-import { regexToGbnf } from "./regexToGbnf.ts";
-import { checkGbnfText } from "./validateGbnf.ts";
+import { choiceToGbnf } from "./gbnf/choiceToGbnf.ts";
+import { checkGbnfText } from "./gbnf/validateGbnf.ts";
+import { canonicalSchemaJson } from "./jsonSchema/canonicalJson.ts";
+import { jsonObjectToGbnf, jsonSchemaToGbnf } from "./jsonSchema/compiler.ts";
+import { regexToGbnf } from "./regex/regexToGbnf.ts";
+import { LruCache } from "./worker/lru.ts";
 
 /** The kinds of constraint. */
 export type ConstraintKind = "json_schema" | "json_object" | "regex" | "choice" | "grammar";

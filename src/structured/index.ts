@@ -9,5 +9,5 @@ export {
   clearCompileCache,
   compileConstraint,
 } from "./compile.ts";
+export { checkGbnfText, confirmGbnf, validateGbnf } from "./gbnf/validateGbnf.ts";
 export { warmFormatAutomata } from "./jsonSchema/formats.ts";
-export { checkGbnfText, confirmGbnf, validateGbnf } from "./validateGbnf.ts";

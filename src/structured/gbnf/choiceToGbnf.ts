@@ -2,7 +2,7 @@
  * `guided_choice` → GBNF: the output is exactly one of the given strings (vLLM's `guided_choice`, which
  * outlines/xgrammar compile as an alternation of escaped literals).
  */
-import { badRequest } from "../errors.ts";
+import { badRequest } from "../../errors.ts";
 import { gbnfLiteral, literalTrie, MIN_TRIE_LITERALS } from "./gbnf.ts";
 
 /** A surrogate code unit that is not half of a pair. */

@@ -3,8 +3,8 @@
  * {@link checkGbnfText} runs our port of llama.cpp's parser (pure, gives llama.cpp's own message), and
  * {@link validateGbnf} additionally asks llama.cpp's own parser, which is the final judge.
  */
-import { badRequest } from "../errors.ts";
-import { CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
+import { badRequest } from "../../errors.ts";
+import { CodePointSet, MAX_CODE_POINT } from "../regex/codePointSet.ts";
 import { checkGbnf, type GbnfInfo, GbnfSyntaxError } from "./gbnfCheck.ts";
 
 /** Largest GBNF text accepted, in UTF-16 code units (1 MiB-ish); larger grammars get a 400. */

@@ -10,8 +10,7 @@
  * - integers get exact range grammars; numbers get exact grammars for integer-valued bounds (no exponent);
  * - everything unknown or inexpressible is a 400 naming the keyword and its JSON pointer.
  */
-import { ApiError, badRequest } from "../errors.ts";
-import { CodePointSet } from "./codePointSet.ts";
+import { ApiError, badRequest } from "../../errors.ts";
 import {
   type CodePointTrie,
   codePointTrie,
@@ -20,8 +19,8 @@ import {
   isAtomicExpression,
   literalTrie,
   MIN_TRIE_LITERALS,
-} from "./gbnf.ts";
-import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
+} from "../gbnf/gbnf.ts";
+import { checkGbnf, GbnfSyntaxError } from "../gbnf/gbnfCheck.ts";
 import {
   DEFAULT_JSON_DEPTH,
   DEFAULT_WS_BODY,
@@ -30,11 +29,15 @@ import {
   jsonObjectRule,
   jsonValueRule,
   WS,
-} from "./jsonPrimitives.ts";
-import { arrayBody, objectBody, uniqueArrayBody } from "./jsonSchema/containers.ts";
-import type { CompileContext } from "./jsonSchema/context.ts";
-import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
-import { INTEGER_FORMATS, isSupportedFormat } from "./jsonSchema/formats.ts";
+} from "../gbnf/jsonPrimitives.ts";
+import { CodePointSet } from "../regex/codePointSet.ts";
+import { type Dfa, MAX_COMPILE_AUTOMATON_WORK, withAutomatonBudget } from "../regex/regexAutomaton.ts";
+import { parseRegex, RegexError, type RegexNode } from "../regex/regexParser.ts";
+import { echoed, regexBadRequest, regexExpression } from "../regex/regexToGbnf.ts";
+import { arrayBody, objectBody, uniqueArrayBody } from "./containers.ts";
+import type { CompileContext } from "./context.ts";
+import { type DisjointTest, provablyDisjoint } from "./disjoint.ts";
+import { INTEGER_FORMATS, isSupportedFormat } from "./formats.ts";
 import {
   ARRAY_KEYWORDS,
   checkSchemaKeywords,
@@ -52,16 +55,13 @@ import {
   TYPE_NAMES,
   type TypeName,
   typeSet,
-} from "./jsonSchema/keywords.ts";
-import { literalFits } from "./jsonSchema/literals.ts";
-import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
-import { multipleOfBody } from "./jsonSchema/multiples.ts";
-import { dependencyPresence, MAX_PRESENCE_NODES, PresenceTooLarge } from "./jsonSchema/presence.ts";
-import { integerBody, keyLanguage, numberBody, stringBody } from "./jsonSchema/scalars.ts";
-import { SubschemaKeys } from "./jsonSchema/subschemaKeys.ts";
-import { type Dfa, MAX_COMPILE_AUTOMATON_WORK, withAutomatonBudget } from "./regexAutomaton.ts";
-import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
-import { echoed, regexBadRequest, regexExpression } from "./regexToGbnf.ts";
+} from "./keywords.ts";
+import { literalFits } from "./literals.ts";
+import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./merge.ts";
+import { multipleOfBody } from "./multiples.ts";
+import { dependencyPresence, MAX_PRESENCE_NODES, PresenceTooLarge } from "./presence.ts";
+import { integerBody, keyLanguage, numberBody, stringBody } from "./scalars.ts";
+import { SubschemaKeys } from "./subschemaKeys.ts";
 
 /** Options of {@link jsonSchemaToGbnf} and {@link jsonObjectToGbnf}. */
 export type JsonGrammarOptions = {

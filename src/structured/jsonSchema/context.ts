@@ -1,5 +1,5 @@
 /** What the per-type compilers (`containers.ts`, `scalars.ts`) need from the JSON Schema compiler. */
-import type { GbnfBuilder } from "../gbnf.ts";
+import type { GbnfBuilder } from "../gbnf/gbnf.ts";
 import type { Schema } from "./keywords.ts";
 
 /** The compiler state shared with the per-type compilers. */

@@ -4,8 +4,8 @@
  * "Unsupported JSON Schema keyword 'patternProperties' at #/properties/foo".
  */
 import { badRequest } from "../../errors.ts";
-import { parseRegex, RegexError } from "../regexParser.ts";
-import { regexBadRequest } from "../regexToGbnf.ts";
+import { parseRegex, RegexError } from "../regex/regexParser.ts";
+import { regexBadRequest } from "../regex/regexToGbnf.ts";
 import { isUnsupportedStandardFormat, SUPPORTED_FORMATS } from "./formats.ts";
 
 /** A JSON Schema: a boolean schema or an object of keywords. */

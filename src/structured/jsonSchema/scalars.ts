@@ -1,13 +1,13 @@
 /**
- * Strings, integers and numbers of the JSON Schema compiler (see `jsonSchemaToGbnf.ts`): lengths in code
+ * Strings, integers and numbers of the JSON Schema compiler (see `compiler.ts`): lengths in code
  * points, `pattern` through the regex compiler in JSON-string mode, `format`s, exact integer ranges and exact
  * number ranges for integer-valued bounds.
  */
 
-import { CodePointSet } from "../codePointSet.ts";
-import { group } from "../gbnf.ts";
-import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives.ts";
-import { AutomatonTooLarge, type Dfa, regexDfa, stringsDfa } from "../regexAutomaton.ts";
+import { group } from "../gbnf/gbnf.ts";
+import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../gbnf/jsonPrimitives.ts";
+import { CodePointSet } from "../regex/codePointSet.ts";
+import { AutomatonTooLarge, type Dfa, regexDfa, stringsDfa } from "../regex/regexAutomaton.ts";
 import {
   ANY_TEXT,
   narrowLength,
@@ -17,14 +17,14 @@ import {
   regexLengthBounds,
   restrictLength,
   splitAnchors,
-} from "../regexParser.ts";
+} from "../regex/regexParser.ts";
 import {
   automatonExpression,
   patternDfa,
   regexBadRequest,
   regexExpression,
   regexTreeExpression,
-} from "../regexToGbnf.ts";
+} from "../regex/regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import {
   formatDfa,

@@ -3,11 +3,11 @@
  * for JSON Schema `pattern` (inside a JSON string, ECMA-262 search semantics: unanchored ends match any text),
  * and for `guided_whitespace_pattern`. Syntax and refusals: see `regexParser.ts`.
  */
-import { badRequest } from "../errors.ts";
+import { badRequest } from "../../errors.ts";
+import { GbnfBuilder, gbnfCharClass, gbnfLiteral, group } from "../gbnf/gbnf.ts";
+import { jsonCharRule } from "../gbnf/jsonPrimitives.ts";
+import { LruCache } from "../worker/lru.ts";
 import { CodePointSet } from "./codePointSet.ts";
-import { GbnfBuilder, gbnfCharClass, gbnfLiteral, group } from "./gbnf.ts";
-import { jsonCharRule } from "./jsonPrimitives.ts";
-import { LruCache } from "./lru.ts";
 import { AutomatonTooLarge, type Dfa, regexDfa } from "./regexAutomaton.ts";
 import { ANY_TEXT, parseRegex, RegexError, type RegexNode, splitAnchors } from "./regexParser.ts";
 

@@ -7,8 +7,8 @@
  * collection a fifth of its time on the largest schemas.
  */
 import { Worker } from "node:worker_threads";
-import { ApiError, badRequest, internalError } from "../errors.ts";
-import type { CompiledConstraint, CompileOptions, ConstraintKind } from "./compile.ts";
+import { ApiError, badRequest, internalError } from "../../errors.ts";
+import type { CompiledConstraint, CompileOptions, ConstraintKind } from "../compile.ts";
 import type { CompileJob, CompileReply } from "./compileThread.ts";
 
 /** The limits of a {@link ConstraintCompiler}. */

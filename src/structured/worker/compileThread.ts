@@ -6,9 +6,9 @@
  * Messages in: {@link CompileJob}. Messages out: {@link CompileReply}, with the same `id`.
  */
 import { parentPort } from "node:worker_threads";
-import { ApiError } from "../errors.ts";
-import { type CompileOptions, type ConstraintKind, compileConstraint } from "./compile.ts";
-import { warmFormatAutomata } from "./jsonSchema/formats.ts";
+import { ApiError } from "../../errors.ts";
+import { type CompileOptions, type ConstraintKind, compileConstraint } from "../compile.ts";
+import { warmFormatAutomata } from "../jsonSchema/formats.ts";
 
 /** One constraint to compile. */
 export type CompileJob = { id: number; kind: ConstraintKind; spec: unknown; options: CompileOptions };

@@ -1,10 +1,10 @@
 /** compileConstraint: kinds, exact GBNF for a few schemas, caching, whitespace, choices and error params. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { canonicalSchemaJson } from "../../../src/structured/canonicalJson.ts";
-import { choiceToGbnf } from "../../../src/structured/choiceToGbnf.ts";
+import { choiceToGbnf } from "../../../src/structured/gbnf/choiceToGbnf.ts";
 import { clearCompileCache, compileConstraint } from "../../../src/structured/index.ts";
-import { LruCache } from "../../../src/structured/lru.ts";
+import { canonicalSchemaJson } from "../../../src/structured/jsonSchema/canonicalJson.ts";
+import { LruCache } from "../../../src/structured/worker/lru.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
 const WS = 'ws ::= | " " | "\\n"{1,2} [ \\t]{0,20}';

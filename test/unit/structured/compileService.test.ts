@@ -6,8 +6,11 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
-import { ConstraintCompiler, DEFAULT_COMPILER_LIMITS } from "../../../src/structured/compileService.ts";
 import { compileConstraint } from "../../../src/structured/index.ts";
+import {
+  ConstraintCompiler,
+  DEFAULT_COMPILER_LIMITS,
+} from "../../../src/structured/worker/compileService.ts";
 
 const compiler = new ConstraintCompiler();
 after(() => compiler.close());

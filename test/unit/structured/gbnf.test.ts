@@ -5,18 +5,18 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { checkGrammar } from "../../../src/engine/grammar.ts";
 import { projectRoot } from "../../../src/paths.ts";
-import { choiceToGbnf } from "../../../src/structured/choiceToGbnf.ts";
-import { CodePointSet } from "../../../src/structured/codePointSet.ts";
+import { choiceToGbnf } from "../../../src/structured/gbnf/choiceToGbnf.ts";
 import {
   GbnfBuilder,
   gbnfCharClass,
   gbnfLiteral,
   isAtomicExpression,
   literalTrie,
-} from "../../../src/structured/gbnf.ts";
-import { checkGbnf } from "../../../src/structured/gbnfCheck.ts";
+} from "../../../src/structured/gbnf/gbnf.ts";
+import { checkGbnf } from "../../../src/structured/gbnf/gbnfCheck.ts";
+import { MAX_GBNF_LENGTH } from "../../../src/structured/gbnf/validateGbnf.ts";
 import { checkGbnfText, confirmGbnf, validateGbnf } from "../../../src/structured/index.ts";
-import { MAX_GBNF_LENGTH } from "../../../src/structured/validateGbnf.ts";
+import { CodePointSet } from "../../../src/structured/regex/codePointSet.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
 describe("rule names", () => {

@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
-import { checkGbnf } from "../../../src/structured/gbnfCheck.ts";
-import { checkGbnfText, GBNF_LIMITS } from "../../../src/structured/validateGbnf.ts";
+import { checkGbnf } from "../../../src/structured/gbnf/gbnfCheck.ts";
+import { checkGbnfText, GBNF_LIMITS } from "../../../src/structured/gbnf/validateGbnf.ts";
 
 const alternation = (n: number): string =>
   `root ::= ${Array.from({ length: n }, (_, i) => `"w${i}"`).join(" | ")}`;

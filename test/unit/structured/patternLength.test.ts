@@ -6,8 +6,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
-import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
-import { parseRegex, restrictLength } from "../../../src/structured/regexParser.ts";
+import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchema/compiler.ts";
+import { parseRegex, restrictLength } from "../../../src/structured/regex/regexParser.ts";
 import { stringsUpTo } from "../../helpers/strings.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 

@@ -6,12 +6,12 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
+import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchema/compiler.ts";
 import {
   dependencyPresence,
   PresenceDiagram,
   PresenceTooLarge,
 } from "../../../src/structured/jsonSchema/presence.ts";
-import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
 import { ajvValidator } from "../../helpers/structuredAjv.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 

@@ -4,9 +4,9 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { projectRoot } from "../../../src/paths.ts";
-import { GbnfBuilder } from "../../../src/structured/gbnf.ts";
-import { parseRegex, regexLengthBounds } from "../../../src/structured/regexParser.ts";
-import { regexExpression, regexToGbnf } from "../../../src/structured/regexToGbnf.ts";
+import { GbnfBuilder } from "../../../src/structured/gbnf/gbnf.ts";
+import { parseRegex, regexLengthBounds } from "../../../src/structured/regex/regexParser.ts";
+import { regexExpression, regexToGbnf } from "../../../src/structured/regex/regexToGbnf.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
 type Corpus = {
