@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
-import { ApiError } from "../src/errors.ts";
+import { ConstraintError } from "../src/structured/errors.ts";
 import { jsonSchemaToGbnf } from "../src/structured/jsonSchema/compiler.ts";
 import { warmFormatAutomata } from "../src/structured/jsonSchema/formats.ts";
 import { clearPatternCache } from "../src/structured/regex/regexToGbnf.ts";
@@ -94,7 +94,7 @@ function runDataset(name: string, dir: string, keep: boolean, runs: number, warm
       result.compiled++;
       if (keep) result.candidates.push({ file, schema, gbnf });
     } catch (error) {
-      if (error instanceof ApiError && error.status === 400) {
+      if (error instanceof ConstraintError) {
         result.refused++;
         const key = reasonKey(error.message);
         result.reasons.set(key, (result.reasons.get(key) ?? 0) + 1);

@@ -10,7 +10,8 @@
  * - integers get exact range grammars; numbers get exact grammars for integer-valued bounds (no exponent);
  * - everything unknown or inexpressible is a 400 naming the keyword and its JSON pointer.
  */
-import { ApiError, badRequest } from "../../errors.ts";
+
+import { ConstraintError } from "../errors.ts";
 import {
   type CodePointTrie,
   codePointTrie,
@@ -354,7 +355,7 @@ function defineWhitespace(b: GbnfBuilder, pattern: string | undefined): void {
   }
   try {
     if (!onlyJsonWhitespace(parseRegex(pattern))) {
-      throw badRequest(
+      throw new ConstraintError(
         `guided_whitespace_pattern "${echoed(pattern)}" matches characters other than JSON whitespace (space, tab, newline, carriage return), which would make the output invalid JSON; use e.g. "[ \\t\\n]{0,4}".`,
         "guided_whitespace_pattern",
       );
@@ -390,7 +391,7 @@ function finish(b: GbnfBuilder, param: string): string {
     checkGbnf(text);
   } catch (error) {
     if (error instanceof GbnfSyntaxError) {
-      throw badRequest(`The JSON schema cannot be compiled to a grammar: ${error.message}.`, param);
+      throw new ConstraintError(`The JSON schema cannot be compiled to a grammar: ${error.message}.`, param);
     }
     throw error;
   }
@@ -445,7 +446,7 @@ class SchemaCompiler implements CompileContext {
   ) {}
 
   fail(message: string): never {
-    throw badRequest(message, this.param);
+    throw new ConstraintError(message, this.param);
   }
 
   /** {@link fail} for a depth limit: counted, so that no failure it takes part in is remembered. */
@@ -587,7 +588,7 @@ class SchemaCompiler implements CompileContext {
       // A subschema's compilation fails the same way wherever it stands, unless a depth limit took part.
       if (
         this.depthErrors === depthErrors &&
-        (error instanceof UnsatisfiableError || (error instanceof ApiError && error.status === 400))
+        (error instanceof UnsatisfiableError || error instanceof ConstraintError)
       )
         this.failures.set(key, error);
       throw error;
@@ -1159,7 +1160,7 @@ class SchemaCompiler implements CompileContext {
         const withOthers = others;
         const exact = this.tryOr(
           () => ({ symbol: this.attempt(() => this.unionBranch(union, withOthers)) }),
-          (error) => error instanceof ApiError && error.status === 400,
+          (error) => error instanceof ConstraintError,
         );
         if (exact === null) {
           // (A branch object found to compile alone once is not probed again: either answer is safe.)
@@ -1430,14 +1431,14 @@ class SchemaCompiler implements CompileContext {
 
 /**
  * Compiles a JSON Schema (draft 2020-12 / draft-07 subset, see `docs/structured-output.md`) into a GBNF
- * grammar whose root matches compact JSON satisfying it. Throws `ApiError` 400 (param `options.param`,
+ * grammar whose root matches compact JSON satisfying it. Throws `ConstraintError` (param `options.param`,
  * default `"guided_json"`) naming any unsupported keyword with its JSON pointer, e.g.
  * "Unsupported JSON Schema keyword 'patternProperties' at #/properties/foo".
  */
 export function jsonSchemaToGbnf(schema: unknown, options: JsonGrammarOptions = {}): string {
   const param = options.param ?? "guided_json";
   if (typeof schema !== "boolean" && !isObject(schema))
-    throw badRequest("The JSON schema must be an object.", param);
+    throw new ConstraintError("The JSON schema must be an object.", param);
   // One budget for all the automata of one schema (each is bounded alone too): many heavy patterns in one
   // schema are a 400 in a fraction of a second instead of blocking the server.
   return withAutomatonBudget(MAX_COMPILE_AUTOMATON_WORK, () =>
