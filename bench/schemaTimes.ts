@@ -1,6 +1,6 @@
 /**
  * The timed part of `bench/schemas.ts`, run in a worker thread with the constraint compiler's heap
- * (`COMPILER_YOUNG_GENERATION_MB`, as `structured/compileService.ts` runs it for the server): compiles
+ * (`COMPILER_YOUNG_GENERATION_MB`, as `structured/worker/compileService.ts` runs it for the server): compiles
  * each dataset's schemas and posts back one {@link DatasetResult} per dataset.
  *
  * workerData: {@link TimingJob}.
@@ -8,10 +8,10 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
-import { ApiError } from "../src/errors.ts";
+import { ConstraintError } from "../src/structured/errors.ts";
+import { jsonSchemaToGbnf } from "../src/structured/jsonSchema/compiler.ts";
 import { warmFormatAutomata } from "../src/structured/jsonSchema/formats.ts";
-import { jsonSchemaToGbnf } from "../src/structured/jsonSchemaToGbnf.ts";
-import { clearPatternCache } from "../src/structured/regexToGbnf.ts";
+import { clearPatternCache } from "../src/structured/regex/regexToGbnf.ts";
 import type { SampleCandidate } from "./schemaSample.ts";
 
 /** What `bench/schemas.ts` asks for: datasets (name and folder), whether to keep grammars, runs, warm-up passes. */
@@ -94,7 +94,7 @@ function runDataset(name: string, dir: string, keep: boolean, runs: number, warm
       result.compiled++;
       if (keep) result.candidates.push({ file, schema, gbnf });
     } catch (error) {
-      if (error instanceof ApiError && error.status === 400) {
+      if (error instanceof ConstraintError) {
         result.refused++;
         const key = reasonKey(error.message);
         result.reasons.set(key, (result.reasons.get(key) ?? 0) + 1);

@@ -29,7 +29,7 @@ import { readdirSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
-import { COMPILER_YOUNG_GENERATION_MB } from "../src/structured/compileService.ts";
+import { COMPILER_YOUNG_GENERATION_MB } from "../src/structured/worker/compileService.ts";
 import { runSample, sampleReport } from "./schemaSample.ts";
 import { type DatasetResult, emptyResult, type TimingJob } from "./schemaTimes.ts";
 
@@ -43,11 +43,11 @@ const pct = (n: number, d: number): string => (d === 0 ? "–" : `${((100 * n) /
 
 /**
  * Runs `bench/schemaTimes.ts` in a worker thread with the young generation the server's compiler worker
- * has (`structured/compileService.ts`), so that the times are the server's.
+ * has (`structured/worker/compileService.ts`), so that the times are the server's.
  */
 function timeDatasets(job: TimingJob): Promise<DatasetResult[]> {
   return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL("../src/structured/tsWorker.mjs", import.meta.url), {
+    const worker = new Worker(new URL("../src/structured/worker/tsWorker.mjs", import.meta.url), {
       workerData: job,
       resourceLimits: { maxYoungGenerationSizeMb: COMPILER_YOUNG_GENERATION_MB },
       execArgv: [],

@@ -138,6 +138,33 @@ export function layerImports(graph: ImportGraph): Map<string, string[]> {
   );
 }
 
+/** The sub-folders ("rooms") of `src/structured/`: the guided-decoding compiler's four parts. */
+export const STRUCTURED_ROOMS = ["gbnf", "jsonSchema", "regex", "worker"] as const;
+
+/** The files directly in `src/structured/` (its entry points, not in a room). */
+export const STRUCTURED_ENTRY_FILES = ["compile.ts", "errors.ts", "index.ts"] as const;
+
+/** The files of `src/structured/` grouped by room (sub-folder), loose files under `""`, sorted. */
+export function structuredRooms(graph: ImportGraph): Map<string, string[]> {
+  const rooms = new Map<string, string[]>();
+  for (const file of [...graph.keys()].sort()) {
+    if (!file.startsWith("src/structured/")) continue;
+    const rest = file.slice("src/structured/".length).split("/");
+    const room = rest.length === 1 ? "" : rest[0]!;
+    rooms.set(room, [...(rooms.get(room) ?? []), rest.slice(rest.length === 1 ? 0 : 1).join("/")]);
+  }
+  return rooms;
+}
+
+/** Files of `src/structured/` that import `src/errors.ts` (the API's errors): the compiler raises its own. */
+export function structuredHttpErrors(graph: ImportGraph): string[] {
+  return [...graph]
+    .filter(
+      ([file, imports]) => file.startsWith("src/structured/") && imports.local.includes("src/errors.ts"),
+    )
+    .map(([file]) => file);
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   // Piped into `head`: stop quietly once the reader has gone.
   process.stdout.on("error", (error: NodeJS.ErrnoException) => {
@@ -155,6 +182,12 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   for (const file of leaks) console.log(`  ${file}`);
   const loose = looseFiles(graph);
   console.log(`${loose.length} loose files in src/: ${loose.join(", ")}`);
+  console.log("structured/ rooms:");
+  for (const [room, files] of structuredRooms(graph))
+    console.log(`  ${room === "" ? "(entry)" : `${room}/`}: ${files.join(", ")}`);
+  const httpErrors = structuredHttpErrors(graph);
+  console.log(`${httpErrors.length} files of structured/ importing src/errors.ts`);
+  for (const file of httpErrors) console.log(`  ${file}`);
   console.log("layer imports:");
   for (const [layer, targets] of layerImports(graph))
     console.log(`  ${layer} -> ${targets.join(", ") || "(none)"}`);

@@ -13,6 +13,7 @@ import {
   QueueFullError,
   RequestTimeoutError,
 } from "./engine/errors.ts";
+import { CompilerFailureError, ConstraintError } from "./structured/errors.ts";
 
 /**
  * Every `type` an {@link ApiError} carries: OpenAI's names (its SDKs raise typed errors from the
@@ -270,7 +271,8 @@ export function internalError(message = "The server failed to process the reques
 
 /**
  * Turns any thrown value into an {@link ApiError}: the one place where the engine's own errors
- * (`engine/errors.ts`) get their status, type and code. Unknown errors become a 500 that hides
+ * (`engine/errors.ts`) and the guided-decoding compiler's (`structured/errors.ts`) get their status, type
+ * and code. Unknown errors become a 500 that hides
  * internals (the original is kept as its `cause`, for the log).
  */
 export function toApiError(error: unknown): ApiError {
@@ -287,6 +289,8 @@ export function toApiError(error: unknown): ApiError {
     );
   }
   if (error instanceof EngineClosedError) return overloaded("The server is shutting down.");
+  if (error instanceof ConstraintError) return badRequest(error.message, error.param);
+  if (error instanceof CompilerFailureError) return internalError(error.message);
   if (error instanceof GrammarUnenforceableError) {
     return badRequest(
       `The guided-decoding grammar is too costly to enforce: after ${error.generated} tokens its next token mask took over ${GRAMMAR_MASK_TIME_LIMIT_MS} ms (or allowed no token that may be drawn), so the generation was ended rather than continued unconstrained. Simplify the grammar (fewer optional items in a row, common prefixes merged); see docs/structured-output.md.`,

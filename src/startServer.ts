@@ -15,7 +15,7 @@ import { ServerMetrics } from "./server/metrics.ts";
 import { drainServer } from "./server/shutdown.ts";
 import { SeedSource } from "./serving/generationParams.ts";
 import { ModelRegistry } from "./serving/ModelRegistry.ts";
-import { sharedCompiler } from "./structured/compileService.ts";
+import { sharedCompiler } from "./structured/worker/compileService.ts";
 
 /** A running server: its address and how to stop it. */
 export type RunningServer = {

@@ -8,6 +8,7 @@
  */
 import type { Grammar } from "../engine/types.ts";
 import { ApiError, badRequest } from "../errors.ts";
+import { allowThinking, THINK_MARKUP, type ThinkingGrammarMarkup } from "../structured/gbnf/thinking.ts";
 import type { ToolCalling, ToolCallMarkup } from "./chatTools.ts";
 import { compileGuided, grammarForGbnf } from "./guidedDecoding.ts";
 import type { RequestFields } from "./requestFields.ts";
@@ -19,25 +20,7 @@ import type { RequestFields } from "./requestFields.ts";
  */
 export type ThinkingStart = "none" | "optional" | "open";
 
-/**
- * A reasoning family's markup as the grammar needs it (the reasoning parsers' `ThinkingMarkup`): the
- * block's markers, GBNF required after the close marker (`""`: bounded whitespace) and GBNF the answer
- * starts with (`""`: none; Harmony's `"<|channel|>final<|message|>"`).
- */
-export type ThinkingGrammarMarkup = {
-  open: string;
-  close: string;
-  grammarAfterClose: string;
-  grammarAnswerPrefix: string;
-};
-
-/** `<think>…</think>`, the default markup. */
-const THINK_MARKUP: ThinkingGrammarMarkup = {
-  open: "<think>",
-  close: "</think>",
-  grammarAfterClose: "",
-  grammarAnswerPrefix: "",
-};
+export type { ThinkingGrammarMarkup } from "../structured/gbnf/thinking.ts";
 
 /**
  * The native grammar of a chat request, or null when nothing constrains it. `markup` is the reasoning
@@ -81,9 +64,9 @@ export async function chatGrammar(
       "nvext.max_thinking_tokens",
     );
   }
-  const wrap = thinking !== "none" && compiled.answerOnly;
-  const gbnf = wrap ? allowThinking(compiled.gbnf, thinking === "open", markup) : compiled.gbnf;
-  return grammarForGbnf(gbnf, compiled.param);
+  if (thinking === "none" || !compiled.answerOnly) return grammarForGbnf(compiled.gbnf, compiled.param);
+  const wrapped = allowThinking(compiled.gbnf, thinking === "open", markup);
+  return grammarForGbnf(wrapped.gbnf, compiled.param, wrapped.root);
 }
 
 /** A JSON pointer into the forced call schema's `arguments` (`toolSchema.ts`): `#[/items][/anyOf/K]/properties/arguments`. */
@@ -176,67 +159,4 @@ export function wrapCalls(gbnf: string, markup: ToolCallMarkup): string {
   const one = `${literal(markup.open)}${call} ${literal(markup.close)}`.trim();
   const root = markup.repeat ? `${one} ( ${literal(markup.separator)}${one} )*` : one;
   return [`root ::= ${root}`, renamed].join("\n");
-}
-
-/**
- * Wraps a GBNF grammar (root rule `root`) so that a thinking block may (or, when `opened`, must) come
- * before what it matches. The grammar's `root` is renamed and a new root written in front:
- *
- * ```
- * root ::= ( "<think>" T-body "</think>" T-ws )? T-answer      (opened: T-body "</think>" T-ws T-answer)
- * T-body ::= ( [^<] | T-lt )*                                   any text without "</think>"
- * T-lt ::= "<"+ ( [^/<] | "/" ( [^t<] | "t" ( … "k" [^<>] ) ) )
- * T-ws ::= [ \t\n]{0,4}
- * ```
- *
- * `T` is a rule-name prefix the grammar does not use. The body admits any text that does not contain
- * `</think>`, except that it cannot end with `<` or a proper prefix of `</think>` (a `<` must be followed
- * by a character that does not continue the tag): a small loss that keeps the rule regular. The
- * whitespace after the block is bounded (as the JSON grammars bound theirs) and admits the
- * `max_thinking_tokens` close text `"\n</think>\n\n"`. Follows the reasoning parsers' reading: the
- * optional block must start the output (no leading whitespace), as the grammar's own output would.
- */
-export function allowThinking(
-  gbnf: string,
-  opened: boolean,
-  markup: ThinkingGrammarMarkup = THINK_MARKUP,
-): string {
-  const names = new Set<string>();
-  mapGbnfNames(gbnf, (name) => {
-    names.add(name);
-    return name;
-  });
-  let prefix = "lmserve-think";
-  while ([...names].some((name) => name.startsWith(prefix))) prefix += "x";
-  const answer = `${prefix}-answer`;
-  const renamed = mapGbnfNames(gbnf, (name) => (name === "root" ? answer : name));
-  const chars = [...markup.close];
-  const first = chars[0] ?? "<";
-  const after = markup.grammarAfterClose === "" ? `${prefix}-ws` : markup.grammarAfterClose;
-  const block = `${prefix}-body ${gbnfString(markup.close)} ${after}`;
-  // After the close marker's first character, any character that does not continue it (nor restarts it).
-  let head = notIn(chars[chars.length - 1] ?? first, first);
-  for (let k = chars.length - 2; k >= 1; k--) {
-    const char = chars[k] ?? first;
-    head = `${notIn(char, first)} | ${gbnfString(char)} ( ${head} )`;
-  }
-  const answerStart = markup.grammarAnswerPrefix === "" ? answer : `${markup.grammarAnswerPrefix} ${answer}`;
-  return [
-    `root ::= ${opened ? block : `( ${gbnfString(markup.open)} ${block} )?`} ${answerStart}`,
-    `${prefix}-body ::= ( ${notIn(first, first)} | ${prefix}-lt )*`,
-    `${prefix}-lt ::= ${gbnfString(first)}+ ( ${head} )`,
-    `${prefix}-ws ::= [ \\t\\n]{0,4}`,
-    renamed,
-  ].join("\n");
-}
-
-/** A GBNF string literal of `text`. */
-function gbnfString(text: string): string {
-  return `"${text.replace(/[\\"]/g, (char) => `\\${char}`).replace(/\n/g, "\\n")}"`;
-}
-
-/** A GBNF character class of every character but `a` and `b`. */
-function notIn(a: string, b: string): string {
-  const esc = (char: string) => (/[\\\][-]/.test(char) ? `\\${char}` : char);
-  return `[^${esc(a)}${a === b ? "" : esc(b)}]`;
 }

@@ -5,10 +5,10 @@
  */
 import { checkGrammar } from "../engine/grammar.ts";
 import type { Grammar } from "../engine/types.ts";
-import { ApiError, badRequest } from "../errors.ts";
-import { sharedCompiler } from "../structured/compileService.ts";
-import { confirmGbnf } from "../structured/index.ts";
-import { LruCache } from "../structured/lru.ts";
+import { ApiError, badRequest, toApiError } from "../errors.ts";
+import { ConstraintError, confirmGbnf } from "../structured/index.ts";
+import { sharedCompiler } from "../structured/worker/compileService.ts";
+import { LruCache } from "../structured/worker/lru.ts";
 import type { GuidedConstraint } from "./requestFields.ts";
 
 export type { GuidedConstraint };
@@ -37,7 +37,7 @@ export async function grammarForConstraint(
  * The GBNF text of one constraint (`structured/`), JSON constraints with the request's whitespace
  * pattern (`RequestFields.whitespacePattern`; undefined: the compilers' default). The one compile step
  * of both endpoints (chat's forced tool calls included), on the compiler's worker thread
- * (`structured/compileService.ts`); `signal` (the client's) drops it from the compiler's queue.
+ * (`structured/worker/compileService.ts`); `signal` (the client's) drops it from the compiler's queue.
  * `whitespaceParam` is the field the pattern came from (`RequestFields.whitespacePatternParam`), named
  * in its errors; defaults to `guided_whitespace_pattern`.
  * @throws ApiError 400 naming the constraint's field for what cannot be compiled (or past the compiler's
@@ -56,7 +56,9 @@ export async function compileGuided(
   try {
     const compiled = await sharedCompiler().compile(constraint.kind, constraint.spec, options, signal);
     return compiled.gbnf;
-  } catch (error) {
+  } catch (caught) {
+    // The compiler's own errors become the API's here (`toApiError`), so that callers see one kind.
+    const error = caught instanceof ConstraintError ? toApiError(caught) : caught;
     // The compilers name the pattern by its top-level spelling; the client may have sent another one.
     if (
       error instanceof ApiError &&
@@ -75,14 +77,20 @@ const WHITESPACE_PARAM = "guided_whitespace_pattern";
 /**
  * The engine grammar for GBNF text that the compiler returned (which checked it with our port of
  * llama.cpp's parser, on its worker) or derived from such (`allowThinking`), confirmed by llama.cpp's own
- * parser once and cached; a refused text is not cached.
+ * parser once and cached; a refused text is not cached. `root` is the start rule; defaults to "root".
  * @throws ApiError 400 naming `param` when llama.cpp refuses the grammar.
  */
-export function grammarForGbnf(gbnf: string, param: string): Grammar {
-  let grammar = grammars.get(gbnf);
+export function grammarForGbnf(gbnf: string, param: string, root = "root"): Grammar {
+  const key = root === "root" ? gbnf : `${root}\u0000${gbnf}`;
+  let grammar = grammars.get(key);
   if (!grammar) {
-    grammar = { gbnf: confirmGbnf(gbnf, checkGrammar, param) };
-    grammars.set(gbnf, grammar);
+    try {
+      const checked = confirmGbnf(gbnf, (text) => checkGrammar(text, root), param);
+      grammar = root === "root" ? { gbnf: checked } : { gbnf: checked, root };
+    } catch (error) {
+      throw error instanceof ConstraintError ? toApiError(error) : error;
+    }
+    grammars.set(key, grammar);
   }
   return grammar;
 }

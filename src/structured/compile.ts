@@ -4,13 +4,14 @@
  * engine loads with `llama.createGrammar({grammar})`. Results are cached in an LRU keyed by kind, canonical
  * spec and whitespace pattern.
  */
-import { badRequest } from "../errors.ts";
-import { canonicalSchemaJson } from "./canonicalJson.ts";
-import { choiceToGbnf } from "./choiceToGbnf.ts";
-import { jsonObjectToGbnf, jsonSchemaToGbnf } from "./jsonSchemaToGbnf.ts";
-import { LruCache } from "./lru.ts";
-import { regexToGbnf } from "./regexToGbnf.ts";
-import { checkGbnfText } from "./validateGbnf.ts";
+
+import { ConstraintError } from "./errors.ts";
+import { choiceToGbnf } from "./gbnf/choiceToGbnf.ts";
+import { checkGbnfText } from "./gbnf/validateGbnf.ts";
+import { canonicalSchemaJson } from "./jsonSchema/canonicalJson.ts";
+import { jsonObjectToGbnf, jsonSchemaToGbnf } from "./jsonSchema/compiler.ts";
+import { regexToGbnf } from "./regex/regexToGbnf.ts";
+import { LruCache } from "./worker/lru.ts";
 
 /** The kinds of constraint. */
 export type ConstraintKind = "json_schema" | "json_object" | "regex" | "choice" | "grammar";
@@ -51,7 +52,7 @@ const cache = new LruCache<string, CompiledConstraint>(COMPILE_CACHE_SIZE);
  * - `grammar`: `spec` is GBNF text, checked by our port of llama.cpp's parser and passed through unchanged
  *   (use `validateGbnf` with a `Llama` for the native check).
  * Returns a frozen `{kind, gbnf}`, cached by (kind, canonical spec, whitespace pattern).
- * Throws `ApiError` 400 naming the problem (unsupported keyword and JSON pointer, regex construct, grammar
+ * Throws `ConstraintError` naming the problem (unsupported keyword and JSON pointer, regex construct, grammar
  * parse error) with `param` set.
  */
 export function compileConstraint(
@@ -64,7 +65,7 @@ export function compileConstraint(
   } catch (error) {
     // A spec nested deeper than the compilers' recursion can follow: a 400, never a 500.
     if (error instanceof RangeError) {
-      throw badRequest(
+      throw new ConstraintError(
         "The constraint is nested too deeply to compile; flatten it (for example with $defs and $ref).",
         options.param ?? DEFAULT_PARAM[kind] ?? null,
       );
@@ -75,16 +76,17 @@ export function compileConstraint(
 
 function compileUncaught(kind: ConstraintKind, spec: unknown, options: CompileOptions): CompiledConstraint {
   const param = options.param ?? DEFAULT_PARAM[kind];
-  if (!(kind in DEFAULT_PARAM)) throw badRequest(`Unknown guided decoding kind '${String(kind)}'.`, param);
+  if (!(kind in DEFAULT_PARAM))
+    throw new ConstraintError(`Unknown guided decoding kind '${String(kind)}'.`, param);
   if (options.whitespacePattern !== undefined && typeof options.whitespacePattern !== "string") {
-    throw badRequest("guided_whitespace_pattern must be a string.", "guided_whitespace_pattern");
+    throw new ConstraintError("guided_whitespace_pattern must be a string.", "guided_whitespace_pattern");
   }
   let value = spec;
   if (kind === "json_schema" && typeof spec === "string") {
     try {
       value = JSON.parse(spec);
     } catch (error) {
-      throw badRequest(`The JSON schema is not valid JSON: ${(error as Error).message}`, param);
+      throw new ConstraintError(`The JSON schema is not valid JSON: ${(error as Error).message}`, param);
     }
   }
   const ws = kind === "json_schema" || kind === "json_object" ? (options.whitespacePattern ?? "") : "";
@@ -116,7 +118,7 @@ function build(
     case "choice":
       return choiceToGbnf(spec, param);
     case "grammar":
-      if (typeof spec !== "string") throw badRequest("The grammar must be a GBNF string.", param);
+      if (typeof spec !== "string") throw new ConstraintError("The grammar must be a GBNF string.", param);
       checkGbnfText(spec, param);
       return spec;
   }

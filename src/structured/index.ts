@@ -9,5 +9,6 @@ export {
   clearCompileCache,
   compileConstraint,
 } from "./compile.ts";
+export { CompilerFailureError, ConstraintError } from "./errors.ts";
+export { checkGbnfText, confirmGbnf, validateGbnf } from "./gbnf/validateGbnf.ts";
 export { warmFormatAutomata } from "./jsonSchema/formats.ts";
-export { checkGbnfText, confirmGbnf, validateGbnf } from "./validateGbnf.ts";

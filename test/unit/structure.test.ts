@@ -8,6 +8,10 @@ import {
   importGraph,
   layerImports,
   looseFiles,
+  STRUCTURED_ENTRY_FILES,
+  STRUCTURED_ROOMS,
+  structuredHttpErrors,
+  structuredRooms,
 } from "../../scripts/structure.ts";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -43,14 +47,29 @@ describe("source layout (docs/ARCHITECTURE.md)", () => {
   it("keeps protocol/ free of our imports, and the lower layers free of the upper ones", () => {
     const layers = layerImports(graph);
     assert.deepEqual(layers.get("protocol"), []);
-    // errors.ts maps the engine's own error classes (engine/errors.ts, which imports nothing) to ApiErrors.
-    assert.deepEqual(graph.get("src/errors.ts")?.local, ["src/engine/errors.ts"]);
+    // errors.ts maps the engine's and the compiler's own error classes (engine/errors.ts,
+    // structured/errors.ts, which import nothing) to ApiErrors.
+    assert.deepEqual(graph.get("src/errors.ts")?.local, ["src/engine/errors.ts", "src/structured/errors.ts"]);
     assert.deepEqual(graph.get("src/engine/errors.ts")?.local, []);
+    assert.deepEqual(graph.get("src/structured/errors.ts")?.local, []);
     for (const layer of ["chat", "structured", "engine", "models", "protocol"]) {
       const upward = (layers.get(layer) ?? []).filter((target) =>
         ["server", "serving", "cli", "config", "startServer"].includes(target),
       );
       assert.deepEqual(upward, [], `${layer} imports ${upward.join(", ")}`);
     }
+  });
+});
+
+describe("structured/ (issue 30)", () => {
+  it("is four rooms (gbnf/, jsonSchema/, regex/, worker/) below its entry files", () => {
+    const rooms = structuredRooms(graph);
+    assert.deepEqual([...rooms.keys()].filter((room) => room !== "").sort(), [...STRUCTURED_ROOMS]);
+    assert.deepEqual(rooms.get(""), [...STRUCTURED_ENTRY_FILES]);
+    for (const room of STRUCTURED_ROOMS) assert.ok((rooms.get(room)?.length ?? 0) > 0, `${room}/ is empty`);
+  });
+
+  it("raises its own errors: no file of it imports src/errors.ts (ApiError)", () => {
+    assert.deepEqual(structuredHttpErrors(graph), []);
   });
 });

@@ -1,10 +1,10 @@
 /**
- * Objects and arrays of the JSON Schema compiler (see `jsonSchemaToGbnf.ts` for the overall contract).
+ * Objects and arrays of the JSON Schema compiler (see `compiler.ts` for the overall contract).
  * Objects: properties in declared order, any subset of optional ones, `additionalProperties` defaulting to
  * false when `properties` is present (llama.cpp, xgrammar strict mode). Arrays: `prefixItems`/`items`/
  * `minItems`/`maxItems` exactly (draft-07 `items: [...]` + `additionalItems` too).
  */
-import { CodePointSet } from "../codePointSet.ts";
+
 import {
   type CodePointTrie,
   codePointTrie,
@@ -12,10 +12,11 @@ import {
   gbnfCharClass,
   gbnfLiteral,
   isAtomicExpression,
-} from "../gbnf.ts";
-import { jsonCharRule, jsonStringRule, jsonValueRule, WS } from "../jsonPrimitives.ts";
-import { AutomatonTooLarge, type Dfa, regexDfa } from "../regexAutomaton.ts";
-import { ANY_TEXT, parseRegex, RegexError, type RegexNode } from "../regexParser.ts";
+} from "../gbnf/gbnf.ts";
+import { jsonCharRule, jsonStringRule, jsonValueRule, WS } from "../gbnf/jsonPrimitives.ts";
+import { CodePointSet } from "../regex/codePointSet.ts";
+import { AutomatonTooLarge, type Dfa, regexDfa } from "../regex/regexAutomaton.ts";
+import { ANY_TEXT, parseRegex, RegexError, type RegexNode } from "../regex/regexParser.ts";
 import {
   echoed,
   JSON_ESCAPED,
@@ -23,7 +24,7 @@ import {
   patternDfa,
   regexBadRequest,
   regexExpression,
-} from "../regexToGbnf.ts";
+} from "../regex/regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { ecmaRegex } from "./ecmaRegex.ts";
 import { allOf, pointerSegment, type Schema, type SchemaObject } from "./keywords.ts";

@@ -1,5 +1,5 @@
 /** What the per-type compilers (`containers.ts`, `scalars.ts`) need from the JSON Schema compiler. */
-import type { GbnfBuilder } from "../gbnf.ts";
+import type { GbnfBuilder } from "../gbnf/gbnf.ts";
 import type { Schema } from "./keywords.ts";
 
 /** The compiler state shared with the per-type compilers. */
@@ -8,7 +8,7 @@ export type CompileContext = {
   readonly b: GbnfBuilder;
   /** The request field named in errors. */
   readonly param: string;
-  /** Throws `ApiError` 400 with `message` and {@link param}. */
+  /** Throws `ConstraintError` with `message` and {@link param}. */
   fail(message: string): never;
   /** Throws the compiler's "no instance" error: optional places drop the subschema, others fail with 400. */
   unsatisfiable(message: string): never;

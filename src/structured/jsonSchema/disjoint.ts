@@ -6,9 +6,9 @@
  * a schema narrower, so ignoring them can only turn "disjoint" into "unknown", never the reverse.
  */
 
-import { AutomatonTooLarge, type Dfa } from "../regexAutomaton.ts";
-import { RegexError } from "../regexParser.ts";
-import { patternDfa } from "../regexToGbnf.ts";
+import { AutomatonTooLarge, type Dfa } from "../regex/regexAutomaton.ts";
+import { RegexError } from "../regex/regexParser.ts";
+import { patternDfa } from "../regex/regexToGbnf.ts";
 import { ecmaRegex } from "./ecmaRegex.ts";
 import { formatDfa, type SupportedFormat } from "./formats.ts";
 import {

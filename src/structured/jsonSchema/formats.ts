@@ -8,10 +8,10 @@
  * `idn-email` and `idn-hostname` are written with ASCII only. llama.cpp's `STRING_FORMAT_RULES` cover
  * date/time/date-time/uuid with looser days.
  */
-import type { GbnfBuilder } from "../gbnf.ts";
-import { type Dfa, regexDfa } from "../regexAutomaton.ts";
-import { parseRegex, type RegexNode, splitAnchors } from "../regexParser.ts";
-import { regexTreeExpression } from "../regexToGbnf.ts";
+import type { GbnfBuilder } from "../gbnf/gbnf.ts";
+import { type Dfa, regexDfa } from "../regex/regexAutomaton.ts";
+import { parseRegex, type RegexNode, splitAnchors } from "../regex/regexParser.ts";
+import { regexTreeExpression } from "../regex/regexToGbnf.ts";
 
 /** The string formats {@link formatRule} supports. */
 export const SUPPORTED_FORMATS = [

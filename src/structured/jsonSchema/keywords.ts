@@ -3,9 +3,10 @@
  * that refuses everything else with a 400 naming the keyword and its JSON pointer, e.g.
  * "Unsupported JSON Schema keyword 'patternProperties' at #/properties/foo".
  */
-import { badRequest } from "../../errors.ts";
-import { parseRegex, RegexError } from "../regexParser.ts";
-import { regexBadRequest } from "../regexToGbnf.ts";
+
+import { ConstraintError } from "../errors.ts";
+import { parseRegex, RegexError } from "../regex/regexParser.ts";
+import { regexBadRequest } from "../regex/regexToGbnf.ts";
 import { isUnsupportedStandardFormat, SUPPORTED_FORMATS } from "./formats.ts";
 
 /** A JSON Schema: a boolean schema or an object of keywords. */
@@ -282,7 +283,7 @@ const KEY_GROUPS = new Map<string, number>([
 
 /** Throws the 400 (`param`) for keyword `key` at `at` when its value is not `what`. */
 function badKeyword(param: string, at: Pointer, key: string, what: string): never {
-  throw badRequest(`JSON Schema keyword '${key}' at ${pointerText(at)} must be ${what}.`, param);
+  throw new ConstraintError(`JSON Schema keyword '${key}' at ${pointerText(at)} must be ${what}.`, param);
 }
 
 /**
@@ -296,7 +297,7 @@ function badKeyword(param: string, at: Pointer, key: string, what: string): neve
  */
 export function checkSchemaKeywords(root: unknown, param: string): void {
   const fail = (message: string): never => {
-    throw badRequest(message, param);
+    throw new ConstraintError(message, param);
   };
   const seenRefs = new Set<string>();
   /** Patterns already parsed without error (large schemas repeat a few patterns hundreds of times). */

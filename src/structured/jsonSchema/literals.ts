@@ -3,7 +3,7 @@
  * first checked against the keywords beside it (JSON Schema applies all of them). A value that fails one is
  * dropped; a keyword we cannot check for that value is a 400, never ignored.
  */
-import { echoed } from "../regexToGbnf.ts";
+import { echoed } from "../regex/regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import { ecmaRegex } from "./ecmaRegex.ts";
 import { formatDfa, INTEGER_FORMATS, isSupportedFormat, type SupportedFormat } from "./formats.ts";

@@ -1,13 +1,13 @@
 /**
- * Strings, integers and numbers of the JSON Schema compiler (see `jsonSchemaToGbnf.ts`): lengths in code
+ * Strings, integers and numbers of the JSON Schema compiler (see `compiler.ts`): lengths in code
  * points, `pattern` through the regex compiler in JSON-string mode, `format`s, exact integer ranges and exact
  * number ranges for integer-valued bounds.
  */
 
-import { CodePointSet } from "../codePointSet.ts";
-import { group } from "../gbnf.ts";
-import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../jsonPrimitives.ts";
-import { AutomatonTooLarge, type Dfa, regexDfa, stringsDfa } from "../regexAutomaton.ts";
+import { group } from "../gbnf/gbnf.ts";
+import { jsonCharRule, jsonIntegerRule, jsonNumberRule } from "../gbnf/jsonPrimitives.ts";
+import { CodePointSet } from "../regex/codePointSet.ts";
+import { AutomatonTooLarge, type Dfa, regexDfa, stringsDfa } from "../regex/regexAutomaton.ts";
 import {
   ANY_TEXT,
   narrowLength,
@@ -17,14 +17,14 @@ import {
   regexLengthBounds,
   restrictLength,
   splitAnchors,
-} from "../regexParser.ts";
+} from "../regex/regexParser.ts";
 import {
   automatonExpression,
   patternDfa,
   regexBadRequest,
   regexExpression,
   regexTreeExpression,
-} from "../regexToGbnf.ts";
+} from "../regex/regexToGbnf.ts";
 import type { CompileContext } from "./context.ts";
 import {
   formatDfa,
@@ -121,7 +121,7 @@ const KEY_KEYWORDS = new Set([
  * The language of property names a `propertyNames` schema allows, as a trimmed DFA, or null when it allows
  * every name. `names` is the schema after `$ref`s (resolved by the caller). Reads `type`, `pattern`s, `format`,
  * lengths, `enum`/`const` and the negated forms; keywords for other types than string do not apply to names;
- * other subschema keywords are a 400 naming `propertyNames`. Throws ApiError 400 (`ctx.fail`) also for
+ * other subschema keywords are a 400 naming `propertyNames`. Throws `ConstraintError` (`ctx.fail`) also for
  * automata too large.
  */
 export function keyLanguage(ctx: CompileContext, names: Schema, path: string): Dfa | null {
@@ -213,7 +213,7 @@ const NON_STRING_KEYWORDS = new Set([...OBJECT_KEYWORDS, ...ARRAY_KEYWORDS, ...N
 
 /**
  * A JSON string key (with its quotes) whose content is in `dfa`, none of `excluded` and matches none of
- * `excludedPatterns`, as a GBNF expression; null when no such key exists. Throws ApiError 400 when the
+ * `excludedPatterns`, as a GBNF expression; null when no such key exists. Throws `ConstraintError` when the
  * automaton is too large.
  */
 export function keyExpression(
@@ -266,7 +266,7 @@ function searchExpression(ctx: CompileContext, pattern: string, hint: string): s
 /**
  * The strings matching every pattern in `patterns` and none in `forbidden`, of `format` (when not null) and of
  * none of `forbiddenFormats`, of lengths `[min, max]`, as a GBNF expression in JSON string mode: the product of their automata (a forbidden
- * pattern's complemented). A maximum whose grammar would be too large is lowered (a narrowing, see `automatonExpression`). Throws ApiError 400 for a bad pattern, for
+ * pattern's complemented). A maximum whose grammar would be too large is lowered (a narrowing, see `automatonExpression`). Throws `ConstraintError` for a bad pattern, for
  * automata too large to build, and when no string satisfies them all.
  */
 function automatonBody(

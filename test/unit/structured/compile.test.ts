@@ -1,10 +1,11 @@
 /** compileConstraint: kinds, exact GBNF for a few schemas, caching, whitespace, choices and error params. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { canonicalSchemaJson } from "../../../src/structured/canonicalJson.ts";
-import { choiceToGbnf } from "../../../src/structured/choiceToGbnf.ts";
+import { ConstraintError } from "../../../src/structured/errors.ts";
+import { choiceToGbnf } from "../../../src/structured/gbnf/choiceToGbnf.ts";
 import { clearCompileCache, compileConstraint } from "../../../src/structured/index.ts";
-import { LruCache } from "../../../src/structured/lru.ts";
+import { canonicalSchemaJson } from "../../../src/structured/jsonSchema/canonicalJson.ts";
+import { LruCache } from "../../../src/structured/worker/lru.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
 const WS = 'ws ::= | " " | "\\n"{1,2} [ \\t]{0,20}';
@@ -96,7 +97,7 @@ describe("kinds", () => {
     );
     assert.throws(
       () => compileConstraint("json_schema", "{nope"),
-      (e: { status?: number }) => e.status === 400,
+      (e: { status?: number }) => e instanceof ConstraintError,
     );
   });
   test("errors carry the param of their kind, or the one given", () => {
@@ -140,11 +141,13 @@ describe("kinds", () => {
           $defs: { A: { anyOf: [{ $ref: "#/$defs/A" }, { type: "null" }] } },
           $ref: "#/$defs/A",
         }),
-      (e: { status?: number; message?: string }) => e.status === 400 && /left recursion/.test(e.message!),
+      (e: { status?: number; message?: string }) =>
+        e instanceof ConstraintError && /left recursion/.test(e.message!),
     );
     assert.throws(
       () => compileConstraint("json_schema", { allOf: [{ $ref: "#" }] }),
-      (e: { status?: number; message?: string }) => e.status === 400 && /recursively/.test(e.message!),
+      (e: { status?: number; message?: string }) =>
+        e instanceof ConstraintError && /recursively/.test(e.message!),
     );
   });
 });
@@ -232,7 +235,7 @@ describe("choices", () => {
     for (const bad of [[], "x", [1], null, ["ok", "\ud800"], ["\udc00a"]]) {
       assert.throws(
         () => choiceToGbnf(bad),
-        (e: { status?: number }) => e.status === 400,
+        (e: { status?: number }) => e instanceof ConstraintError,
       );
     }
   });

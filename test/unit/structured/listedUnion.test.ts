@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
+import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchema/compiler.ts";
 import { ajvValidator } from "../../helpers/structuredAjv.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 

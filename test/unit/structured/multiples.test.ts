@@ -6,9 +6,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import fc from "fast-check";
+import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchema/compiler.ts";
 import { MAX_LISTED_MULTIPLES, multipleStep } from "../../../src/structured/jsonSchema/multiples.ts";
 import { decimalText, shortestDecimal } from "../../../src/structured/jsonSchema/numbers.ts";
-import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
 import { ajvValidator } from "../../helpers/structuredAjv.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 

@@ -5,9 +5,12 @@
  */
 import { nativeAddon } from "../../../src/engine/native.ts";
 
-/** A matcher for `gbnf`: `(text) => true` when the grammar's root fully matches `text`. Throws if it does not parse. */
-export async function nativeMatcher(gbnf: string): Promise<(text: string) => boolean> {
+/**
+ * A matcher for `gbnf`: `(text) => true` when the grammar's start rule `root` (defaults to "root") fully
+ * matches `text`. Throws if it does not parse.
+ */
+export async function nativeMatcher(gbnf: string, root = "root"): Promise<(text: string) => boolean> {
   const engine = nativeAddon();
-  engine.grammarMatches(gbnf, "root", "");
-  return (text) => engine.grammarMatches(gbnf, "root", text);
+  engine.grammarMatches(gbnf, root, "");
+  return (text) => engine.grammarMatches(gbnf, root, text);
 }

@@ -5,9 +5,9 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { ApiError } from "../../../src/errors.ts";
-import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
-import { parseRegex, restrictLength } from "../../../src/structured/regexParser.ts";
+import { ConstraintError } from "../../../src/structured/errors.ts";
+import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchema/compiler.ts";
+import { parseRegex, restrictLength } from "../../../src/structured/regex/regexParser.ts";
 import { stringsUpTo } from "../../helpers/strings.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
@@ -62,11 +62,11 @@ describe("pattern with minLength/maxLength", () => {
   it("gives no instance when no match has an allowed length", () => {
     assert.throws(
       () => jsonSchemaToGbnf({ type: "string", pattern: "^[a-z]{2}$", minLength: 3 }),
-      (e: unknown) => e instanceof ApiError && /no satisfiable instance/.test(e.message),
+      (e: unknown) => e instanceof ConstraintError && /no satisfiable instance/.test(e.message),
     );
     assert.throws(
       () => jsonSchemaToGbnf({ type: "string", pattern: "^a{5}b*$", maxLength: 4 }),
-      (e: unknown) => e instanceof ApiError && /no satisfiable instance/.test(e.message),
+      (e: unknown) => e instanceof ConstraintError && /no satisfiable instance/.test(e.message),
     );
   });
 

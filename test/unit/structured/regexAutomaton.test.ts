@@ -7,12 +7,12 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { CodePointSet } from "../../../src/structured/codePointSet.ts";
+import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchema/compiler.ts";
 import { type FORMAT_PATTERNS, formatDfa } from "../../../src/structured/jsonSchema/formats.ts";
-import { jsonSchemaToGbnf } from "../../../src/structured/jsonSchemaToGbnf.ts";
-import { regexDfa, stringsDfa } from "../../../src/structured/regexAutomaton.ts";
-import { narrowLength, parseRegex, regexLengthBounds } from "../../../src/structured/regexParser.ts";
-import { patternDfa } from "../../../src/structured/regexToGbnf.ts";
+import { CodePointSet } from "../../../src/structured/regex/codePointSet.ts";
+import { regexDfa, stringsDfa } from "../../../src/structured/regex/regexAutomaton.ts";
+import { narrowLength, parseRegex, regexLengthBounds } from "../../../src/structured/regex/regexParser.ts";
+import { patternDfa } from "../../../src/structured/regex/regexToGbnf.ts";
 import { stringsUpTo } from "../../helpers/strings.ts";
 import { FORMATS } from "../../helpers/structuredAjv.ts";
 import { seededRandom } from "../../stress/fuzzCases.ts";

@@ -4,9 +4,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { projectRoot } from "../../../src/paths.ts";
-import { GbnfBuilder } from "../../../src/structured/gbnf.ts";
-import { parseRegex, regexLengthBounds } from "../../../src/structured/regexParser.ts";
-import { regexExpression, regexToGbnf } from "../../../src/structured/regexToGbnf.ts";
+import { ConstraintError } from "../../../src/structured/errors.ts";
+import { GbnfBuilder } from "../../../src/structured/gbnf/gbnf.ts";
+import { parseRegex, regexLengthBounds } from "../../../src/structured/regex/regexParser.ts";
+import { regexExpression, regexToGbnf } from "../../../src/structured/regex/regexToGbnf.ts";
 import { nativeMatcher } from "./nativeMatcher.ts";
 
 type Corpus = {
@@ -71,7 +72,9 @@ describe("refusals", () => {
       assert.throws(
         () => regexToGbnf(pattern),
         (error: { status?: number; message?: string; param?: string }) =>
-          error.status === 400 && error.param === "guided_regex" && error.message!.includes(construct),
+          error instanceof ConstraintError &&
+          error.param === "guided_regex" &&
+          error.message!.includes(construct),
       );
     });
   }
@@ -87,7 +90,7 @@ describe("refusals", () => {
       assert.throws(
         () => regexToGbnf(pattern),
         (error: { status?: number; message?: string }) =>
-          error.status === 400 && error.message!.includes("lone surrogates"),
+          error instanceof ConstraintError && error.message!.includes("lone surrogates"),
         pattern,
       );
     }

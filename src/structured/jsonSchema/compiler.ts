@@ -10,18 +10,16 @@
  * - integers get exact range grammars; numbers get exact grammars for integer-valued bounds (no exponent);
  * - everything unknown or inexpressible is a 400 naming the keyword and its JSON pointer.
  */
-import { ApiError, badRequest } from "../errors.ts";
-import { CodePointSet } from "./codePointSet.ts";
+
+import { ConstraintError } from "../errors.ts";
 import {
-  type CodePointTrie,
-  codePointTrie,
   GbnfBuilder,
   gbnfLiteral,
   isAtomicExpression,
   literalTrie,
   MIN_TRIE_LITERALS,
-} from "./gbnf.ts";
-import { checkGbnf, GbnfSyntaxError } from "./gbnfCheck.ts";
+} from "../gbnf/gbnf.ts";
+import { checkGbnf, GbnfSyntaxError } from "../gbnf/gbnfCheck.ts";
 import {
   DEFAULT_JSON_DEPTH,
   DEFAULT_WS_BODY,
@@ -30,38 +28,36 @@ import {
   jsonObjectRule,
   jsonValueRule,
   WS,
-} from "./jsonPrimitives.ts";
-import { arrayBody, objectBody, uniqueArrayBody } from "./jsonSchema/containers.ts";
-import type { CompileContext } from "./jsonSchema/context.ts";
-import { type DisjointTest, provablyDisjoint } from "./jsonSchema/disjoint.ts";
-import { INTEGER_FORMATS, isSupportedFormat } from "./jsonSchema/formats.ts";
+} from "../gbnf/jsonPrimitives.ts";
+import { CodePointSet } from "../regex/codePointSet.ts";
+import { type Dfa, MAX_COMPILE_AUTOMATON_WORK, withAutomatonBudget } from "../regex/regexAutomaton.ts";
+import { parseRegex, RegexError, type RegexNode } from "../regex/regexParser.ts";
+import { echoed, regexBadRequest, regexExpression } from "../regex/regexToGbnf.ts";
+import { arrayBody, objectBody, uniqueArrayBody } from "./containers.ts";
+import type { CompileContext } from "./context.ts";
+import { type DisjointTest, provablyDisjoint } from "./disjoint.ts";
 import {
   ARRAY_KEYWORDS,
   checkSchemaKeywords,
-  EXTRA_PATTERNS,
   isConstraint,
   NON_INTEGER,
-  NOT_FORMATS,
-  NOT_PATTERNS,
   NUMBER_KEYWORDS,
   OBJECT_KEYWORDS,
   resolveLocalRef,
   type Schema,
   type SchemaObject,
   STRING_KEYWORDS,
-  TYPE_NAMES,
   type TypeName,
   typeSet,
-} from "./jsonSchema/keywords.ts";
-import { literalFits } from "./jsonSchema/literals.ts";
-import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./jsonSchema/merge.ts";
-import { multipleOfBody } from "./jsonSchema/multiples.ts";
-import { dependencyPresence, MAX_PRESENCE_NODES, PresenceTooLarge } from "./jsonSchema/presence.ts";
-import { integerBody, keyLanguage, numberBody, stringBody } from "./jsonSchema/scalars.ts";
-import { SubschemaKeys } from "./jsonSchema/subschemaKeys.ts";
-import { type Dfa, MAX_COMPILE_AUTOMATON_WORK, withAutomatonBudget } from "./regexAutomaton.ts";
-import { parseRegex, RegexError, type RegexNode } from "./regexParser.ts";
-import { echoed, regexBadRequest, regexExpression } from "./regexToGbnf.ts";
+} from "./keywords.ts";
+import { literalFits } from "./literals.ts";
+import { canonical, MergeError, mergeSchemas, normalizeExclusive } from "./merge.ts";
+import { multipleOfBody } from "./multiples.ts";
+import { SchemaNegation } from "./negation.ts";
+import { dependencyPresence, MAX_PRESENCE_NODES, PresenceTooLarge } from "./presence.ts";
+import { LocalRefs } from "./refs.ts";
+import { integerBody, keyLanguage, numberBody, stringBody } from "./scalars.ts";
+import { SubschemaKeys } from "./subschemaKeys.ts";
 
 /** Options of {@link jsonSchemaToGbnf} and {@link jsonObjectToGbnf}. */
 export type JsonGrammarOptions = {
@@ -203,105 +199,6 @@ function closeUnevaluated(merged: Schema, unevaluatedProperties: unknown): Schem
   return { ...(merged === true ? {} : merged), unevaluatedProperties: false };
 }
 
-/** Most characters of listed strings that {@link otherThan} writes a complement pattern for. */
-const MAX_COMPLEMENT_CHARS = 500;
-
-/** `c` as a regex atom of our dialect (`\u{…}` unless an ASCII letter or digit). */
-const regexChar = (cp: number): string =>
-  /^[A-Za-z0-9]$/.test(String.fromCodePoint(cp)) ? String.fromCodePoint(cp) : `\\u{${cp.toString(16)}}`;
-
-/**
- * A full-match pattern for every string other than `strings` (a trie, as the extra-key rule of objects
- * builds it: at each node, one of the next characters followed by the rest, or any other character and
- * anything after it).
- */
-function stringsComplement(strings: string[]): string {
-  const root = codePointTrie(strings);
-  const any = "[\\u{0}-\\u{10ffff}]";
-  const visit = (node: CodePointTrie): string => {
-    const alts: string[] = [];
-    for (const [cp, next] of node.children) {
-      if (next.children.size === 0) alts.push(`${regexChar(cp)}${any}+`);
-      else alts.push(`${regexChar(cp)}(?:${visit(next)})${next.end ? "" : "?"}`);
-    }
-    const excluded = [...node.children.keys()].map(regexChar).join("");
-    alts.push(excluded === "" ? `${any}+` : `[^${excluded}]${any}*`);
-    return alts.join("|");
-  };
-  return `^(?:${visit(root)})${root.end ? "" : "?"}$`;
-}
-
-/**
- * A schema for every JSON value other than `values`, or null when one is a number, array or object (the
- * values around them cannot be written): other types, strings through {@link stringsComplement}, the other
- * boolean, and `null` unless listed.
- */
-function otherThan(values: unknown[]): Schema | null {
-  if (values.some((v) => v !== null && typeof v !== "string" && typeof v !== "boolean")) return null;
-  const strings = values.filter((v): v is string => typeof v === "string");
-  if (strings.reduce((n, text) => n + text.length, 0) > MAX_COMPLEMENT_CHARS) return null;
-  const branches: Schema[] = [{ type: ["object", "array", "number"] }];
-  branches.push(
-    strings.length === 0 ? { type: "string" } : { type: "string", pattern: stringsComplement(strings) },
-  );
-  const booleans = [true, false].filter((b) => !values.includes(b));
-  if (booleans.length > 0) branches.push({ enum: booleans });
-  if (!values.includes(null)) branches.push({ type: "null" });
-  return { anyOf: branches };
-}
-
-/**
- * The formats whose automata are exactly the strings validators (ajv-formats) accept, the only ones `not`
- * can negate: the others are narrowed (`ipv6` in full form only, no leap second in `time`, no trailing dot
- * or sixth label in `hostname`, the `regex` subset, …), and their complements would take valid instances.
- */
-const EXACT_FORMATS = new Set(["date", "ipv4", "ip-address"]);
-
-/**
- * What the conjunction `context` says about objects: the names it requires and, per property name, the
- * schemas it gives that property, read from it, its `allOf` branches and (through `resolve`) its `$ref`
- * targets. {@link SchemaCompiler.negate} reads the listed values of a negated property from these, and
- * leaves out the disjuncts that cannot hold beside them.
- */
-type ContextFacts = { required: Set<string>; properties: Map<string, Schema[]> };
-
-/** The {@link ContextFacts} of `context` (`$ref`s resolved by `resolve`; depth-bounded, each schema once). */
-function contextFacts(context: SchemaObject, resolve: (ref: string) => unknown): ContextFacts {
-  const facts: ContextFacts = { required: new Set(), properties: new Map() };
-  gatherFacts(context, 0, facts, new Set(), resolve);
-  return facts;
-}
-
-/** Adds what `s` (and its `allOf` branches and `$ref` target, each once) says about objects to `facts`. */
-function gatherFacts(
-  s: unknown,
-  depth: number,
-  facts: ContextFacts,
-  seen: Set<unknown>,
-  resolve: (ref: string) => unknown,
-): void {
-  if (!isObject(s) || depth > MAX_RESOLVE_DEPTH || seen.has(s)) return;
-  seen.add(s);
-  if (Array.isArray(s.required)) for (const name of s.required) facts.required.add(name as string);
-  if (isObject(s.properties)) {
-    for (const name in s.properties) {
-      const schema = s.properties[name] as Schema;
-      const list = facts.properties.get(name);
-      if (list === undefined) facts.properties.set(name, [schema]);
-      else list.push(schema);
-    }
-  }
-  if (typeof s.$ref === "string") gatherFacts(resolve(s.$ref), depth + 1, facts, seen, resolve);
-  if (Array.isArray(s.allOf))
-    for (const branch of s.allOf) gatherFacts(branch, depth + 1, facts, seen, resolve);
-}
-
-/** What `facts` say about property `name`, as one schema (the context of its negation). */
-function propertyContext(facts: ContextFacts, name: string): SchemaObject {
-  const found = facts.properties.get(name) ?? [];
-  return found.length === 1 && isObject(found[0]) ? found[0] : { allOf: found };
-}
-
 /**
  * When every branch of an `anyOf` (or, with `exclusive`, a `oneOf`) only lists values (`enum`/`const`
  * beside annotations, or `false`), the values an instance may be: those some branch lists (for `oneOf`,
@@ -354,7 +251,7 @@ function defineWhitespace(b: GbnfBuilder, pattern: string | undefined): void {
   }
   try {
     if (!onlyJsonWhitespace(parseRegex(pattern))) {
-      throw badRequest(
+      throw new ConstraintError(
         `guided_whitespace_pattern "${echoed(pattern)}" matches characters other than JSON whitespace (space, tab, newline, carriage return), which would make the output invalid JSON; use e.g. "[ \\t\\n]{0,4}".`,
         "guided_whitespace_pattern",
       );
@@ -390,7 +287,7 @@ function finish(b: GbnfBuilder, param: string): string {
     checkGbnf(text);
   } catch (error) {
     if (error instanceof GbnfSyntaxError) {
-      throw badRequest(`The JSON schema cannot be compiled to a grammar: ${error.message}.`, param);
+      throw new ConstraintError(`The JSON schema cannot be compiled to a grammar: ${error.message}.`, param);
     }
     throw error;
   }
@@ -408,20 +305,18 @@ class SchemaCompiler implements CompileContext {
   /** Answers of {@link provablyEmpty} by schema object. */
   private readonly emptiness = new WeakMap<object, boolean>();
   private readonly refs = new Map<string, string>();
-  /** The targets of local `$ref`s by their text (see {@link resolveRef}). */
-  private readonly resolved = new Map<string, unknown>();
+  /** The document's local `$ref`s (refs.ts). */
+  private readonly localRefs: LocalRefs;
   /** Results of {@link flatten} by subschema object. */
   private readonly flattened = new WeakMap<SchemaObject, Schema>();
   /** Results of {@link flatten} by subschema key (see {@link SubschemaKeys.ofSchema}). */
   private readonly mergedByKey = new Map<number, Schema>();
   /** Structural keys of subschemas, so that equal subschemas are compiled once. */
   private readonly keys = new SubschemaKeys();
-  /** {@link contextFacts} by context object (a `oneOf` branch's context serves every other branch's negation). */
-  private readonly contextFacts = new Map<SchemaObject, ContextFacts>();
   /** Resolves a local `$ref` in the root document (for {@link contextFacts} and the disjointness tests). */
-  private readonly resolver = (ref: string): unknown => this.resolveRef(ref);
-  /** Results of {@link otherThan} by the listed values (one object each, so later caches hit). */
-  private readonly complements = new Map<string, Schema | null>();
+  private readonly resolver = (ref: string): unknown => this.localRefs.resolve(ref);
+  /** `not` and `if` written as schemas (negation.ts), with its caches. */
+  private readonly negation = new SchemaNegation(this.resolver, (schema) => this.keys.ofSchema(schema));
   /** The representative object of each subschema key (see {@link canonicalSchema}). */
   private readonly canonicalSchemas = new Map<number, SchemaObject>();
   /** The symbol {@link value} returned, by subschema key; entries are undone with the rules they name. */
@@ -442,10 +337,12 @@ class SchemaCompiler implements CompileContext {
   constructor(
     private readonly root: Schema,
     readonly param: string,
-  ) {}
+  ) {
+    this.localRefs = new LocalRefs(root, param);
+  }
 
   fail(message: string): never {
-    throw badRequest(message, this.param);
+    throw new ConstraintError(message, this.param);
   }
 
   /** {@link fail} for a depth limit: counted, so that no failure it takes part in is remembered. */
@@ -526,7 +423,7 @@ class SchemaCompiler implements CompileContext {
       } else if (key === "$ref" || key === "allOf" || key === "anyOf" || key === "oneOf") {
         const parts =
           key === "$ref"
-            ? [typeof v === "string" ? this.resolveRef(v) : undefined]
+            ? [typeof v === "string" ? this.localRefs.resolve(v) : undefined]
             : Array.isArray(v)
               ? (v as unknown[])
               : [undefined];
@@ -587,7 +484,7 @@ class SchemaCompiler implements CompileContext {
       // A subschema's compilation fails the same way wherever it stands, unless a depth limit took part.
       if (
         this.depthErrors === depthErrors &&
-        (error instanceof UnsatisfiableError || (error instanceof ApiError && error.status === 400))
+        (error instanceof UnsatisfiableError || error instanceof ConstraintError)
       )
         this.failures.set(key, error);
       throw error;
@@ -657,7 +554,7 @@ class SchemaCompiler implements CompileContext {
     }
     if ("not" in s) {
       const { not, ...rest } = s;
-      const negated = this.negate(not as Schema, rest, 0);
+      const negated = this.negation.negate(not as Schema, rest, 0);
       if (negated === null) this.fail(`Unsupported JSON Schema keyword 'not' at ${path}`);
       if (negated !== true) {
         if ("unevaluatedProperties" in rest) {
@@ -713,7 +610,7 @@ class SchemaCompiler implements CompileContext {
       case "array":
         if (s.uniqueItems === true) {
           const items = Array.isArray(s.items) || !("items" in s) ? null : (s.items as Schema);
-          const candidates = items === null ? null : this.finiteValues(items, 0);
+          const candidates = items === null ? null : this.negation.finiteValues(items, 0);
           return uniqueArrayBody(this, s, candidates, path, hint);
         }
         return arrayBody(this, s, path, hint);
@@ -735,13 +632,13 @@ class SchemaCompiler implements CompileContext {
 
   /**
    * `s` with `if`/`then`/`else` rewritten as `anyOf: [if ∧ then, not(if) ∧ else]` (exact), conjoined with
-   * its other keywords; a 400 naming `if` when the negation of `if` cannot be written (see {@link negate}).
+   * its other keywords; a 400 naming `if` when the negation of `if` cannot be written (see {@link SchemaNegation.negate}).
    * `outer` is the schema around an `allOf` branch, whose keywords the negation may rely on too.
    * `then`/`else` without `if` are ignored, as the specification says.
    */
   private conditional(s: SchemaObject, path: string, outer: SchemaObject = {}): Schema {
     const { if: condition, then: whenTrue = true, else: whenFalse = true, ...rest } = s;
-    const negated = this.negate(condition as Schema, { allOf: [outer, rest] }, 0);
+    const negated = this.negation.negate(condition as Schema, { allOf: [outer, rest] }, 0);
     if (negated === null) this.fail(`Unsupported JSON Schema keyword 'if' at ${path}`);
     if ("unevaluatedProperties" in rest) {
       // When `if` fails, the names it mentions are not evaluated: the `else` case is closed before the
@@ -779,245 +676,11 @@ class SchemaCompiler implements CompileContext {
     return keyLanguage(this, names, `${path}/propertyNames`);
   }
 
-  /**
-   * A schema equivalent to `not: n` beside the keywords `context` (or narrower), or null when we cannot
-   * write one. `n` is read as the conjunction of its keywords, so its negation is the disjunction of their
-   * negations: `type` (the other types; not `integer` also allows the numbers that are not integers, through
-   * the internal {@link NON_INTEGER}), `required` (an object lacking one of the names), `properties` whose
-   * schemas accept anything (always true, so nothing), `anyOf`/`allOf` (De Morgan), `$ref` (its target),
-   * `minimum`/`maximum`/`exclusive*` (a value that is not a number, or a number beyond the bound), `not`
-   * (its schema), and `enum`/`const` when `context` lists finitely many values (the others). Disjuncts
-   * that cannot hold beside `context` are left out (a name it requires, a property it gives the same
-   * schema; see {@link contextFacts}). `true` negates to `false` and `false` to `true`. With `narrow`, a keyword whose negation cannot be written (or a property whose
-   * value's negation cannot be written exactly) adds no disjunct instead of returning null: the result is
-   * then a subset of `not: n` (possibly `false`), never null.
-   */
-  private negate(n: Schema, context: SchemaObject, depth: number, narrow = false): Schema | null {
-    if (n === true) return false;
-    if (n === false) return true;
-    if (depth > MAX_RESOLVE_DEPTH) return narrow ? false : null;
-    const disjuncts: Schema[] = [];
-    const keywords = normalizeExclusive(n);
-    for (const key of Object.keys(keywords)) {
-      if (!isConstraint(key)) continue;
-      const value = keywords[key];
-      switch (key) {
-        case "minimum":
-        case "exclusiveMinimum":
-        case "maximum":
-        case "exclusiveMaximum": {
-          // A number on the other side of the bound (every other value satisfies the bound: no disjunct).
-          const opposite = {
-            minimum: "exclusiveMaximum",
-            exclusiveMinimum: "maximum",
-            maximum: "exclusiveMinimum",
-            exclusiveMaximum: "minimum",
-          }[key];
-          disjuncts.push({ type: "number", [opposite]: value });
-          break;
-        }
-        case "not":
-          disjuncts.push(value as Schema); // not(not X) is X
-          break;
-        case "type": {
-          const types = (Array.isArray(value) ? value : [value]) as TypeName[];
-          const numeric = types.includes("number") || types.includes("integer");
-          const others = TYPE_NAMES.filter(
-            (t) => !types.includes(t) && !(numeric && (t === "number" || t === "integer")),
-          );
-          disjuncts.push(others.length === 0 ? false : { type: others });
-          // Not an integer, but a number: one with a fraction (integer ⊂ number).
-          if (types.includes("integer") && !types.includes("number"))
-            disjuncts.push({ type: "number", [NON_INTEGER]: true });
-          break;
-        }
-        case "required": {
-          // (A name the context requires cannot be missing beside it.)
-          const required = this.factsOf(context).required;
-          const names = (value as string[]).filter((name) => !required.has(name));
-          disjuncts.push(
-            names.length === 0
-              ? false
-              : { type: "object", anyOf: names.map((name) => ({ properties: { [name]: false } })) },
-          );
-          break;
-        }
-        case "properties": {
-          // An object that has one of the names with a value failing its schema (one disjunct per name).
-          for (const [name, schema] of Object.entries(value as SchemaObject)) {
-            // Beside a context that gives the name this very schema, its value cannot fail it.
-            const key = this.keys.ofSchema(schema);
-            const facts = this.factsOf(context);
-            if (facts.properties.get(name)?.some((c) => c === schema || this.keys.ofSchema(c) === key))
-              continue;
-            // (Narrowed or not, a property's value is negated exactly or not at all: narrowing inside
-            // nested properties costs more than it keeps.)
-            const negated = this.negate(schema as Schema, propertyContext(facts, name), depth + 1);
-            if (negated === null) {
-              if (narrow) continue;
-              return null;
-            }
-            if (negated !== false)
-              disjuncts.push({ type: "object", required: [name], properties: { [name]: negated } });
-          }
-          break;
-        }
-        case "format": {
-          // An annotation-only format (unknown) always holds: its negation adds nothing.
-          if (typeof value !== "string" || !isSupportedFormat(value)) {
-            if (typeof value === "string" && INTEGER_FORMATS[value] !== undefined) {
-              if (narrow) break;
-              return null;
-            }
-            break;
-          }
-          // Only a format whose automaton is exactly what validators accept can be negated: the complement
-          // of a narrowed one would take valid instances (ipv6's short forms, leap seconds, a trailing dot).
-          if (!EXACT_FORMATS.has(value)) {
-            if (narrow) break;
-            return null;
-          }
-          disjuncts.push({ type: "string", [NOT_FORMATS]: [value] });
-          break;
-        }
-        case NOT_FORMATS:
-          for (const format of value as string[]) disjuncts.push({ type: "string", format });
-          break;
-        case "pattern":
-        case EXTRA_PATTERNS:
-        case NOT_PATTERNS:
-        case "minLength":
-        case "maxLength": {
-          // A string failing this keyword (each pattern of a list alone); every other value satisfies it.
-          const strings: SchemaObject[] =
-            key === "minLength"
-              ? (value as number) > 0
-                ? [{ maxLength: (value as number) - 1 }]
-                : []
-              : key === "maxLength"
-                ? [{ minLength: (value as number) + 1 }]
-                : key === NOT_PATTERNS
-                  ? (value as string[]).map((pattern) => ({ pattern }))
-                  : (key === "pattern" ? [value as string] : (value as string[])).map((pattern) => ({
-                      [NOT_PATTERNS]: [pattern],
-                    }));
-          for (const branch of strings) disjuncts.push({ type: "string", ...branch });
-          break;
-        }
-        case "anyOf":
-        case "allOf": {
-          const negated = this.negateEach(value as Schema[], context, depth + 1, narrow);
-          if (negated === null) return null;
-          disjuncts.push(key === "anyOf" ? { allOf: negated } : { anyOf: negated });
-          break;
-        }
-        case "$ref": {
-          const target = this.resolveRef(value as string);
-          if (typeof target !== "boolean" && !isObject(target)) {
-            if (narrow) break;
-            return null;
-          }
-          const negated = this.negate(target, context, depth + 1, narrow);
-          if (negated === null) return null;
-          disjuncts.push(negated);
-          break;
-        }
-        case "enum":
-        case "const": {
-          const values = key === "const" ? [value] : (value as unknown[]);
-          const listed = new Set(values.map(canonical));
-          const candidates = this.finiteValues(context, 0);
-          if (candidates === null) {
-            const other = this.complementOf(values, listed);
-            if (other === null) {
-              if (narrow) break;
-              return null;
-            }
-            disjuncts.push(other);
-            break;
-          }
-          const others = candidates.filter((v) => !listed.has(canonical(v)));
-          disjuncts.push(others.length === 0 ? false : { enum: others });
-          break;
-        }
-        default:
-          if (narrow) break; // this keyword's negation is left out: the result is narrower
-          return null;
-      }
-    }
-    const possible = disjuncts.filter((d) => d !== false);
-    if (possible.some((d) => d === true)) return true;
-    if (possible.length === 0) return false;
-    return possible.length === 1 ? possible[0]! : { anyOf: possible };
-  }
-
-  /** The {@link ContextFacts} of `context`, read once per context object. */
-  private factsOf(context: SchemaObject): ContextFacts {
-    let facts = this.contextFacts.get(context);
-    if (facts === undefined) {
-      facts = contextFacts(context, this.resolver);
-      this.contextFacts.set(context, facts);
-    }
-    return facts;
-  }
-
-  /** The {@link negate}s of `list`, or null when one cannot be written. */
-  private negateEach(list: Schema[], context: SchemaObject, depth: number, narrow: boolean): Schema[] | null {
-    const out: Schema[] = [];
-    for (const branch of list) {
-      const negated = this.negate(branch, context, depth, narrow);
-      if (negated === null) return null;
-      out.push(negated);
-    }
-    return out;
-  }
-
-  /**
-   * The values `schema` lists when its instances are among finitely many (its `enum` or `const`, those of a
-   * `$ref` target or an `allOf` branch that lists them, the union over `anyOf`/`oneOf` branches that all
-   * do, or `true`/`false`/`null` for a boolean or null type), distinct as JSON; null when it lists none.
-   * These are candidates: the caller still checks each against the whole schema.
-   */
-  private finiteValues(schema: Schema, depth: number): unknown[] | null {
-    if (typeof schema === "boolean" || depth > MAX_RESOLVE_DEPTH) return null;
-    let values: unknown[] | null = null;
-    if ("const" in schema) values = [schema.const];
-    else if (Array.isArray(schema.enum)) values = schema.enum;
-    else if (typeof schema.$ref === "string") {
-      const target = this.resolveRef(schema.$ref);
-      if (typeof target === "boolean" || isObject(target)) values = this.finiteValues(target, depth + 1);
-    }
-    if (values === null && Array.isArray(schema.allOf)) {
-      for (const branch of schema.allOf as Schema[]) {
-        values = this.finiteValues(branch, depth + 1);
-        if (values !== null) break;
-      }
-    }
-    const union = (schema.anyOf ?? schema.oneOf) as Schema[] | undefined;
-    if (values === null && Array.isArray(union)) {
-      const parts = union.map((branch) => this.finiteValues(branch, depth + 1));
-      if (parts.every((part) => part !== null)) values = parts.flat();
-    }
-    if (values === null && "type" in schema) {
-      const types = typeSet(schema.type);
-      if (types.every((t) => t === "boolean" || t === "null"))
-        values = types.flatMap((t) => (t === "boolean" ? [true, false] : [null]));
-    }
-    if (values === null) return null;
-    const seen = new Set<string>();
-    return values.filter((v) => {
-      const key = canonical(v);
-      if (seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    });
-  }
-
   /** The rule for a local `$ref` (JSON pointer into the root document), compiled once; recursion allowed. */
   private refRule(ref: string): string {
     const known = this.refs.get(ref);
     if (known !== undefined) return known;
-    const target = this.resolvePointer(ref);
+    const target = this.localRefs.target(ref);
     let last = ref.split("/").pop() ?? "ref";
     try {
       last = decodeURIComponent(last);
@@ -1026,24 +689,6 @@ class SchemaCompiler implements CompileContext {
     this.refs.set(ref, name);
     this.b.define(name, this.body(target, ref, name, 0));
     return name;
-  }
-
-  /** {@link resolveLocalRef} in the root document, looked up once per `$ref` text. */
-  private resolveRef(ref: string): unknown {
-    if (this.resolved.has(ref)) return this.resolved.get(ref);
-    const node = resolveLocalRef(this.root, ref);
-    this.resolved.set(ref, node);
-    return node;
-  }
-
-  private resolvePointer(ref: string): Schema {
-    if (!/^#(\/|$)/.test(ref))
-      this.fail(`Unsupported $ref '${echoed(ref)}': only JSON pointers are supported.`);
-    const node = this.resolveRef(ref);
-    if (node === undefined) this.fail(`Unresolvable $ref '${echoed(ref)}'.`);
-    if (typeof node !== "boolean" && !isObject(node))
-      this.fail(`$ref '${echoed(ref)}' does not point to a schema.`);
-    return node as Schema;
   }
 
   /** A schema without top-level `$ref`/`allOf`: the merge of all `allOf` branches (refs resolved). */
@@ -1069,7 +714,7 @@ class SchemaCompiler implements CompileContext {
     if ("$ref" in s) {
       const { $ref, unevaluatedProperties, ...rest } = s;
       const merged = this.conjoin(
-        this.flatten(this.resolvePointer($ref as string), path, depth + 1),
+        this.flatten(this.localRefs.target($ref as string), path, depth + 1),
         this.flatten(rest, path, depth + 1),
         path,
       );
@@ -1108,7 +753,7 @@ class SchemaCompiler implements CompileContext {
   /**
    * `anyOf`/`oneOf`; sibling keywords are distributed into each branch. A `oneOf` branch is compiled
    * together with the negations of the other branches it is not provably disjoint from (exact). Where such
-   * a negation cannot be written, a narrower one is used (see {@link negate}'s `narrow`); a branch that
+   * a negation cannot be written, a narrower one is used (see {@link SchemaNegation.negate}'s `narrow`); a branch that
    * needs too many, or whose conjunction with them cannot be compiled, is left out. Both only narrow: the
    * other branches still exclude it. A `oneOf` with nothing left that way is a 400 naming it.
    */
@@ -1159,7 +804,7 @@ class SchemaCompiler implements CompileContext {
         const withOthers = others;
         const exact = this.tryOr(
           () => ({ symbol: this.attempt(() => this.unionBranch(union, withOthers)) }),
-          (error) => error instanceof ApiError && error.status === 400,
+          (error) => error instanceof ConstraintError,
         );
         if (exact === null) {
           // (A branch object found to compile alone once is not probed again: either answer is safe.)
@@ -1243,10 +888,10 @@ class SchemaCompiler implements CompileContext {
         out.push({ minItems: 1 }); // `[]` matches both: excluded from both (exact)
         continue;
       }
-      let negated = this.negate(other, context, 0);
+      let negated = this.negation.negate(other, context, 0);
       if (negated === null) {
         narrowed = true;
-        negated = this.negate(other, context, 0, true)!;
+        negated = this.negation.negate(other, context, 0, true)!;
       }
       out.push(negated);
     }
@@ -1361,20 +1006,6 @@ class SchemaCompiler implements CompileContext {
   }
 
   /**
-   * {@link otherThan} of `values` (whose canonical JSON texts are `listed`), made once per set of values (the
-   * first order seen writes the pattern; any order has the same language).
-   */
-  private complementOf(values: unknown[], listed: Set<string>): Schema | null {
-    const key = [...listed].sort().join("\u0000");
-    let other = this.complements.get(key);
-    if (other === undefined) {
-      other = otherThan(values);
-      this.complements.set(key, other);
-    }
-    return other;
-  }
-
-  /**
    * The first schema object seen with the structural key of `s` (see {@link SubschemaKeys.ofSchema}), or
    * `s` itself when it is the first: caches kept per object then serve equal schemas built apart.
    */
@@ -1430,14 +1061,14 @@ class SchemaCompiler implements CompileContext {
 
 /**
  * Compiles a JSON Schema (draft 2020-12 / draft-07 subset, see `docs/structured-output.md`) into a GBNF
- * grammar whose root matches compact JSON satisfying it. Throws `ApiError` 400 (param `options.param`,
+ * grammar whose root matches compact JSON satisfying it. Throws `ConstraintError` (param `options.param`,
  * default `"guided_json"`) naming any unsupported keyword with its JSON pointer, e.g.
  * "Unsupported JSON Schema keyword 'patternProperties' at #/properties/foo".
  */
 export function jsonSchemaToGbnf(schema: unknown, options: JsonGrammarOptions = {}): string {
   const param = options.param ?? "guided_json";
   if (typeof schema !== "boolean" && !isObject(schema))
-    throw badRequest("The JSON schema must be an object.", param);
+    throw new ConstraintError("The JSON schema must be an object.", param);
   // One budget for all the automata of one schema (each is bounded alone too): many heavy patterns in one
   // schema are a 400 in a fraction of a second instead of blocking the server.
   return withAutomatonBudget(MAX_COMPILE_AUTOMATON_WORK, () =>

@@ -3,11 +3,12 @@
  * for JSON Schema `pattern` (inside a JSON string, ECMA-262 search semantics: unanchored ends match any text),
  * and for `guided_whitespace_pattern`. Syntax and refusals: see `regexParser.ts`.
  */
-import { badRequest } from "../errors.ts";
+
+import { ConstraintError } from "../errors.ts";
+import { GbnfBuilder, gbnfCharClass, gbnfLiteral, group } from "../gbnf/gbnf.ts";
+import { jsonCharRule } from "../gbnf/jsonPrimitives.ts";
+import { LruCache } from "../worker/lru.ts";
 import { CodePointSet } from "./codePointSet.ts";
-import { GbnfBuilder, gbnfCharClass, gbnfLiteral, group } from "./gbnf.ts";
-import { jsonCharRule } from "./jsonPrimitives.ts";
-import { LruCache } from "./lru.ts";
 import { AutomatonTooLarge, type Dfa, regexDfa } from "./regexAutomaton.ts";
 import { ANY_TEXT, parseRegex, RegexError, type RegexNode, splitAnchors } from "./regexParser.ts";
 
@@ -232,7 +233,7 @@ export function echoed(text: string): string {
 export function regexBadRequest(error: RegexError, pattern: string, param: string, where = ""): Error {
   const position = error.position >= 0 ? ` at position ${error.position}` : "";
   const label = error.kind === "invalid" ? "Invalid regular expression" : "Unsupported regular expression";
-  return badRequest(
+  return new ConstraintError(
     `${label}${where} ${JSON.stringify(echoed(pattern))}: ${error.message}${position}.`,
     param,
   );
@@ -240,12 +241,13 @@ export function regexBadRequest(error: RegexError, pattern: string, param: strin
 
 /**
  * A complete GBNF grammar whose language is the set of strings `pattern` fully matches (vLLM's
- * `guided_regex`; a leading `^` and trailing `$` are allowed and ignored). Throws `ApiError` 400 (`param`,
+ * `guided_regex`; a leading `^` and trailing `$` are allowed and ignored). Throws `ConstraintError` (`param`,
  * default `"guided_regex"`) for unsupported or invalid patterns, naming the construct.
  * Example: `[a-c]{2}x|y` → `root ::= [a-c]{2} "x" | "y"`.
  */
 export function regexToGbnf(pattern: string, param = "guided_regex"): string {
-  if (typeof pattern !== "string") throw badRequest("The regular expression must be a string.", param);
+  if (typeof pattern !== "string")
+    throw new ConstraintError("The regular expression must be a string.", param);
   const b = new GbnfBuilder();
   b.reserveExact("root");
   try {
@@ -253,7 +255,7 @@ export function regexToGbnf(pattern: string, param = "guided_regex"): string {
   } catch (error) {
     if (error instanceof RegexError) throw regexBadRequest(error, pattern, param);
     if (error instanceof RangeError)
-      throw badRequest(
+      throw new ConstraintError(
         error.message.includes("call stack")
           ? "The regular expression is nested too deeply to compile."
           : `Unsupported regular expression: ${error.message}.`,

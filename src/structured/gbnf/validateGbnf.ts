@@ -3,8 +3,9 @@
  * {@link checkGbnfText} runs our port of llama.cpp's parser (pure, gives llama.cpp's own message), and
  * {@link validateGbnf} additionally asks llama.cpp's own parser, which is the final judge.
  */
-import { badRequest } from "../errors.ts";
-import { CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
+
+import { ConstraintError } from "../errors.ts";
+import { CodePointSet, MAX_CODE_POINT } from "../regex/codePointSet.ts";
 import { checkGbnf, type GbnfInfo, GbnfSyntaxError } from "./gbnfCheck.ts";
 
 /** Largest GBNF text accepted, in UTF-16 code units (1 MiB-ish); larger grammars get a 400. */
@@ -26,10 +27,10 @@ export const GBNF_LIMITS = {
   nesting: 64,
 } as const;
 
-/** Throws `ApiError` 400 (`param`) for a text longer than {@link MAX_GBNF_LENGTH}. */
+/** Throws `ConstraintError` (`param`) for a text longer than {@link MAX_GBNF_LENGTH}. */
 function refuseTooLong(text: string, param: string): void {
   if (text.length > MAX_GBNF_LENGTH)
-    throw badRequest(
+    throw new ConstraintError(
       `The grammar is too long (${text.length} characters; at most ${MAX_GBNF_LENGTH}).`,
       param,
     );
@@ -45,17 +46,17 @@ function lineAndColumn(text: string, offset: number): string {
 
 /**
  * Checks GBNF text without a model, as llama.cpp's parser would (see `gbnfCheck.ts`).
- * Throws `ApiError` 400 (`param`, default `"guided_grammar"`) with llama.cpp's message and the line/column,
+ * Throws `ConstraintError` (`param`, default `"guided_grammar"`) with llama.cpp's message and the line/column,
  * e.g. "Invalid GBNF grammar: parse: error parsing grammar: expecting ')' at ... (line 1, column 15)".
  */
 export function checkGbnfText(text: string, param = "guided_grammar"): void {
   if (typeof text !== "string" || text.trim() === "") {
-    throw badRequest("The grammar must be a non-empty GBNF string.", param);
+    throw new ConstraintError("The grammar must be a non-empty GBNF string.", param);
   }
   refuseTooLong(text, param);
   const nesting = groupNesting(text);
   if (nesting.depth > GBNF_LIMITS.nesting) {
-    throw badRequest(
+    throw new ConstraintError(
       `The grammar nests groups ${nesting.depth} deep (at most ${GBNF_LIMITS.nesting}; ${lineAndColumn(text, nesting.offset)}).`,
       param,
     );
@@ -65,7 +66,7 @@ export function checkGbnfText(text: string, param = "guided_grammar"): void {
     info = checkGbnf(text);
   } catch (error) {
     if (error instanceof GbnfSyntaxError) {
-      throw badRequest(
+      throw new ConstraintError(
         `Invalid GBNF grammar: parse: error parsing grammar: ${error.message} (${lineAndColumn(text, error.offset)})`,
         param,
       );
@@ -73,26 +74,26 @@ export function checkGbnfText(text: string, param = "guided_grammar"): void {
     throw error;
   }
   if (info.ruleCount > GBNF_LIMITS.rules) {
-    throw badRequest(
+    throw new ConstraintError(
       `The grammar has ${info.ruleCount} rules after expanding groups and repetitions (at most ${GBNF_LIMITS.rules}).`,
       param,
     );
   }
   if (info.alternativeCount > GBNF_LIMITS.alternatives) {
-    throw badRequest(
+    throw new ConstraintError(
       `The grammar has ${info.alternativeCount} alternatives (at most ${GBNF_LIMITS.alternatives}).`,
       param,
     );
   }
   if (info.maxFanOut > GBNF_LIMITS.fanOut) {
-    throw badRequest(
+    throw new ConstraintError(
       `The grammar is too costly to enforce: one point of it opens ${info.maxFanOut >= 2 ** 31 ? "over 2^31" : info.maxFanOut} parse paths (alternatives, multiplied through nested rules; at most ${GBNF_LIMITS.fanOut}). Merge common prefixes ("w" [0-9]+ rather than "w0" | "w1" | ...).`,
       param,
     );
   }
   const ungeneratable = firstUngeneratable(text);
   if (ungeneratable !== null) {
-    throw badRequest(
+    throw new ConstraintError(
       `Invalid GBNF grammar: ${ungeneratable.what} (${lineAndColumn(text, ungeneratable.offset)}): the output is UTF-8, which has no surrogates (U+D800-U+DFFF) and nothing above U+10FFFF.`,
       param,
     );
@@ -207,7 +208,7 @@ function firstUngeneratable(text: string): { what: string; offset: number } | nu
  * Validates GBNF text: first {@link checkGbnfText} (our port of llama.cpp's parser, with its messages and
  * the line/column), then {@link confirmGbnf}. Returns the text.
  * @param nativeCheck returns null when llama.cpp accepts the grammar, else its message.
- * @throws ApiError 400 with `param` (default `"guided_grammar"`).
+ * @throws ConstraintError with `param` (default `"guided_grammar"`).
  */
 export function validateGbnf(
   text: string,
@@ -223,7 +224,7 @@ export function validateGbnf(
  * GBNF text, after only the length limit: for text that our port of llama.cpp's parser has passed already
  * (every constraint `compileConstraint` returns). Returns the text.
  * @param nativeCheck returns null when llama.cpp accepts the grammar, else its message.
- * @throws ApiError 400 with `param` (default `"guided_grammar"`): too long, or llama.cpp's first lines.
+ * @throws ConstraintError with `param` (default `"guided_grammar"`): too long, or llama.cpp's first lines.
  */
 export function confirmGbnf(
   text: string,
@@ -239,7 +240,7 @@ export function confirmGbnf(
       .filter((line) => line.length > 0)
       .slice(0, 3)
       .join("; ");
-    throw badRequest(`Invalid GBNF grammar: ${detail.slice(0, 500)}`, param);
+    throw new ConstraintError(`Invalid GBNF grammar: ${detail.slice(0, 500)}`, param);
   }
   return text;
 }

@@ -3,7 +3,7 @@
  * node-llama-cpp 3.21.1): escaping literals and character classes, and a {@link GbnfBuilder} that collects
  * named rules and writes bounded repetitions that stay inside llama.cpp's parser limits.
  */
-import { type CodePointSet, MAX_CODE_POINT } from "./codePointSet.ts";
+import { type CodePointSet, MAX_CODE_POINT } from "../regex/codePointSet.ts";
 
 /**
  * llama.cpp's parser (`llama-grammar.cpp`, `MAX_REPETITION_THRESHOLD = 2000`) silently turns `x{m,n}` with

@@ -7,8 +7,8 @@
  * collection a fifth of its time on the largest schemas.
  */
 import { Worker } from "node:worker_threads";
-import { ApiError, badRequest, internalError } from "../errors.ts";
-import type { CompiledConstraint, CompileOptions, ConstraintKind } from "./compile.ts";
+import type { CompiledConstraint, CompileOptions, ConstraintKind } from "../compile.ts";
+import { CompilerFailureError, ConstraintError } from "../errors.ts";
 import type { CompileJob, CompileReply } from "./compileThread.ts";
 
 /** The limits of a {@link ConstraintCompiler}. */
@@ -60,8 +60,8 @@ export class ConstraintCompiler {
    * one compiling ends with its worker (a fresh one takes the next), so that a client that sends a slow
    * schema and leaves does not hold every other guided request.
    * @returns The frozen `{kind, gbnf}`.
-   * @throws ApiError 400 as `compileConstraint` (naming `options.param`), also when the compilation takes
-   *   longer than `timeoutMs` or more than `heapMb` of memory; 500 for a failure of the compiler itself.
+   * @throws ConstraintError as `compileConstraint` (naming `options.param`), also when the compilation takes
+   *   longer than `timeoutMs` or more than `heapMb` of memory; `CompilerFailureError` for a failure of the compiler itself.
    */
   compile(
     kind: ConstraintKind,
@@ -101,12 +101,14 @@ export class ConstraintCompiler {
     this.spawn().unref();
   }
 
-  /** Terminates the worker; constraints still queued or compiling are rejected (500). */
+  /** Terminates the worker; constraints still queued or compiling are rejected (`CompilerFailureError`). */
   async close(): Promise<void> {
-    for (const job of this.queue.splice(0)) job.reject(internalError("The constraint compiler closed."));
+    for (const job of this.queue.splice(0))
+      job.reject(new CompilerFailureError("The constraint compiler closed."));
     const worker = this.worker;
     this.worker = undefined;
-    if (this.job) this.settle((job) => job.reject(internalError("The constraint compiler closed.")));
+    if (this.job)
+      this.settle((job) => job.reject(new CompilerFailureError("The constraint compiler closed.")));
     if (worker) await worker.terminate();
   }
 
@@ -120,7 +122,7 @@ export class ConstraintCompiler {
     this.timer = setTimeout(
       () =>
         this.fail(
-          badRequest(
+          new ConstraintError(
             `The constraint took longer than ${this.limits.timeoutMs / 1000} s to compile, the server's limit; simplify it.`,
             job.options.param ?? null,
           ),
@@ -134,7 +136,9 @@ export class ConstraintCompiler {
       // (A spec parsed from JSON always clones, unless it nests too deeply for the clone's stack.)
       const reason = error instanceof Error ? error.message : String(error);
       this.settle((done) =>
-        done.reject(badRequest(`The constraint cannot be compiled: ${reason}.`, options.param ?? null)),
+        done.reject(
+          new ConstraintError(`The constraint cannot be compiled: ${reason}.`, options.param ?? null),
+        ),
       );
     }
   }
@@ -162,25 +166,27 @@ export class ConstraintCompiler {
       if (reply.id !== this.job?.id) return;
       if (reply.ok) this.settle((job) => job.resolve(Object.freeze({ kind: job.kind, gbnf: reply.gbnf })));
       else if ("error" in reply) {
-        const { status, type, code, message, param } = reply.error;
-        this.settle((job) => job.reject(new ApiError(status, type, code, message, { param })));
+        const { message, param } = reply.error;
+        this.settle((job) => job.reject(new ConstraintError(message, param)));
       } else
-        this.settle((job) => job.reject(internalError(`The constraint compiler failed: ${reply.failure}`)));
+        this.settle((job) =>
+          job.reject(new CompilerFailureError(`The constraint compiler failed: ${reply.failure}`)),
+        );
     });
     worker.on("error", (error: Error & { code?: string }) => {
       // ERR_WORKER_OUT_OF_MEMORY: the constraint needed more than the heap limit.
       const param = this.job?.options.param ?? null;
       this.fail(
         error.code === "ERR_WORKER_OUT_OF_MEMORY"
-          ? badRequest(
+          ? new ConstraintError(
               `The constraint needs more than ${this.limits.heapMb} MiB of memory to compile, the server's limit; simplify it.`,
               param,
             )
-          : internalError(`The constraint compiler failed: ${error.message}`),
+          : new CompilerFailureError(`The constraint compiler failed: ${error.message}`),
       );
     });
     worker.on("exit", () => {
-      if (this.worker === worker) this.fail(internalError("The constraint compiler stopped."));
+      if (this.worker === worker) this.fail(new CompilerFailureError("The constraint compiler stopped."));
     });
     this.worker = worker;
     return worker;

@@ -2,7 +2,8 @@
  * `guided_choice` → GBNF: the output is exactly one of the given strings (vLLM's `guided_choice`, which
  * outlines/xgrammar compile as an alternation of escaped literals).
  */
-import { badRequest } from "../errors.ts";
+
+import { ConstraintError } from "../errors.ts";
 import { gbnfLiteral, literalTrie, MIN_TRIE_LITERALS } from "./gbnf.ts";
 
 /** A surrogate code unit that is not half of a pair. */
@@ -14,17 +15,18 @@ export const MAX_CHOICES = 10_000;
 /**
  * A grammar `root ::= "a" | "b" | ...` matching exactly one of `choices` (duplicates dropped, order kept;
  * quotes, backslashes, newlines and non-ASCII characters escaped by {@link gbnfLiteral}). An empty string is a
- * valid choice (matches the empty output). Throws `ApiError` 400 (`param`, default `"guided_choice"`) when
+ * valid choice (matches the empty output). Throws `ConstraintError` (`param`, default `"guided_choice"`) when
  * `choices` is not a non-empty array of strings, has more than {@link MAX_CHOICES} entries, or a choice has
  * a lone surrogate (no UTF-8 text spells it).
  * Example: `["yes", "no"]` → `root ::= "yes" | "no"`; 16 or more choices share their prefixes
  * (`literalTrie`).
  */
 export function choiceToGbnf(choices: unknown, param = "guided_choice"): string {
-  if (!Array.isArray(choices)) throw badRequest("guided_choice must be an array of strings.", param);
-  if (choices.length === 0) throw badRequest("guided_choice must contain at least one choice.", param);
+  if (!Array.isArray(choices)) throw new ConstraintError("guided_choice must be an array of strings.", param);
+  if (choices.length === 0)
+    throw new ConstraintError("guided_choice must contain at least one choice.", param);
   if (choices.length > MAX_CHOICES) {
-    throw badRequest(
+    throw new ConstraintError(
       `guided_choice has ${choices.length} choices; at most ${MAX_CHOICES} are allowed.`,
       param,
     );
@@ -33,10 +35,13 @@ export function choiceToGbnf(choices: unknown, param = "guided_choice"): string 
   const seen = new Set<string>();
   for (const [index, choice] of choices.entries()) {
     if (typeof choice !== "string") {
-      throw badRequest(`guided_choice[${index}] must be a string, got ${JSON.stringify(choice)}.`, param);
+      throw new ConstraintError(
+        `guided_choice[${index}] must be a string, got ${JSON.stringify(choice)}.`,
+        param,
+      );
     }
     if (LONE_SURROGATE.test(choice)) {
-      throw badRequest(
+      throw new ConstraintError(
         `guided_choice[${index}] contains a lone surrogate, which UTF-8 output cannot contain.`,
         param,
       );

@@ -6,20 +6,20 @@
  * Messages in: {@link CompileJob}. Messages out: {@link CompileReply}, with the same `id`.
  */
 import { parentPort } from "node:worker_threads";
-import { ApiError } from "../errors.ts";
-import { type CompileOptions, type ConstraintKind, compileConstraint } from "./compile.ts";
-import { warmFormatAutomata } from "./jsonSchema/formats.ts";
+import { type CompileOptions, type ConstraintKind, compileConstraint } from "../compile.ts";
+import { ConstraintError } from "../errors.ts";
+import { warmFormatAutomata } from "../jsonSchema/formats.ts";
 
 /** One constraint to compile. */
 export type CompileJob = { id: number; kind: ConstraintKind; spec: unknown; options: CompileOptions };
 
-/** An {@link ApiError} as plain data (errors lose their class crossing threads). */
-export type ApiErrorData = Pick<ApiError, "status" | "type" | "code" | "message" | "param">;
+/** A {@link ConstraintError} as plain data (errors lose their class crossing threads). */
+export type ConstraintErrorData = Pick<ConstraintError, "message" | "param">;
 
-/** The answer to a {@link CompileJob}: the GBNF text, the 4xx the compiler threw, or an unexpected failure. */
+/** The answer to a {@link CompileJob}: the GBNF text, the constraint error the compiler threw, or an unexpected failure. */
 export type CompileReply =
   | { id: number; ok: true; gbnf: string }
-  | { id: number; ok: false; error: ApiErrorData }
+  | { id: number; ok: false; error: ConstraintErrorData }
   | { id: number; ok: false; failure: string };
 
 const port = parentPort;
@@ -32,9 +32,9 @@ port.on("message", (job: CompileJob) => {
   try {
     reply = { id: job.id, ok: true, gbnf: compileConstraint(job.kind, job.spec, job.options).gbnf };
   } catch (error) {
-    if (error instanceof ApiError) {
-      const { status, type, code, message, param } = error;
-      reply = { id: job.id, ok: false, error: { status, type, code, message, param } };
+    if (error instanceof ConstraintError) {
+      const { message, param } = error;
+      reply = { id: job.id, ok: false, error: { message, param } };
     } else reply = { id: job.id, ok: false, failure: error instanceof Error ? error.message : String(error) };
   }
   port.postMessage(reply);

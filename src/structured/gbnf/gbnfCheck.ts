@@ -1,9 +1,18 @@
 /**
  * A TypeScript port of llama.cpp's GBNF parser (`llama_grammar_parser::parse` in `src/llama-grammar.cpp`, the
  * version node-llama-cpp 3.21.1 builds) plus the checks `llama_grammar_init_impl` runs after parsing (root
- * present, no undefined rule, no left recursion). The native parser prints its message to stderr and
- * node-llama-cpp only throws "Failed to parse grammar", so this port exists to give clients the real reason.
- * It reproduces the parser's messages ("expecting ')' at ...", "Undefined rule identifier 'x'", ...).
+ * present, no undefined rule, no left recursion). It reproduces the parser's messages ("expecting ')' at
+ * ...", "Undefined rule identifier 'x'", ...).
+ *
+ * Why a port when the native check (`engine/grammar.ts` `checkGrammar`) returns llama.cpp's own message:
+ * the bounds that keep llama.cpp's sampler from freezing (`maxFanOut`, the nullable-rules fixpoint,
+ * `GBNF_LIMITS` in `validateGbnf.ts`) need the parsed rules, which the native check does not expose, and
+ * the port runs on the compiler's worker thread, which does not load the addon. The native check stays the
+ * final judge of validity (`confirmGbnf`, once per distinct grammar, cached). Measured (issue 30) over the
+ * 209 grammars the fixtures compile to (test/fixtures/schemas, regex.json, grammars; 141 KiB): this port,
+ * bounds included, 151 µs a grammar; the native check 70 µs; the two agree on all 209 (a 22 kB grammar:
+ * 0.49 ms vs 0.36 ms). Neither cost matters beside compilation, so both stay: the port for bounds and
+ * positioned messages, the native parser as the judge.
  */
 
 /** llama.cpp's `MAX_REPETITION_THRESHOLD`. */
