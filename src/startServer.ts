@@ -1,6 +1,6 @@
 import { type AddressInfo, createServer } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
-import { type LoggerOptions, pino } from "pino";
+import { pino } from "pino";
 import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.ts";
 import { summariseSkippedBackends } from "./engine/devices.ts";
 import { EncoderScheduler } from "./engine/EncoderScheduler.ts";
