@@ -3,6 +3,14 @@
  * residency `status` of a model served at run time (llama-server's router, Ollama's `expires_at`).
  */
 
+import { z } from "zod";
+
+/** `POST /models/load` and `POST /models/unload` (llama-server's router): the model's served name. */
+export const ModelRequestSchema = z.object({ model: z.string().min(1) });
+
+/** The body of `POST /models/load` / `POST /models/unload`. */
+export type ModelRequest = z.infer<typeof ModelRequestSchema>;
+
 /** Where a servable model stands: `unloading` while its last requests finish before it is freed. */
 export type ModelState = "loaded" | "loading" | "unloading" | "unloaded" | "failed";
 

@@ -171,6 +171,9 @@ export const ModelObjectSchema = z.object({
     .exactOptional(),
 });
 
+/** `POST /models/load` / `POST /models/unload` response (llama-server's router). */
+export const ModelActionResponseSchema = z.object({ success: z.literal(true) });
+
 /** `GET /v1/models` response. */
 export const ModelListSchema = z.object({ object: z.literal("list"), data: z.array(ModelObjectSchema) });
 

@@ -5,8 +5,8 @@
  * routes `POST /models/load` and `POST /models/unload` (behind the API key, `auth.ts`).
  */
 import type { FastifyInstance } from "fastify";
-import { z } from "zod";
 import { badRequest } from "../errors.ts";
+import { ModelRequestSchema } from "../protocol/models.ts";
 import { parseKeepAlive } from "../serving/keepAlive.ts";
 import type { ModelRegistry } from "../serving/ModelRegistry.ts";
 import { parseBody } from "./validation.ts";
@@ -27,8 +27,6 @@ export const MODEL_ROUTES: ReadonlySet<string> = new Set([
   "/tokenize",
   "/detokenize",
 ]);
-
-const ModelRequestSchema = z.object({ model: z.string().min(1) });
 
 /**
  * Registers the residency hook (a `preHandler` on {@link MODEL_ROUTES}) and the load/unload routes.
