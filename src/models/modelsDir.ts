@@ -36,7 +36,14 @@ export async function listModelsDir(dir: string): Promise<DirectoryModel[]> {
       if (shard && shard[1] !== "00001") continue;
       const size = await sizeOf(path);
       if (size === undefined) continue;
-      found.push({ id: entry.name.replace(shard ? SHARD : GGUF, ""), path, sizeBytes: size });
+      const id = entry.name.replace(shard ? SHARD : GGUF, "");
+      let sizeBytes = size;
+      // A split model's size is every shard's: NAME-00002-of-0000N.gguf and on.
+      for (let index = 2; shard && index <= Number(shard[2]); index++) {
+        const next = `${id}-${String(index).padStart(5, "0")}-of-${shard[2]}.gguf`;
+        sizeBytes += (await sizeOf(join(dir, next))) ?? 0;
+      }
+      found.push({ id, path, sizeBytes });
     } else if (entry.isDirectory()) {
       const model = await folderModel(entry.name, path);
       if (model) found.push(model);
