@@ -62,6 +62,11 @@ export const API_ERROR_CODES = [
   "overloaded",
   "model_file_changed",
   "shutting_down",
+  "model_not_loaded",
+  "model_unloading",
+  "model_unloaded",
+  "model_load_failed",
+  "model_capacity",
 ] as const;
 
 /**
@@ -262,6 +267,67 @@ export function shuttingDown(): ApiError {
     "The server is shutting down. Retry on another replica.",
     { retryAfterSeconds: 1 },
   );
+}
+
+/**
+ * 503: the model is servable but not loaded, and `--models-autoload` is off (llama-server's router:
+ * "model is not loaded"); `POST /models/load` loads it.
+ */
+export function modelNotLoaded(model: string): ApiError {
+  return new ApiError(
+    503,
+    "service_unavailable",
+    "model_not_loaded",
+    `The model '${model}' is not loaded and this server does not load models on demand (--no-models-autoload): load it with POST /models/load {"model": "${model}"}.`,
+    { param: "model", retryAfterSeconds: 1 },
+  );
+}
+
+/** 503: the model is being unloaded (`POST /models/unload`, eviction, `keep_alive`); retry once it is gone. */
+export function modelUnloading(model: string): ApiError {
+  return new ApiError(
+    503,
+    "service_unavailable",
+    "model_unloading",
+    `The model '${model}' is being unloaded: it takes no new requests until it is unloaded; retry then (it loads again on demand when autoload is on).`,
+    { param: "model", retryAfterSeconds: 1 },
+  );
+}
+
+/**
+ * 503: the reason a request still running on a model is ended when the model's unload waited past
+ * `--shutdown-timeout` (a stream ends with it as its final error event).
+ */
+export function modelUnloaded(model: string, timeoutSeconds: number): ApiError {
+  return new ApiError(
+    503,
+    "service_unavailable",
+    "model_unloaded",
+    `The model '${model}' was unloaded: this request was still running ${timeoutSeconds} s after the unload began (--shutdown-timeout) and was ended.`,
+    { retryAfterSeconds: 1 },
+  );
+}
+
+/** 503: the model failed to load (its reason, one line); the next load retries. */
+export function modelLoadFailed(model: string, reason: string): ApiError {
+  return new ApiError(
+    503,
+    "service_unavailable",
+    "model_load_failed",
+    `The model '${model}' failed to load: ${reason}`,
+    { param: "model" },
+  );
+}
+
+/**
+ * 503: loading the model would pass `--models-max` or `--memory-budget` even after unloading every
+ * idle model; the message gives the numbers (bytes).
+ */
+export function modelCapacity(message: string): ApiError {
+  return new ApiError(503, "service_unavailable", "model_capacity", message, {
+    param: "model",
+    retryAfterSeconds: 1,
+  });
 }
 
 /** 500: an unexpected failure; the message never carries a stack trace. */

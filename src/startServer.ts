@@ -1,21 +1,27 @@
+import { stat } from "node:fs/promises";
 import { type AddressInfo, createServer } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
-import { pino } from "pino";
+import { type Logger as PinoLogger, pino } from "pino";
 import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.ts";
 import { summariseSkippedBackends } from "./engine/devices.ts";
 import { EncoderScheduler } from "./engine/EncoderScheduler.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
 import { shuttingDown } from "./errors.ts";
+import { listModels } from "./models/listModels.ts";
 import { ModelFileWatch } from "./models/modelFileWatch.ts";
+import { listModelsDir } from "./models/modelsDir.ts";
 import { resolveServeModels } from "./resolveServeModels.ts";
 import { buildApp } from "./server/app.ts";
 import { chooseLogFormat, LOG_HOOKS, prettyLogStream } from "./server/logFormat.ts";
 import { ServerMetrics } from "./server/metrics.ts";
 import { drainServer } from "./server/shutdown.ts";
 import { SeedSource } from "./serving/generationParams.ts";
-import { ModelRegistry } from "./serving/ModelRegistry.ts";
+import { type LoadedModel, ModelRegistry } from "./serving/ModelRegistry.ts";
 import { sharedCompiler } from "./structured/worker/compileService.ts";
+
+/** A model's own settings (a config file's `models` entry, or a `--models-dir` folder's projector). */
+type ModelSettings = Partial<Omit<ServeConfig["models"][number], "source" | "servedModelNames">>;
 
 /** A running server: its address and how to stop it. */
 export type RunningServer = {
@@ -43,120 +49,114 @@ export async function startServer(
     chooseLogFormat(config.logFormat, process.stdout.isTTY) === "pretty"
       ? pino(logOptions, prettyLogStream(process.stdout))
       : pino(logOptions);
-  const registry = new ModelRegistry<Scheduler>();
   const metrics = new ServerMetrics();
+  const registry = new ModelRegistry<Scheduler>({
+    autoload: config.modelsAutoload,
+    ...(config.modelsMax !== undefined ? { maxModels: config.modelsMax } : {}),
+    ...(config.memoryBudget !== undefined ? { memoryBudget: config.memoryBudget } : {}),
+    ...(config.idleUnload !== undefined ? { idleUnloadMs: Math.round(config.idleUnload * 1000) } : {}),
+    drainTimeoutMs: config.shutdownTimeout * 1000,
+    events: {
+      onLoad: (id, outcome, seconds, error) => {
+        metrics.modelLoad(id, outcome, seconds);
+        if (outcome === "failure") logger.error({ model: id, err: error }, "model failed to load");
+        else if (outcome === "no_capacity")
+          logger.warn({ model: id, reason: (error as Error).message }, "model not loaded: no room");
+      },
+      onLoaded: (id, scheduler, memoryBytes) => {
+        metrics.track(scheduler);
+        metrics.modelResident(id, memoryBytes);
+      },
+      onUnloaded: (id, scheduler, reason) => {
+        metrics.untrack(scheduler);
+        metrics.modelUnload(id, reason);
+        logger.info({ model: id, reason }, "model unloaded");
+      },
+    },
+  });
   const seeds = new SeedSource(config.seed, config.batchInvariantSeeds);
   let ready = false;
 
   // A busy port fails at once, before minutes of downloading and loading (the real bind follows the load).
   await checkPortFree(config.host, config.port);
 
-  const hosts: ModelHost[] = [];
-  const watches: ModelFileWatch[] = [];
+  /** Loads one model (a configured one, or one of --models-dir / the download cache) with the server's settings. */
+  const loadModel = async (
+    model: { source: string; path: string; servedModelNames: readonly string[]; sizeBytes: number },
+    own: ModelSettings | undefined,
+  ): Promise<LoadedModel<Scheduler>> => {
+    // A config file's `models` entry may set its own context, slots and template (each model has its own slot pool).
+    const maxModelLen = own?.maxModelLen ?? config.maxModelLen;
+    const chatTemplate = own?.chatTemplate ?? config.chatTemplate;
+    const mmproj = own?.mmproj ?? config.mmproj;
+    const maxNumBatchedTokens = own?.maxNumBatchedTokens ?? config.maxNumBatchedTokens;
+    const host = await ModelHost.load({
+      modelPath: model.path,
+      servedModelNames: model.servedModelNames,
+      ...(maxModelLen !== undefined ? { maxModelLen } : {}),
+      sequences: own?.maxNumSeqs ?? config.maxNumSeqs,
+      threads: threadsFor(config, model.sizeBytes),
+      device: config.device,
+      ...(config.nGpuLayers !== undefined ? { nGpuLayers: config.nGpuLayers } : {}),
+      kvUnified: config.kvUnified,
+      cacheTypeK: own?.cacheTypeK ?? config.cacheTypeK,
+      cacheTypeV: own?.cacheTypeV ?? config.cacheTypeV,
+      flashAttn: own?.flashAttn ?? config.flashAttn,
+      ...(maxNumBatchedTokens !== undefined ? { stepBudget: maxNumBatchedTokens } : {}),
+      ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
+      ...(config.task !== undefined ? { task: config.task } : {}),
+      ...(mmproj !== undefined ? { mmproj } : {}),
+    });
+    // A model file truncated or rewritten in place while mapped would kill the process (SIGBUS) on the
+    // next read: the watch stops serving it instead, with one log line (see modelFileWatch.ts).
+    const watch = new ModelFileWatch(model.path, {
+      onChange: (reason) =>
+        logger.error(
+          { model: host.id, path: model.path, reason },
+          "model file changed on disk: the model is no longer served and the server is not ready; restart it (replace model files by rename, never in place)",
+        ),
+    });
+    const scheduler = new (host.encoder ? EncoderScheduler : Scheduler)(host, {
+      prefixCaching: config.prefixCaching,
+      jumpForward: config.jumpForward,
+      ...(config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {}),
+      ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
+      events: metrics.eventsFor(host.id),
+    });
+    const projectorBytes = mmproj !== undefined ? await fileSize(mmproj) : 0;
+    logModelLoaded(logger, config, model, own, host, mmproj);
+    return {
+      scheduler,
+      watch,
+      chat: {
+        template: chatTemplate ?? host.chatTemplate,
+        ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
+        ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
+        trustRequestTemplate: config.trustRequestChatTemplate,
+      },
+      memoryBytes: host.info.size + host.kvCache.kBytes + host.kvCache.vBytes + projectorBytes,
+      close: () => scheduler.close(),
+    };
+  };
+
   try {
     // Local paths, hf: URIs and URLs become verified local files first (downloads show progress on stderr).
-    for (const [index, model] of (await resolveServeModels(config, process.stderr)).entries()) {
-      // A config file's `models` entry may set its own context, slots and template (each model has its own slot pool).
+    const configured = await resolveServeModels(config, process.stderr);
+    for (const [index, model] of configured.entries()) {
       const own = config.models[index];
-      const maxModelLen = own?.maxModelLen ?? config.maxModelLen;
-      const chatTemplate = own?.chatTemplate ?? config.chatTemplate;
-      const mmproj = own?.mmproj ?? config.mmproj;
-      const maxNumBatchedTokens = own?.maxNumBatchedTokens ?? config.maxNumBatchedTokens;
-      const host = await ModelHost.load({
-        modelPath: model.path,
-        servedModelNames: model.servedModelNames,
-        ...(maxModelLen !== undefined ? { maxModelLen } : {}),
-        sequences: own?.maxNumSeqs ?? config.maxNumSeqs,
-        threads: threadsFor(config, model.sizeBytes),
-        device: config.device,
-        ...(config.nGpuLayers !== undefined ? { nGpuLayers: config.nGpuLayers } : {}),
-        kvUnified: config.kvUnified,
-        cacheTypeK: own?.cacheTypeK ?? config.cacheTypeK,
-        cacheTypeV: own?.cacheTypeV ?? config.cacheTypeV,
-        flashAttn: own?.flashAttn ?? config.flashAttn,
-        ...(maxNumBatchedTokens !== undefined ? { stepBudget: maxNumBatchedTokens } : {}),
-        ...(config.pooling !== undefined ? { pooling: config.pooling } : {}),
-        ...(config.task !== undefined ? { task: config.task } : {}),
-        ...(mmproj !== undefined ? { mmproj } : {}),
+      registry.addServable({
+        names: model.servedModelNames,
+        path: model.path,
+        origin: "config",
+        estimatedBytes: model.sizeBytes,
+        load: () => loadModel(model, own),
       });
-      hosts.push(host);
-      // A model file truncated or rewritten in place while mapped would kill the process (SIGBUS) on the
-      // next read: the watch stops serving it instead, with one log line (see modelFileWatch.ts).
-      const watch = new ModelFileWatch(model.path, {
-        onChange: (reason) =>
-          logger.error(
-            { model: host.id, path: model.path, reason },
-            "model file changed on disk: the model is no longer served and the server is not ready; restart it (replace model files by rename, never in place)",
-          ),
-      });
-      watches.push(watch);
-      registry.add(
-        new (host.encoder ? EncoderScheduler : Scheduler)(host, {
-          prefixCaching: config.prefixCaching,
-          jumpForward: config.jumpForward,
-          ...(config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {}),
-          ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
-          events: metrics.eventsFor(host.id),
-        }),
-        {
-          watch,
-          chat: {
-            template: chatTemplate ?? host.chatTemplate,
-            ...(config.toolCallParser !== undefined ? { toolCallParser: config.toolCallParser } : {}),
-            ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
-            trustRequestTemplate: config.trustRequestChatTemplate,
-          },
-        },
-      );
-      metrics.track(registry.all().at(-1) as Scheduler);
-      // Absent GPU backends: one phrase at info; the loader's messages (libcublas.so.13: cannot open …) at debug.
-      const gpu = summariseSkippedBackends(host.placement.skipped);
-      if (host.placement.skipped.length > 0)
-        logger.debug(
-          {
-            model: host.id,
-            gpuBackendsSkipped: host.placement.skipped.map((entry) => `${entry.backend}: ${entry.reason}`),
-          },
-          "GPU backends not used",
-        );
-      logger.info(
-        {
-          model: host.id,
-          source: model.source,
-          path: model.path,
-          contextSize: host.contextSize,
-          slots: own?.maxNumSeqs ?? config.maxNumSeqs,
-          backend: host.placement.backend,
-          ...(host.placement.devices.length > 0 ? { devices: host.placement.devices } : {}),
-          offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
-          ...(gpu !== undefined ? { gpu } : {}),
-          threads: threadsFor(config, model.sizeBytes),
-          maxNumBatchedTokens: host.stepBudget,
-          kvCache: {
-            typeK: host.kvCache.typeK,
-            typeV: host.kvCache.typeV,
-            bytes: host.kvCache.kBytes + host.kvCache.vBytes,
-            flashAttn: host.kvCache.flashAttn,
-          },
-          task: host.task,
-          ...(host.encoder
-            ? {
-                encoder: {
-                  pooling: host.pooling,
-                  window: host.contextSize,
-                  batchTokens: host.batchSize,
-                  sequences: host.sequences,
-                },
-              }
-            : {}),
-          ...(mmproj !== undefined ? { mmproj, vision: host.acceptsImages } : {}),
-        },
-        "model loaded",
-      );
     }
+    if (config.modelsDir !== undefined) await addDirectoryModels(registry, config, loadModel, logger);
+    // The configured models load at startup, as always (a failure stops the server with its message).
+    for (const model of configured) await registry.load(model.servedModelNames[0] as string, true);
   } catch (error) {
-    for (const watch of watches) watch.stop();
-    await Promise.all(hosts.map((host) => host.dispose()));
+    await registry.closeAll();
     throw error;
   }
   ready = true;
@@ -176,16 +176,17 @@ export async function startServer(
       logger: logger as FastifyBaseLogger,
       ui: config.ui ? {} : false,
       // A model that takes images takes a --max-image-bytes image as a base64 data: URL in the body too.
-      bodyLimit: registry.all().some((scheduler) => scheduler.host.acceptsImages)
-        ? Math.max(config.maxBodySize, Math.ceil((config.maxImageBytes * 4) / 3) + 1_000_000)
-        : config.maxBodySize,
+      bodyLimit:
+        config.modelsDir !== undefined || registry.all().some((scheduler) => scheduler.host.acceptsImages)
+          ? Math.max(config.maxBodySize, Math.ceil((config.maxImageBytes * 4) / 3) + 1_000_000)
+          : config.maxBodySize,
       operations: config,
     },
   );
   try {
     await app.listen({ host: config.host, port: config.port });
   } catch (error) {
-    await Promise.all(hosts.map((host) => host.dispose()));
+    await registry.closeAll();
     const code = (error as NodeJS.ErrnoException).code ?? String(error);
     throw new ConfigError(`Cannot listen on ${config.host}:${config.port}: ${code}.`);
   }
@@ -209,9 +210,8 @@ export async function startServer(
       ready = false;
       // Graceful: stop accepting, let in-flight requests finish up to --shutdown-timeout, then end them.
       const outcome = await drainServer(app, config.shutdownTimeout);
-      for (const watch of watches) watch.stop();
       logger.info(outcome, "server closed");
-      await Promise.all(registry.all().map((scheduler) => scheduler.close()));
+      await registry.closeAll();
     })();
     return closing;
   };
@@ -266,4 +266,119 @@ export async function checkPortFree(host: string, port: number): Promise<void> {
     });
     probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolvePromise()));
   });
+}
+
+/** Bytes of a file, 0 when it cannot be read. */
+async function fileSize(path: string): Promise<number> {
+  try {
+    return (await stat(path)).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Registers, unloaded, every model of `--models-dir` and of the download cache (`lmserve pull`) whose
+ * name no configured model takes (a name found twice keeps its first: the folder's, then the cache's;
+ * a file already served is not listed again).
+ */
+async function addDirectoryModels(
+  registry: ModelRegistry<Scheduler>,
+  config: ServeConfig,
+  loadModel: (
+    model: { source: string; path: string; servedModelNames: readonly string[]; sizeBytes: number },
+    own: ModelSettings | undefined,
+  ) => Promise<LoadedModel<Scheduler>>,
+  logger: PinoLogger,
+): Promise<void> {
+  const seen = new Set(registry.modelObjects().flatMap((model) => (model.path ? [model.path] : [])));
+  const found = [
+    ...(await listModelsDir(config.modelsDir as string)).map((model) => ({
+      ...model,
+      origin: "models-dir" as const,
+    })),
+    ...(await listModels(config.downloadDir).catch(() => []))
+      .filter((model) => model.complete)
+      .map((model) => ({
+        id: model.id,
+        path: model.path,
+        sizeBytes: model.sizeBytes,
+        origin: "cache" as const,
+      })),
+  ];
+  for (const model of found) {
+    if (seen.has(model.path) || registry.has(model.id)) {
+      if (!seen.has(model.path))
+        logger.warn({ model: model.id, path: model.path }, "model name already served: not listed");
+      continue;
+    }
+    seen.add(model.path);
+    const mmproj = "mmproj" in model ? model.mmproj : undefined;
+    registry.addServable({
+      names: [model.id],
+      path: model.path,
+      origin: model.origin,
+      estimatedBytes: model.sizeBytes,
+      load: () =>
+        loadModel(
+          { source: model.path, path: model.path, servedModelNames: [model.id], sizeBytes: model.sizeBytes },
+          mmproj !== undefined ? { mmproj } : undefined,
+        ),
+    });
+  }
+}
+
+/** The "model loaded" log line: where the model runs, its context, slots, KV cache and projector. */
+function logModelLoaded(
+  logger: PinoLogger,
+  config: ServeConfig,
+  model: { source: string; path: string; sizeBytes: number },
+  own: ModelSettings | undefined,
+  host: ModelHost,
+  mmproj: string | undefined,
+): void {
+  // Absent GPU backends: one phrase at info; the loader's messages (libcublas.so.13: cannot open …) at debug.
+  const gpu = summariseSkippedBackends(host.placement.skipped);
+  if (host.placement.skipped.length > 0)
+    logger.debug(
+      {
+        model: host.id,
+        gpuBackendsSkipped: host.placement.skipped.map((entry) => `${entry.backend}: ${entry.reason}`),
+      },
+      "GPU backends not used",
+    );
+  logger.info(
+    {
+      model: host.id,
+      source: model.source,
+      path: model.path,
+      contextSize: host.contextSize,
+      slots: own?.maxNumSeqs ?? config.maxNumSeqs,
+      backend: host.placement.backend,
+      ...(host.placement.devices.length > 0 ? { devices: host.placement.devices } : {}),
+      offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
+      ...(gpu !== undefined ? { gpu } : {}),
+      threads: threadsFor(config, model.sizeBytes),
+      maxNumBatchedTokens: host.stepBudget,
+      kvCache: {
+        typeK: host.kvCache.typeK,
+        typeV: host.kvCache.typeV,
+        bytes: host.kvCache.kBytes + host.kvCache.vBytes,
+        flashAttn: host.kvCache.flashAttn,
+      },
+      task: host.task,
+      ...(host.encoder
+        ? {
+            encoder: {
+              pooling: host.pooling,
+              window: host.contextSize,
+              batchTokens: host.batchSize,
+              sequences: host.sequences,
+            },
+          }
+        : {}),
+      ...(mmproj !== undefined ? { mmproj, vision: host.acceptsImages } : {}),
+    },
+    "model loaded",
+  );
 }

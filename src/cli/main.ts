@@ -142,6 +142,30 @@ program
     "give each slot its own KV buffer instead of one shared buffer (llama.cpp's kv_unified)",
   )
   .option("--no-ui", "do not serve the web UI (playground, dashboard) at /")
+  .option(
+    "--models-dir <dir>",
+    "serve every GGUF of this folder (and of the download cache) on demand, loaded when first asked for (llama-server's router)",
+  )
+  .option(
+    "--models-autoload",
+    "load an unloaded model when a request names it (default: on with --models-dir)",
+  )
+  .option(
+    "--no-models-autoload",
+    "answer 503 model_not_loaded for an unloaded model; POST /models/load loads it",
+  )
+  .option(
+    "--models-max <n>",
+    "most models loaded at once; the least recently used idle one is unloaded (default: no limit)",
+  )
+  .option(
+    "--memory-budget <size>",
+    "most memory loaded models hold (weights + KV cache + projector, e.g. 8gb); idle ones are unloaded to fit (default: no limit)",
+  )
+  .option(
+    "--idle-unload <seconds>",
+    "unload a model idle this long; a request's keep_alive overrides (default: never)",
+  )
   .option(downloadDirFlag, downloadDirHelp)
   .addOption(
     new Option("--log-level <level>", "log level").choices([
@@ -162,7 +186,11 @@ program
   )
   .action(async (models: string[], flags: ServeFlags, serve: Command) => {
     try {
-      const given = models.length > 0 || flags.model !== undefined || flags.config !== undefined;
+      const given =
+        models.length > 0 ||
+        flags.model !== undefined ||
+        flags.config !== undefined ||
+        flags.modelsDir !== undefined;
       const sources = given ? models : [defaultModel()];
       const loaded = loadServeConfig(sources, flags, process.env, serveFlagsInfo(serve, flags));
       // The embedded default model never ends a chat on its own: without --max-tokens-cap, a request that

@@ -50,22 +50,30 @@ const KvCacheTypeSchema = z.enum(KV_CACHE_TYPES);
 const FlashAttnSchema = z.enum(["auto", "on", "off"]);
 
 const ServeConfigSchema = z.object({
-  models: z
-    .array(
-      z.object({
-        source: z.string().min(1),
-        servedModelNames: z.array(z.string().min(1)),
-        maxModelLen: z.number().int().min(16).optional(),
-        maxNumSeqs: z.number().int().min(1).max(256).optional(),
-        chatTemplate: z.string().optional(),
-        mmproj: z.string().min(1).optional(),
-        cacheTypeK: KvCacheTypeSchema.optional(),
-        cacheTypeV: KvCacheTypeSchema.optional(),
-        flashAttn: FlashAttnSchema.optional(),
-        maxNumBatchedTokens: z.number().int().min(1).max(1_048_576).optional(),
-      }),
-    )
-    .min(1),
+  models: z.array(
+    z.object({
+      source: z.string().min(1),
+      servedModelNames: z.array(z.string().min(1)),
+      maxModelLen: z.number().int().min(16).optional(),
+      maxNumSeqs: z.number().int().min(1).max(256).optional(),
+      chatTemplate: z.string().optional(),
+      mmproj: z.string().min(1).optional(),
+      cacheTypeK: KvCacheTypeSchema.optional(),
+      cacheTypeV: KvCacheTypeSchema.optional(),
+      flashAttn: FlashAttnSchema.optional(),
+      maxNumBatchedTokens: z.number().int().min(1).max(1_048_576).optional(),
+    }),
+  ),
+  /** `--models-dir`: absolute folder whose GGUFs (and the download cache's) are served on demand; absent: none. */
+  modelsDir: z.string().min(1).optional(),
+  /** `--models-autoload` / `--no-models-autoload`: a request naming an unloaded model loads it. Defaults to on with `--models-dir`, else off. */
+  modelsAutoload: z.boolean(),
+  /** `--models-max`: the most models loaded at once (LRU eviction of idle ones); absent: no limit. */
+  modelsMax: z.number().int().min(1).optional(),
+  /** `--memory-budget`: the most bytes loaded models hold (weights + KV cache + projector); absent: no limit. */
+  memoryBudget: z.number().int().min(1).optional(),
+  /** `--idle-unload`: seconds idle before a model unloads (requests' `keep_alive` overrides); absent: never. */
+  idleUnload: z.number().positive().optional(),
   host: z.string().min(1),
   port: z.number().int().min(0).max(65535),
   maxModelLen: z.number().int().min(16).optional(),
@@ -187,6 +195,11 @@ export type ServeFlags = {
   logFormat?: string;
   downloadDir?: string;
   ui?: boolean;
+  modelsDir?: string;
+  modelsAutoload?: boolean;
+  modelsMax?: string;
+  memoryBudget?: string;
+  idleUnload?: string;
   /** `--config FILE`: a YAML file of flags and models (see `file.ts`); command-line flags win. */
   config?: string;
 } & OperationsFlags;
@@ -245,9 +258,9 @@ export function loadServeConfig(
   const sources = flags.model === undefined ? models : [...models, flags.model];
   const entries: ModelFileEntry[] =
     sources.length > 0 ? sources.map((source) => ({ source })) : (file?.models ?? []);
-  if (entries.length === 0) {
+  if (entries.length === 0 && flags.modelsDir === undefined) {
     throw new ConfigError(
-      `No model given: pass MODEL or list 'models' in the config file ${cliFlags.config}.`,
+      `No model given: pass MODEL, --models-dir DIR, or list 'models' in the config file ${cliFlags.config}.`,
     );
   }
   const chatTemplate = flags.chatTemplate === undefined ? undefined : readTemplateFile(flags.chatTemplate);
@@ -272,6 +285,12 @@ export function loadServeConfig(
         `models[${index}].max-num-batched-tokens`,
       ),
     })),
+    modelsDir: flags.modelsDir === undefined ? undefined : modelsDirPath(flags.modelsDir),
+    modelsAutoload: flags.modelsAutoload ?? flags.modelsDir !== undefined,
+    modelsMax: optionalInteger(flags.modelsMax, "--models-max"),
+    memoryBudget:
+      flags.memoryBudget === undefined ? undefined : parseByteSize(flags.memoryBudget, "--memory-budget"),
+    idleUnload: flags.idleUnload === undefined ? undefined : parseSeconds(flags.idleUnload, "--idle-unload"),
     host: flags.host ?? "127.0.0.1",
     port: toInteger(flags.port ?? "8000", "--port"),
     maxModelLen: optionalInteger(flags.maxModelLen, "--max-model-len"),
@@ -416,6 +435,24 @@ function readTemplateFile(path: string): string {
       `Cannot read the chat template file ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`,
     );
   }
+}
+
+/**
+ * The absolute path of `--models-dir`.
+ * @throws ConfigError when it is not an existing folder.
+ */
+function modelsDirPath(path: string): string {
+  const absolute = resolvePath(path);
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(absolute).isDirectory();
+  } catch (error) {
+    throw new ConfigError(
+      `--models-dir: cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`,
+    );
+  }
+  if (!isDirectory) throw new ConfigError(`--models-dir: ${path} is not a folder.`);
+  return absolute;
 }
 
 /**

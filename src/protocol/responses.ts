@@ -147,10 +147,32 @@ export const ModelObjectSchema = z.object({
   owned_by: z.string(),
   root: z.string(),
   parent: z.string().nullable(),
-  max_model_len: z.number().int(),
-  /** What the model takes besides text: `vision` with a projector (`--mmproj`). */
-  capabilities: z.object({ vision: z.boolean(), task: z.enum(["generate", "embed", "rerank"]) }),
+  /** The context length; absent while the model is not loaded. */
+  max_model_len: z.number().int().exactOptional(),
+  /** What the model takes besides text: `vision` with a projector (`--mmproj`); absent while not loaded. */
+  capabilities: z
+    .object({ vision: z.boolean(), task: z.enum(["generate", "embed", "rerank"]) })
+    .exactOptional(),
+  /** Its GGUF file (models served from `--models-dir` or the download cache). */
+  path: z.string().exactOptional(),
+  /** Its residency (run-time load/unload, `--models-dir`): llama-server's router `status`. */
+  status: z
+    .object({
+      value: z.enum(["loaded", "loading", "unloading", "unloaded", "failed"]),
+      /** Why its last load failed. */
+      reason: z.string().exactOptional(),
+      /** Bytes it holds: weights + KV cache + projector, as measured at load. */
+      memory_bytes: z.number().int().exactOptional(),
+      /** Requests holding it now. */
+      in_flight: z.number().int().exactOptional(),
+      /** When it unloads if idle (ISO 8601, Ollama's); null: not scheduled. */
+      expires_at: z.string().nullable().exactOptional(),
+    })
+    .exactOptional(),
 });
+
+/** `POST /models/load` / `POST /models/unload` response (llama-server's router). */
+export const ModelActionResponseSchema = z.object({ success: z.literal(true) });
 
 /** `GET /v1/models` response. */
 export const ModelListSchema = z.object({ object: z.literal("list"), data: z.array(ModelObjectSchema) });

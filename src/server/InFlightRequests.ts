@@ -90,12 +90,25 @@ export class InFlightRequests {
     for (const entry of this.entries) this.abort(entry, reason);
   }
 
+  /**
+   * Aborts one request with `reason` (a model unloaded under it, `serving/ModelRegistry.ts`), as
+   * {@link abortAll} does; false when that request is not in flight (or carries no generation).
+   */
+  abortRequest(request: FastifyRequest, reason: ApiError): boolean {
+    for (const entry of this.entries) {
+      if (entry.request !== request) continue;
+      this.abort(entry, reason);
+      return true;
+    }
+    return false;
+  }
+
   private abort({ request, reply, controller }: Entry, reason: ApiError): void {
     controller.abort(reason);
     // A non-streamed request ends with no response once aborted: answer it after the abort settles.
     setImmediate(() => {
       if (reply.sent || reply.raw.headersSent || reply.raw.destroyed) return;
-      request.log.warn({ code: reason.code }, "request ended by shutdown");
+      request.log.warn({ code: reason.code }, "request ended by the server");
       reply.code(reason.status).headers(errorHeaders(reason)).send(errorBody(reason));
     });
   }

@@ -23,6 +23,8 @@ const ITL_BUCKETS = [
 const ITERATION_TOKEN_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192];
 /** Engine step phases, in seconds: from sub-millisecond (a tiny model's decode, sampling) to long prefill chunks. */
 const STEP_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5];
+/** Model load times, in seconds: a tiny model's milliseconds to a large one's minutes. */
+const LOAD_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640];
 const E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960];
 
 /** The server's Prometheus registry and vLLM-named metrics for every served model. */
@@ -41,6 +43,10 @@ export class ServerMetrics {
   private readonly iterationTokens: Histogram<"model_name">;
   private readonly stepSeconds: Histogram<"model_name" | "phase">;
   private readonly jumpForwardTokens: Counter<"model_name">;
+  private readonly modelLoads: Counter<"model_name" | "outcome">;
+  private readonly modelUnloads: Counter<"model_name" | "reason">;
+  private readonly modelLoadSeconds: Histogram<"model_name">;
+  private readonly modelMemory = new Map<string, number>();
 
   constructor() {
     const registers = [this.registry];
@@ -184,6 +190,36 @@ export class ServerMetrics {
       buckets: STEP_BUCKETS,
       registers,
     });
+    this.modelLoads = new Counter({
+      name: "lmserve:model_loads_total",
+      help: "Model loads (startup, POST /models/load, autoload), by outcome: success, failure (the loader failed), no_capacity (refused by --models-max / --memory-budget).",
+      labelNames: ["model_name", "outcome"],
+      registers,
+    });
+    this.modelUnloads = new Counter({
+      name: "lmserve:model_unloads_total",
+      help: "Model unloads, by reason: request (POST /models/unload), keep_alive (a request's keep_alive), idle (--idle-unload), evicted (least recently used, to make room), shutdown.",
+      labelNames: ["model_name", "reason"],
+      registers,
+    });
+    this.modelLoadSeconds = new Histogram({
+      name: "lmserve:model_load_seconds",
+      help: "Histogram of model load time (successful loads, eviction included), in seconds.",
+      labelNames: ["model_name"],
+      buckets: LOAD_BUCKETS,
+      registers,
+    });
+    const memory = this.modelMemory;
+    new Gauge({
+      name: "lmserve:model_memory_bytes",
+      help: "Bytes a loaded model holds (weights + KV cache + projector, measured at load); absent while not loaded.",
+      labelNames: ["model_name"],
+      registers,
+      collect(this: Gauge<"model_name">) {
+        this.reset();
+        for (const [model, bytes] of memory) this.set({ model_name: model }, bytes);
+      },
+    });
     this.queueTime = new Histogram({
       name: "vllm:request_queue_time_seconds",
       help: "Histogram of time spent waiting for a slot, in seconds.",
@@ -196,6 +232,30 @@ export class ServerMetrics {
   /** Reports the running/waiting/KV gauges of this scheduler's model. */
   track(scheduler: Scheduler): void {
     this.schedulers.push(scheduler);
+  }
+
+  /** Stops reporting the gauges of this scheduler's model (it was unloaded). */
+  untrack(scheduler: Scheduler): void {
+    const index = this.schedulers.indexOf(scheduler);
+    if (index >= 0) this.schedulers.splice(index, 1);
+    this.modelMemory.delete(scheduler.host.id);
+  }
+
+  /** Records a load of model `modelName`: its outcome and, when it succeeded, its time in seconds. */
+  modelLoad(modelName: string, outcome: "success" | "failure" | "no_capacity", seconds: number): void {
+    this.modelLoads.inc({ model_name: modelName, outcome });
+    if (outcome === "success") this.modelLoadSeconds.observe({ model_name: modelName }, seconds);
+  }
+
+  /** Records the bytes model `modelName` holds once loaded (`lmserve:model_memory_bytes`). */
+  modelResident(modelName: string, bytes: number): void {
+    this.modelMemory.set(modelName, bytes);
+  }
+
+  /** Records an unload of model `modelName` and why. */
+  modelUnload(modelName: string, reason: string): void {
+    this.modelUnloads.inc({ model_name: modelName, reason });
+    this.modelMemory.delete(modelName);
   }
 
   /** The scheduler callbacks that record the metrics of model `modelName`. */

@@ -17,6 +17,7 @@ import {
 import { ChatCompletionRequestSchema } from "../protocol/chat.ts";
 import { CompletionRequestSchema } from "../protocol/completions.ts";
 import { EmbeddingRequestSchema, EmbeddingResponseSchema } from "../protocol/embeddings.ts";
+import { ModelRequestSchema } from "../protocol/models.ts";
 import {
   ResponseCreateRequestSchema,
   ResponseObjectSchema,
@@ -34,6 +35,7 @@ import {
   CompletionResponseSchema,
   ErrorBodySchema,
   HealthResponseSchema,
+  ModelActionResponseSchema,
   ModelListSchema,
   ModelObjectSchema,
   VersionResponseSchema,
@@ -73,6 +75,8 @@ const SCHEMAS = {
   ChatCompletionChunk: { schema: ChatCompletionChunkSchema, io: "output" },
   ModelList: { schema: ModelListSchema, io: "output" },
   Model: { schema: ModelObjectSchema, io: "output" },
+  ModelRequest: { schema: ModelRequestSchema, io: "input" },
+  ModelActionResponse: { schema: ModelActionResponseSchema, io: "output" },
   TokenizeResponse: { schema: TokenizeResponseSchema, io: "output" },
   DetokenizeResponse: { schema: DetokenizeResponseSchema, io: "output" },
   VersionResponse: { schema: VersionResponseSchema, io: "output" },
@@ -291,6 +295,30 @@ export const API_ROUTES: readonly RouteDoc[] = [
     auth: true,
     response: "Model",
     errors: [404],
+  },
+  {
+    method: "POST",
+    path: "/models/load",
+    summary: "Load a servable model (llama-server's router)",
+    description:
+      "Loads the model (from `--models-dir`, the download cache, or a configured model that was unloaded), first unloading the least recently used idle models when `--models-max` or `--memory-budget` needs room. Answers once the model is loaded (llama-server answers at once). 400 when it is already loaded; 503 `model_load_failed` with the loader's reason, or `model_capacity` with the numbers.",
+    tag: "Models",
+    auth: true,
+    request: ["ModelRequest"],
+    response: "ModelActionResponse",
+    errors: [400, 404, 422, 503],
+  },
+  {
+    method: "POST",
+    path: "/models/unload",
+    summary: "Unload a model (llama-server's router)",
+    description:
+      "The model takes no new requests (503 `model_unloading`), the requests it is running finish (up to `--shutdown-timeout`, then they end with `model_unloaded`), then it is freed. Answers once it is freed. 400 when it is not loaded.",
+    tag: "Models",
+    auth: true,
+    request: ["ModelRequest"],
+    response: "ModelActionResponse",
+    errors: [400, 404, 422],
   },
   {
     method: "POST",

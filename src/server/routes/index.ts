@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { AppContext } from "../context.ts";
 import { registerMetricsRoute } from "../metrics.ts";
 import { MetricsSampler, registerMetricsHistoryRoute } from "../metricsHistory.ts";
+import { registerModelResidency } from "../modelResidency.ts";
 import type { DocumentOptions } from "../openapi.ts";
 import { registerUi, type UiOptions } from "../ui.ts";
 import { registerChatRoutes } from "./chat.ts";
@@ -23,6 +24,7 @@ export type RouteOptions = Required<DocumentOptions> & {
 
 /** Registers every route of the server, in one place (after the hooks of `operations.ts`). */
 export function registerRoutes(app: FastifyInstance, context: AppContext, options: RouteOptions): void {
+  registerModelResidency(app, context.registry);
   registerTokenizeRoutes(app, context);
   registerMetaRoutes(app, { keyed: options.keyed, protectMetrics: options.protectMetrics });
   registerHealthRoutes(app, context);
