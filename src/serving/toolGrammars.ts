@@ -67,8 +67,9 @@ function asRecord(schema: unknown): Record<string, unknown> {
  * How an XML family writes one parameter's value: `raw` (a plain `{"type": "string"}`: any text without
  * the family's closing markup), `enum` (string literals, raw), or `json` (the value as JSON compiled from
  * its schema: what the parsers' `convertParameter` reads back for integers, numbers, booleans, objects,
- * arrays and untyped schemas). Undefined when no form round-trips: a string with constraints
- * (`pattern`, `minLength`, `format` …, which raw text cannot be held to and a JSON string would be read
+ * arrays and untyped schemas). A raw string with `minLength` / `maxLength` is held to them and has no
+ * `<` at all (each character then counts one). Undefined when no form round-trips: a string with constraints
+ * (`pattern`, `format` …, which raw text cannot be held to and a JSON string would be read
  * back with its quotes), a type list mixing `string` with others, or a `$ref` (the parameter is compiled
  * alone, without its `$defs`).
  */
@@ -86,13 +87,32 @@ function valueForm(schema: unknown): "raw" | "enum" | "json" | undefined {
   }
   if (types.includes("string")) {
     if (types.length > 1) return undefined;
-    return Object.keys(record).every((key) => ANNOTATIONS.has(key)) ? "raw" : undefined;
+    const bounds = ["minLength", "maxLength"];
+    if (!Object.keys(record).every((key) => ANNOTATIONS.has(key) || bounds.includes(key))) return undefined;
+    return lengthBounds(record) === null ? undefined : "raw";
   }
   // An untyped schema is read back as JSON when it parses as JSON, which a compiled value does, except
   // that a JSON string (`"x"`) would be read back unquoted: only schemas that cannot be strings qualify.
   if (types.length === 0)
     return record.const !== undefined && typeof record.const !== "string" ? "json" : undefined;
   return "json";
+}
+
+/** The largest `minLength` / `maxLength` a raw string value is held to in the grammar. */
+const MAX_RAW_BOUND = 512;
+
+/**
+ * A string schema's `minLength` / `maxLength` (code points, as JSON Schema counts them), `{}` without
+ * either, or null when they are not integers in 0…{@link MAX_RAW_BOUND} with min ≤ max (a larger
+ * bound would expand into as many grammar rules; such a tool falls back to the generic form).
+ */
+function lengthBounds(record: Record<string, unknown>): { min?: number; max?: number } | null {
+  const { minLength: min, maxLength: max } = record;
+  const ok = (n: unknown) =>
+    n === undefined || (Number.isInteger(n) && (n as number) >= 0 && (n as number) <= MAX_RAW_BOUND);
+  if (!ok(min) || !ok(max)) return null;
+  if (typeof min === "number" && typeof max === "number" && min > max) return null;
+  return { ...(typeof min === "number" ? { min } : {}), ...(typeof max === "number" ? { max } : {}) };
 }
 
 /** The parameters of a tool as (key, schema, required) in order: required ones first, then the others. */
@@ -263,6 +283,10 @@ export async function toolGrammar(
       for (const { key, schema, required } of parametersOf(tool)) {
         const form = valueForm(schema);
         let value = raw;
+        const bounds = form === "raw" ? lengthBounds(asRecord(schema)) : null;
+        if (bounds && (bounds.min !== undefined || bounds.max !== undefined)) {
+          value = `[^<]{${bounds.min ?? 0},${bounds.max ?? ""}}`;
+        }
         if (form === "enum") {
           value = `( ${(asRecord(schema).enum as string[]).map((v) => JSON.stringify(v)).join(" | ")} )`;
         } else if (form === "json") value = await jsonRule(schema as JsonSchema, index);

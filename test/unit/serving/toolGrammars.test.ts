@@ -231,6 +231,42 @@ describe("forced tool calls in the XML and token families' markup", () => {
     assert.ok(!matches(write([{ name: "get_weather", args: { city: "a<parameter=x>", days: 1 } }])));
   });
 
+  it("XML raw strings with minLength / maxLength are held to them (and have no `<`)", async () => {
+    const bounded = [
+      {
+        type: "function" as const,
+        function: {
+          name: "f",
+          parameters: {
+            type: "object",
+            properties: { s: { type: "string", minLength: 2, maxLength: 4 } },
+            required: ["s"],
+          },
+        },
+      },
+    ];
+    const body = { ...request({ tool_choice: "required" }), tools: bounded } as ChatCompletionRequest;
+    const calling = resolveToolCalling(body, undefined, template("MiniMax-M2.jinja"));
+    assert.ok(calling.native);
+    const compile = async (schema: JsonSchema) => compileConstraint("json_schema", schema).gbnf;
+    const gbnf = await toolGrammar("minimax_m2", calling.native.tools, false, compile, prefixRules);
+    const matches = await nativeMatcher(gbnf);
+    const write = FAMILIES.minimax_m2?.write ?? (() => "");
+    assert.ok(matches(write([{ name: "f", args: { s: "ab" } }])));
+    assert.ok(matches(write([{ name: "f", args: { s: "ab c" } }])));
+    for (const s of ["a", "abcde", "a<b"]) assert.ok(!matches(write([{ name: "f", args: { s } }])), s);
+    const huge = structuredClone(bounded);
+    const hugeS = huge[0]?.function.parameters.properties.s;
+    assert.ok(hugeS);
+    hugeS.maxLength = 100000;
+    const fallback = resolveToolCalling(
+      { ...body, tools: huge } as ChatCompletionRequest,
+      undefined,
+      template("MiniMax-M2.jinja"),
+    );
+    assert.equal(fallback.native, undefined);
+  });
+
   it("tools whose schemas the markup cannot carry fall back to the generic JSON form", () => {
     const constrained = [
       {
