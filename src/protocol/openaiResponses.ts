@@ -113,6 +113,14 @@ export const ResponseCreateRequestSchema = z.object({
   reasoning: z
     .looseObject({ effort: z.enum(REASONING_EFFORTS).nullish(), summary: z.string().nullish() })
     .nullish(),
+  /**
+   * The thinking budget in tokens, as on chat completions (`ChatCompletionRequestSchema`): vLLM's
+   * `thinking_token_budget`, llama-server's `reasoning_budget_tokens` / `thinking_budget_tokens` (-1:
+   * unlimited), each an alias of `nvext.max_thinking_tokens`; two that differ are a 400.
+   */
+  thinking_token_budget: z.number().int().min(0).nullish(),
+  reasoning_budget_tokens: z.number().int().min(-1).nullish(),
+  thinking_budget_tokens: z.number().int().min(-1).nullish(),
   stream: z.boolean().nullish(),
   /** Refused when set: responses are not stored, so there is nothing to continue from. */
   previous_response_id: z.string().nullish(),

@@ -6,12 +6,14 @@
  * A raw GBNF grammar (`guided_grammar`, `structured_outputs.grammar`) is the exception: it describes the
  * whole output as written, thinking included, so a client can constrain (or skip) the thinking too.
  */
+import type { JsonSchema } from "../chat/index.ts";
 import type { Grammar } from "../engine/types.ts";
 import { ApiError, badRequest } from "../errors.ts";
 import { allowThinking, THINK_MARKUP, type ThinkingGrammarMarkup } from "../structured/gbnf/thinking.ts";
 import type { ToolCalling, ToolCallMarkup } from "./chatTools.ts";
 import { compileGuided, grammarForGbnf } from "./guidedDecoding.ts";
 import type { RequestFields } from "./requestFields.ts";
+import { toolGrammar } from "./toolGrammars.ts";
 
 /**
  * Where the output stands with respect to thinking when generation starts: `none` (no reasoning
@@ -39,7 +41,21 @@ export async function chatGrammar(
 ): Promise<Grammar | null> {
   const { constraint, whitespacePattern, whitespacePatternParam, maxThinkingTokens } = fields;
   let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
-  if (tools.schema) {
+  if (tools.native) {
+    const native = tools.native;
+    const compile = (schema: JsonSchema, tool: number) =>
+      compileGuided(
+        { kind: "json_schema", spec: schema, param: "tools" },
+        whitespacePattern,
+        signal,
+        whitespacePatternParam,
+      ).catch((error: unknown) => {
+        if (!(error instanceof ApiError) || error.status !== 400 || error.param !== "tools") throw error;
+        throw badRequest(error.message, `tools[${tool}].function.parameters`, error.code);
+      });
+    const gbnf = await toolGrammar(native.family, native.tools, native.repeat, compile, prefixRules);
+    compiled = { gbnf, param: "tools", answerOnly: true };
+  } else if (tools.schema) {
     const gbnf = await compileGuided(
       { kind: "json_schema", spec: tools.schema, param: "tools" },
       whitespacePattern,
@@ -128,6 +144,15 @@ function mapGbnfNames(gbnf: string, onName: (name: string) => string): string {
     i = end;
   }
   return out;
+}
+
+/**
+ * `gbnf` with every rule name prefixed by `prefix` (so that it can be joined to another grammar); only
+ * defined rules are renamed (not the digits of a `{m,n}` repetition).
+ */
+export function prefixRules(gbnf: string, prefix: string): string {
+  const defined = new Set([...gbnf.matchAll(/^\s*([A-Za-z0-9-]+)\s*::=/gm)].map((m) => m[1]));
+  return mapGbnfNames(gbnf, (name) => (defined.has(name) ? `${prefix}${name}` : name));
 }
 
 /** A GBNF string literal for `text` (quotes, backslashes and control characters escaped). */

@@ -11,6 +11,12 @@ import {
 } from "../chat/index.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
+import {
+  type ForcedTool,
+  isToolGrammarFamily,
+  type ToolGrammarFamily,
+  toolGrammarFits,
+} from "./toolGrammars.ts";
 
 /**
  * What the serving does with a chat request's tools:
@@ -22,7 +28,10 @@ import type { ChatCompletionRequest } from "../protocol/chat.ts";
  * - `forced` (`"required"` or a named function): a grammar built from `schema` forces the call(s).
  *   When the family's parser has a native forced format (`markup`; today `hermes` and, for one call,
  *   `llama3_json`) the grammar writes the calls in that markup and that parser reads them back, so the
- *   model writes what it was trained on; every other family falls back to the `generic` JSON form,
+ *   model writes what it was trained on. The XML and token families of `toolGrammars.ts` (`qwen3_coder`,
+ *   `glm45`/`glm47`, `minimax_m2`, `mistral` v11+, `deepseek_v3`/`deepseek_v31`, `kimi_k2`) have a
+ *   grammar of their own (`native`) when their tools' schemas fit it; every other family (or tools that
+ *   do not fit) falls back to the `generic` JSON form,
  *   which the `generic` parser reads back. It forces exactly one call unless `parallel_tool_calls` is
  *   explicitly true (then a JSON array of one or more calls, as vLLM forces for `"required"`): the
  *   default of llama-server, whose forced grammars also allow several calls only on request. OpenAI's
@@ -48,6 +57,11 @@ export type ToolCalling = {
    * object, not an array), or undefined for the `generic` JSON form.
    */
   markup: ToolCallMarkup | undefined;
+  /**
+   * `forced` only: the family grammar of `toolGrammars.ts` that writes the call(s) instead of `schema`
+   * (`schema` is then kept only as the generic form's description), or absent.
+   */
+  native?: { family: ToolGrammarFamily; tools: ForcedTool[]; repeat: boolean };
 };
 
 /**
@@ -83,6 +97,19 @@ const NATIVE_MARKUP: Partial<Record<string, ToolCallMarkup>> = {
     argumentsKey: "arguments",
   },
   llama3_json: { open: "", close: "", separator: "", repeat: false, argumentsKey: "parameters" },
+};
+
+/**
+ * Mistral's tokenizer v3 form (Mistral 7B v0.3 / Nemo / Small templates, which show no `[ARGS]`):
+ * `[TOOL_CALLS][{"name": …, "arguments": …}]`, one array per call; several calls repeat the tag, which
+ * the `mistral` parser reads as more calls.
+ */
+const MISTRAL_V3_MARKUP: ToolCallMarkup = {
+  open: "[TOOL_CALLS][",
+  close: "]",
+  separator: "",
+  repeat: true,
+  argumentsKey: "arguments",
 };
 
 /**
@@ -127,7 +154,20 @@ export function resolveToolCalling(
         ];
   if (choice !== undefined && choice !== "auto") {
     const name = family === undefined ? undefined : resolveToolParserName(family);
-    const markup = name === undefined ? undefined : NATIVE_MARKUP[name];
+    const options: ForcedTool[] = schemaTools.flatMap((index) => {
+      const tool = tools[index];
+      return tool ? [{ index, tool }] : [];
+    });
+    const v11 = name !== "mistral" || template.includes("[ARGS]");
+    if (isToolGrammarFamily(name) && v11 && options.length > 0 && toolGrammarFits(name, options)) {
+      const schema = toolChoiceToJsonSchema(tools, choice, manyCalls);
+      const native = { family: name, tools: options, repeat: manyCalls };
+      if (schema) {
+        return { mode: "forced", parser: name, schema, parallel, markup: undefined, schemaTools, native };
+      }
+    }
+    const markup =
+      name === undefined ? undefined : name === "mistral" ? MISTRAL_V3_MARKUP : NATIVE_MARKUP[name];
     if (markup && (markup.repeat || !manyCalls)) {
       const schema = toolChoiceToJsonSchema(tools, choice, false, markup.argumentsKey);
       const forced = { ...markup, repeat: markup.repeat && manyCalls };

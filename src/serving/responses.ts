@@ -132,6 +132,9 @@ export function responsesToChat(body: ResponseCreateRequest): ChatCompletionRequ
       typeof choice === "object" && choice ? { type: "function", function: { name: choice.name } } : choice,
     parallel_tool_calls: body.parallel_tool_calls,
     reasoning_effort: body.reasoning?.effort ?? undefined,
+    thinking_token_budget: body.thinking_token_budget,
+    reasoning_budget_tokens: body.reasoning_budget_tokens,
+    thinking_budget_tokens: body.thinking_budget_tokens,
     response_format:
       format?.type === "json_schema"
         ? {
