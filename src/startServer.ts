@@ -61,6 +61,7 @@ export async function startServer(
       const chatTemplate = own?.chatTemplate ?? config.chatTemplate;
       const mmproj = own?.mmproj ?? config.mmproj;
       const maxNumBatchedTokens = own?.maxNumBatchedTokens ?? config.maxNumBatchedTokens;
+      const matryoshkaDimensions = own?.matryoshkaDimensions ?? config.matryoshkaDimensions;
       const host = await ModelHost.load({
         modelPath: model.path,
         servedModelNames: model.servedModelNames,
@@ -105,6 +106,7 @@ export async function startServer(
             ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
             trustRequestTemplate: config.trustRequestChatTemplate,
           },
+          ...(matryoshkaDimensions !== undefined ? { matryoshkaDimensions } : {}),
         },
       );
       metrics.track(registry.all().at(-1) as Scheduler);

@@ -29,6 +29,8 @@ export type ServedModel<Model extends EngineModel = EngineModel> = {
   readonly scheduler: Model;
   /** Its chat settings. */
   readonly chat: ChatSettings;
+  /** The shorter embedding widths it was trained to give (`--matryoshka-dimensions`), ascending; empty: none. */
+  readonly matryoshkaDimensions: readonly number[];
 };
 
 /** Options of {@link ModelRegistry.add}. */
@@ -37,6 +39,11 @@ export type ServedModelOptions = {
   watch?: ModelFileWatch;
   /** Its chat settings. Defaults to the GGUF's template, parsers detected, request templates refused. */
   chat?: ChatSettings;
+  /**
+   * The shorter embedding widths the model was trained to give (Matryoshka, `--matryoshka-dimensions`);
+   * `/v1/embeddings` `dimensions` may name one. Defaults to none.
+   */
+  matryoshkaDimensions?: readonly number[];
 };
 
 /**
@@ -48,6 +55,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
   private readonly schedulers: Model[] = [];
   private readonly watches = new Map<Model, ModelFileWatch>();
   private readonly chats = new Map<Model, ChatSettings>();
+  private readonly matryoshka = new Map<Model, readonly number[]>();
 
   /**
    * Adds a loaded model under all of its served names, with its chat settings; with a `watch`, the model
@@ -60,6 +68,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
       scheduler,
       options.chat ?? { template: scheduler.host.chatTemplate, trustRequestTemplate: false },
     );
+    if (options.matryoshkaDimensions) this.matryoshka.set(scheduler, options.matryoshkaDimensions);
     for (const name of scheduler.host.names) this.byName.set(name, scheduler);
   }
 
@@ -100,7 +109,12 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
     if (served === undefined) throw modelNotFound("(none)", []);
     const scheduler = this.get(served);
     if (task !== undefined) assertTask(served, scheduler.host.task ?? "generate", task);
-    return { name: served, scheduler, chat: this.chats.get(scheduler) as ChatSettings };
+    return {
+      name: served,
+      scheduler,
+      chat: this.chats.get(scheduler) as ChatSettings,
+      matryoshkaDimensions: this.matryoshka.get(scheduler) ?? [],
+    };
   }
 
   /** OpenAI model objects, one per served name (aliases included, each with `root` = the model id). */
