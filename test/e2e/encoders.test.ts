@@ -116,7 +116,7 @@ describe("encoder models (bert embeddings, cross-encoder rerank)", { skip: !exis
       for (const [index, entry] of short.data.entries()) {
         assert.equal(entry.embedding.length, dimensions);
         assert.ok(Math.abs(norm(entry.embedding) - 1) < 1e-5, `norm ${norm(entry.embedding)}`);
-        const prefix = (full.data[index]?.embedding as number[]).slice(0, dimensions);
+        const prefix = (full.data[index] as { embedding: number[] }).embedding.slice(0, dimensions);
         const scale = norm(prefix);
         for (const [k, value] of entry.embedding.entries())
           assert.ok(Math.abs(value - (prefix[k] as number) / scale) < 1e-6, `[${k}] ${value}`);
