@@ -90,6 +90,7 @@ export async function startServer(
     const chatTemplate = own?.chatTemplate ?? config.chatTemplate;
     const mmproj = own?.mmproj ?? config.mmproj;
     const maxNumBatchedTokens = own?.maxNumBatchedTokens ?? config.maxNumBatchedTokens;
+    const matryoshkaDimensions = own?.matryoshkaDimensions ?? config.matryoshkaDimensions;
     const host = await ModelHost.load({
       modelPath: model.path,
       servedModelNames: model.servedModelNames,
@@ -134,6 +135,7 @@ export async function startServer(
         ...(config.reasoningParser !== undefined ? { reasoningParser: config.reasoningParser } : {}),
         trustRequestTemplate: config.trustRequestChatTemplate,
       },
+      ...(matryoshkaDimensions !== undefined ? { matryoshkaDimensions } : {}),
       memoryBytes: host.info.size + host.kvCache.kBytes + host.kvCache.vBytes + projectorBytes,
       close: () => scheduler.close(),
     };

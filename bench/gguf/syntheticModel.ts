@@ -14,7 +14,7 @@ import { floatToHalf, Q8_0_BLOCK_BYTES, QK8_0, quantizeQ8_0, WeightRng } from ".
 import { readVocab, type VocabInfo } from "./readVocab.ts";
 
 /** Architectures this tool can emit (`general.architecture`). */
-export type ModelArch = "qwen2" | "llama";
+export type ModelArch = "qwen2" | "qwen3" | "llama";
 
 /** Storage type of the 2-D weight matrices (norms and biases are always F32, as in llama.cpp's quantizer). */
 export type WeightType = "q8_0" | "f16" | "f32";
@@ -48,11 +48,15 @@ export const QWEN25_05B_SHAPE: Readonly<ModelShape> = {
   context: 32768,
 };
 
-/** Per-architecture constants: Qwen2.5 (`rope_theta` 1e6, `rms_norm_eps` 1e-6, q/k/v biases) and Llama 3 (5e5, 1e-5, none). */
+/**
+ * Per-architecture constants: Qwen2.5 (`rope_theta` 1e6, `rms_norm_eps` 1e-6, q/k/v biases), Qwen3 (1e6,
+ * 1e-6, no biases, per-head q/k RMS norms) and Llama 3 (5e5, 1e-5, none).
+ */
 export const ARCH_DEFAULTS: Readonly<
   Record<ModelArch, { ropeFreqBase: number; rmsEps: number; qkvBias: boolean; vocab: string }>
 > = {
   qwen2: { ropeFreqBase: 1_000_000, rmsEps: 1e-6, qkvBias: true, vocab: "ggml-vocab-qwen2.gguf" },
+  qwen3: { ropeFreqBase: 1_000_000, rmsEps: 1e-6, qkvBias: false, vocab: "ggml-vocab-qwen2.gguf" },
   llama: { ropeFreqBase: 500_000, rmsEps: 1e-5, qkvBias: false, vocab: "ggml-vocab-llama-bpe.gguf" },
 };
 
@@ -86,6 +90,12 @@ export interface SyntheticModelOptions {
   std?: number;
   /** `general.name`; defaults to a description of the shape. */
   name?: string;
+  /**
+   * Qwen3 only: a Qwen3-Reranker as llama.cpp's `convert_hf_to_gguf.py` writes one (`conversion/qwen.py`):
+   * `pooling_type` rank, `classifier.output_labels` ["yes", "no"], a `cls.output.weight` of two rows and
+   * the `tokenizer.chat_template.rerank` prompt with `{query}` and `{document}`. Defaults to false.
+   */
+  rerank?: boolean;
   /** Called after each tensor is written. */
   onProgress?: WriteProgress;
 }
@@ -142,6 +152,7 @@ export function planTensors(
   vocabSize: number,
   weightType: WeightType,
   tied = true,
+  rerank = false,
 ): TensorPlan[] {
   const w = GGML_OF[weightType];
   const f32 = GgmlType.F32;
@@ -159,6 +170,11 @@ export function planTensors(
       plan.push({ name: `${p}.attn_k.bias`, dims: [kvDim], type: f32, init: "normal" });
       plan.push({ name: `${p}.attn_v.bias`, dims: [kvDim], type: f32, init: "normal" });
     }
+    if (shape.arch === "qwen3") {
+      const headSize = h / shape.heads;
+      plan.push({ name: `${p}.attn_k_norm.weight`, dims: [headSize], type: f32, init: "ones" });
+      plan.push({ name: `${p}.attn_q_norm.weight`, dims: [headSize], type: f32, init: "ones" });
+    }
     plan.push({ name: `${p}.attn_output.weight`, dims: [h, h], type: w, init: "normal" });
     plan.push({ name: `${p}.ffn_norm.weight`, dims: [h], type: f32, init: "ones" });
     plan.push({ name: `${p}.ffn_gate.weight`, dims: [h, ffn], type: w, init: "normal" });
@@ -167,8 +183,15 @@ export function planTensors(
   }
   plan.push({ name: "output_norm.weight", dims: [h], type: f32, init: "ones" });
   if (!tied) plan.push({ name: "output.weight", dims: [h, vocabSize], type: w, init: "normal" });
+  if (rerank) plan.push({ name: "cls.output.weight", dims: [h, 2], type: f32, init: "normal" });
   return plan;
 }
+
+/** The rerank prompt llama.cpp's converter writes for Qwen3-Reranker (`conversion/qwen.py`). */
+export const QWEN3_RERANK_PROMPT =
+  '<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n' +
+  "<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n" +
+  "<|im_start|>assistant\n<think>\n\n</think>\n\n";
 
 /** Values generated per chunk: 1 Mi elements (4 MiB of f32), a multiple of the Q8_0 block. */
 const CHUNK_VALUES = 1 << 20;
@@ -273,6 +296,13 @@ function addMetadata(writer: GgufWriter, o: SyntheticModelOptions, vocab: VocabI
     .addScalar(`${arch}.attention.head_count_kv`, u32, shape.kvHeads)
     .addScalar(`${arch}.rope.freq_base`, f32, defaults.ropeFreqBase)
     .addScalar(`${arch}.attention.layer_norm_rms_epsilon`, f32, defaults.rmsEps);
+  if (o.rerank) {
+    if (arch !== "qwen3") throw new RangeError("rerank needs arch qwen3");
+    writer
+      .addScalar("qwen3.pooling_type", u32, 4)
+      .addKv("qwen3.classifier.output_labels", { kind: "array", elementType: str, values: ["yes", "no"] })
+      .addScalar("tokenizer.chat_template.rerank", str, QWEN3_RERANK_PROMPT);
+  }
   if (arch === "llama") {
     writer
       .addScalar("llama.rope.dimension_count", u32, shape.hidden / shape.heads)
@@ -296,6 +326,7 @@ export async function writeSyntheticModel(options: SyntheticModelOptions): Promi
     vocab.tokenCount,
     options.weightType,
     options.tiedEmbeddings ?? true,
+    options.rerank ?? false,
   );
   const writer = new GgufWriter();
   addMetadata(writer, options, vocab);

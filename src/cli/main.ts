@@ -114,6 +114,10 @@ program
     ).choices(["auto", "generate", "embed", "rerank"]),
   )
   .option(
+    "--matryoshka-dimensions <widths>",
+    "comma-separated shorter widths an embedding model was trained to give (Matryoshka, vLLM's matryoshka_dimensions); /v1/embeddings `dimensions` may name one (default: none, only the full width)",
+  )
+  .option(
     "--jump-forward",
     "guided decoding: append the text a grammar allows as its only continuation (a key name, a closing brace) without sampling it, as SGLang's jump-forward; changes token boundaries",
   )

@@ -53,6 +53,8 @@ export type ModelFileEntry = {
   flashAttn?: string;
   /** `max-num-batched-tokens`, as text. */
   maxNumBatchedTokens?: string;
+  /** `matryoshka-dimensions`: comma-separated widths, as text (or a YAML list). */
+  matryoshkaDimensions?: string;
 };
 
 /** What a config file holds, keyed like the CLI parser's option attributes (`maxNumSeqs`). */
@@ -76,6 +78,7 @@ const MODEL_ENTRY_KEYS: Record<string, keyof ModelFileEntry> = {
   "cache-type-v": "cacheTypeV",
   "flash-attn": "flashAttn",
   "max-num-batched-tokens": "maxNumBatchedTokens",
+  "matryoshka-dimensions": "matryoshkaDimensions",
 };
 
 /**

@@ -44,6 +44,8 @@ export type ModelConfig = {
   flashAttn?: FlashAttn;
   /** This model's own `max-num-batched-tokens`; absent: the server-wide value. */
   maxNumBatchedTokens?: number;
+  /** This model's own `matryoshka-dimensions`; absent: the server-wide value. */
+  matryoshkaDimensions?: number[];
 };
 
 const KvCacheTypeSchema = z.enum(KV_CACHE_TYPES);
@@ -62,6 +64,7 @@ const ServeConfigSchema = z.object({
       cacheTypeV: KvCacheTypeSchema.optional(),
       flashAttn: FlashAttnSchema.optional(),
       maxNumBatchedTokens: z.number().int().min(1).max(1_048_576).optional(),
+      matryoshkaDimensions: z.array(z.number().int().min(1)).min(1).optional(),
     }),
   ),
   /** `--models-dir`: absolute folder whose GGUFs (and the download cache's) are served on demand; absent: none. */
@@ -124,6 +127,12 @@ const ServeConfigSchema = z.object({
   pooling: z.enum(["mean", "cls", "last", "rank"]).optional(),
   /** `--task`: what the models serve; absent or `auto`: from each GGUF. */
   task: z.enum(["auto", "generate", "embed", "rerank"]).optional(),
+  /**
+   * `--matryoshka-dimensions`: the shorter widths an embedding model was trained to give (Matryoshka
+   * representation learning, vLLM's `matryoshka_dimensions`), ascending; `/v1/embeddings` `dimensions`
+   * may then name one of them. Absent: only the model's full width (GGUF files carry no such key).
+   */
+  matryoshkaDimensions: z.array(z.number().int().min(1)).min(1).optional(),
   trustRequestChatTemplate: z.boolean(),
   logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
   /** `--log-format` (`LMSERVE_LOG_FORMAT`); absent: pretty when stdout is a terminal, else JSON lines. */
@@ -190,6 +199,7 @@ export type ServeFlags = {
   jumpForward?: boolean;
   pooling?: string;
   task?: string;
+  matryoshkaDimensions?: string;
   trustRequestChatTemplate?: boolean;
   logLevel?: string;
   logFormat?: string;
@@ -284,6 +294,7 @@ export function loadServeConfig(
         entry.maxNumBatchedTokens,
         `models[${index}].max-num-batched-tokens`,
       ),
+      matryoshkaDimensions: widthList(entry.matryoshkaDimensions, `models[${index}].matryoshka-dimensions`),
     })),
     modelsDir: flags.modelsDir === undefined ? undefined : modelsDirPath(flags.modelsDir),
     modelsAutoload: flags.modelsAutoload ?? flags.modelsDir !== undefined,
@@ -324,6 +335,7 @@ export function loadServeConfig(
     jumpForward: flags.jumpForward ?? false,
     pooling: flags.pooling,
     task: flags.task,
+    matryoshkaDimensions: widthList(flags.matryoshkaDimensions, "--matryoshka-dimensions"),
     trustRequestChatTemplate: flags.trustRequestChatTemplate ?? false,
     logLevel: flags.logLevel ?? env.LMSERVE_LOG_LEVEL ?? "info",
     logFormat: flags.logFormat ?? env.LMSERVE_LOG_FORMAT,
@@ -400,6 +412,24 @@ function cacheType(value: string | undefined, flag: string): KvCacheType | undef
  * spellings `true`/`1`/`enabled`, `false`/`0`/`disabled`), or undefined when not given.
  * @throws ConfigError for any other value.
  */
+/**
+ * A list of embedding widths: comma-separated positive integers (`64,128,256`;
+ * a single YAML number too), sorted ascending without repeats; undefined when absent.
+ * @throws ConfigError naming `flag` for an entry that is not a positive integer.
+ */
+function widthList(value: string | undefined, flag: string): number[] | undefined {
+  if (value === undefined) return undefined;
+  const widths = value.split(",").map((item) => {
+    const width = Number(item.trim());
+    if (!Number.isInteger(width) || width < 1)
+      throw new ConfigError(
+        `${flag} must be positive integers separated by commas (got "${String(value)}").`,
+      );
+    return width;
+  });
+  return [...new Set(widths)].sort((a, b) => a - b);
+}
+
 function flashAttn(value: string | boolean | undefined, flag: string): FlashAttn | undefined {
   if (value === undefined) return undefined;
   const text = String(value).toLowerCase();

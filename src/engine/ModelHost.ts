@@ -84,6 +84,14 @@ export const ENCODER_ARCHITECTURES: ReadonlySet<string> = new Set([
   "gemma-embedding",
 ]);
 
+/**
+ * Decoder architectures whose rank pooling llama.cpp computes (the last token's hidden state through the
+ * `cls.output` head, then a softmax over its labels: `llm_graph_context::build_pooling`), as
+ * Qwen3-Reranker GGUFs are converted: served like encoders, whole inputs per pooled step, the KV cache
+ * cleared after each.
+ */
+export const DECODER_RERANK_ARCHITECTURES: ReadonlySet<string> = new Set(["qwen3", "qwen3vl"]);
+
 /** Raised when a model file is missing, unreadable or not a valid GGUF; its message is one line. */
 export class ModelLoadError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
@@ -130,6 +138,11 @@ export class ModelHost {
   readonly info: NativeModelInfo;
   /** The GGUF's Jinja chat template (`tokenizer.chat_template`), or null when the file has none. */
   readonly chatTemplate: string | null;
+  /**
+   * The GGUF's rerank prompt (`tokenizer.chat_template.rerank`, e.g. Qwen3-Reranker's), with `{query}`
+   * and `{document}` to replace, or null when the file has none.
+   */
+  readonly rerankPrompt: string | null;
   /** Unix seconds at which the model finished loading (OpenAI's `created` of the model object). */
   readonly created: number;
   /** Token bytes and text, for logprobs. */
@@ -163,6 +176,7 @@ export class ModelHost {
     model: NativeModel;
     context: NativeContext;
     chatTemplate: string | null;
+    rerankPrompt: string | null;
     vocabulary: TokenVocabulary;
     contextSize: number;
     sequences: number;
@@ -186,6 +200,7 @@ export class ModelHost {
     this.context = init.context;
     this.info = init.model.info();
     this.chatTemplate = init.chatTemplate;
+    this.rerankPrompt = init.rerankPrompt;
     this.vocabulary = init.vocabulary;
     this.contextSize = init.contextSize;
     this.sequences = init.sequences;
@@ -225,6 +240,7 @@ export class ModelHost {
     }
     let tokenizer: { tokens: string[]; token_type?: number[]; model?: string };
     let metadataTemplate: unknown;
+    let metadataRerankPrompt: unknown;
     let metadataPooling: unknown;
     let architecture: string | undefined;
     try {
@@ -236,6 +252,9 @@ export class ModelHost {
         };
       };
       metadataTemplate = metadata.tokenizer?.chat_template;
+      metadataRerankPrompt = (metadata.tokenizer as Record<string, unknown> | undefined)?.[
+        "chat_template.rerank"
+      ];
       architecture = (metadata as { general?: { architecture?: string } }).general?.architecture;
       if (architecture !== undefined) {
         metadataPooling = (metadata as Record<string, { pooling_type?: unknown } | undefined>)[architecture]
@@ -270,13 +289,21 @@ export class ModelHost {
         `--max-model-len ${options.maxModelLen} is greater than the model's training context (${info.nCtxTrain} tokens).`,
       );
     }
-    const encoder = architecture !== undefined && ENCODER_ARCHITECTURES.has(architecture);
     const pooling = options.pooling ?? poolingFromGguf(metadataPooling);
+    // A decoder reranker (Qwen3-Reranker) runs pooled steps as an encoder does, unless told to generate.
+    const decoderReranker =
+      architecture !== undefined &&
+      DECODER_RERANK_ARCHITECTURES.has(architecture) &&
+      pooling === "rank" &&
+      options.task !== "generate" &&
+      options.task !== "embed";
+    const encoder =
+      (architecture !== undefined && ENCODER_ARCHITECTURES.has(architecture)) || decoderReranker;
     const task = taskOf(options.task ?? "auto", encoder, pooling);
     if (task === "rerank" && !(encoder && pooling === "rank")) {
       model.dispose();
       throw new ModelLoadError(
-        `--task rerank needs a cross-encoder reranker (an encoder-only model with rank pooling); ${basename(modelPath)} is a ${architecture ?? "unknown"} model with ${pooling} pooling.`,
+        `--task rerank needs a reranker (an encoder-only model, or a Qwen3 reranker, with rank pooling); ${basename(modelPath)} is a ${architecture ?? "unknown"} model with ${pooling} pooling.`,
       );
     }
     const contextSize = options.maxModelLen ?? Math.min(info.nCtxTrain, 8192);
@@ -339,6 +366,7 @@ export class ModelHost {
       model,
       context,
       chatTemplate: typeof metadataTemplate === "string" ? metadataTemplate : null,
+      rerankPrompt: typeof metadataRerankPrompt === "string" ? metadataRerankPrompt : null,
       vocabulary: new TokenVocabulary(
         tokenizer.tokens,
         tokenizer.token_type ?? [],

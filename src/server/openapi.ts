@@ -198,7 +198,7 @@ export const API_ROUTES: readonly RouteDoc[] = [
     path: "/v1/embeddings",
     summary: "Create embeddings",
     description:
-      "OpenAI's embeddings: `input` as a string, strings, token ids or lists of token ids (one embedding each, in order); `encoding_format` `float` or `base64` (little-endian float32); `dimensions` only as the model's own width. The prompt's final hidden states are pooled (`--pooling`, else the GGUF's `pooling_type`, else mean) and L2-normalised; the requests run in the step loop beside generation.",
+      "OpenAI's embeddings: `input` as a string, strings, token ids or lists of token ids (one embedding each, in order); `encoding_format` `float` or `base64` (little-endian float32); `dimensions` the model's own width, or one of its declared Matryoshka widths (`--matryoshka-dimensions`: the prefix, renormalised). The prompt's final hidden states are pooled (`--pooling`, else the GGUF's `pooling_type`, else mean) and L2-normalised; the requests run in the step loop beside generation.",
     tag: "Generation",
     auth: true,
     request: ["EmbeddingRequest"],

@@ -40,6 +40,8 @@ export type ServedModel<Model extends EngineModel = EngineModel> = {
   readonly scheduler: Model;
   /** Its chat settings. */
   readonly chat: ChatSettings;
+  /** The shorter embedding widths it was trained to give (`--matryoshka-dimensions`), ascending; empty: none. */
+  readonly matryoshkaDimensions: readonly number[];
 };
 
 /** Options of {@link ModelRegistry.add}. */
@@ -48,6 +50,11 @@ export type ServedModelOptions = {
   watch?: ModelFileWatch;
   /** Its chat settings. Defaults to the GGUF's template, parsers detected, request templates refused. */
   chat?: ChatSettings;
+  /**
+   * The shorter embedding widths the model was trained to give (Matryoshka, `--matryoshka-dimensions`);
+   * `/v1/embeddings` `dimensions` may name one. Defaults to none.
+   */
+  matryoshkaDimensions?: readonly number[];
 };
 
 /** A model as its loader hands it over: the scheduler, its serving settings, its memory and how to free it. */
@@ -57,6 +64,8 @@ export type LoadedModel<Model extends EngineModel = EngineModel> = {
   readonly chat?: ChatSettings;
   /** Refuse the model (503) once its file changed on disk; stopped when the model is unloaded. */
   readonly watch?: ModelFileWatch;
+  /** Its Matryoshka widths, as in {@link ServedModelOptions}. Defaults to none. */
+  readonly matryoshkaDimensions?: readonly number[];
   /** Bytes it holds, as measured at load: weights + KV cache + projector. */
   readonly memoryBytes: number;
   /** Ends its scheduler (aborting anything left) and frees the model. */
@@ -205,6 +214,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
       scheduler,
       ...(options.chat ? { chat: options.chat } : {}),
       ...(options.watch ? { watch: options.watch } : {}),
+      ...(options.matryoshkaDimensions ? { matryoshkaDimensions: options.matryoshkaDimensions } : {}),
       memoryBytes: 0,
       close: async () => undefined,
     };
@@ -270,11 +280,9 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
     if (served === undefined) throw modelNotFound("(none)", []);
     const scheduler = this.get(served);
     if (task !== undefined) assertTask(served, scheduler.host.task ?? "generate", task);
-    const chat = this.entryOf(served).loaded?.chat ?? {
-      template: scheduler.host.chatTemplate,
-      trustRequestTemplate: false,
-    };
-    return { name: served, scheduler, chat };
+    const loaded = this.entryOf(served).loaded;
+    const chat = loaded?.chat ?? { template: scheduler.host.chatTemplate, trustRequestTemplate: false };
+    return { name: served, scheduler, chat, matryoshkaDimensions: loaded?.matryoshkaDimensions ?? [] };
   }
 
   /**

@@ -2,7 +2,9 @@
  * `POST /v1/embeddings` (OpenAI's shape): each input is tokenized (BOS as the model asks) and runs through
  * the engine's step loop as a sequence that returns its pooled hidden state instead of generating, so
  * embeddings share the slots, the queue, the metrics and the limits with generation. Vectors are
- * L2-normalised, as OpenAI's are.
+ * L2-normalised, as OpenAI's are. `dimensions` shortens them only for a model declared Matryoshka
+ * (`--matryoshka-dimensions`): the first `dimensions` values of the pooled vector, renormalised, as
+ * vLLM's pooler does for `is_matryoshka` models.
  */
 import { plainRequest } from "../engine/plainRequest.ts";
 import type { GenerationRequest, Pooling } from "../engine/types.ts";
@@ -15,22 +17,16 @@ import type { ModelRegistry } from "./ModelRegistry.ts";
  * Embeds every input of the request, in order.
  * @throws ApiError 404 for an unknown model; 400 for an empty input or list, a token id outside the
  *   vocabulary, an input longer than the context (with the numbers), and `dimensions` other than the
- *   model's width; 503 when the queue is full.
+ *   model's width or one of its Matryoshka widths (naming the allowed values); 503 when the queue is full.
  */
 export async function createEmbeddings(
   registry: ModelRegistry,
   body: EmbeddingRequest,
   signal: AbortSignal,
 ): Promise<EmbeddingResponse> {
-  const { name, scheduler } = registry.resolve(body.model, "embed");
+  const { name, scheduler, matryoshkaDimensions } = registry.resolve(body.model, "embed");
   const host = scheduler.host;
-  const width = host.info.nEmbd;
-  if (body.dimensions !== undefined && body.dimensions !== null && body.dimensions !== width) {
-    throw badRequest(
-      `dimensions: this model's embeddings have ${width} dimensions and cannot be shortened.`,
-      "dimensions",
-    );
-  }
+  const dimensions = outputWidth(body.dimensions, host.info.nEmbd, matryoshkaDimensions);
   const prompts = inputTokens(body.input, (text) => textTokens(host, text), host.vocabularySize);
   prompts.forEach((tokens, index) => {
     if (tokens.length > host.contextSize) {
@@ -48,7 +44,9 @@ export async function createEmbeddings(
   );
   const data = results.map((result, index) => {
     if (!result.embedding) throw result.abortReason ?? new Error("the embedding request was aborted");
-    const vector = normalised(result.embedding);
+    const vector = normalised(
+      dimensions < result.embedding.length ? result.embedding.subarray(0, dimensions) : result.embedding,
+    );
     return {
       object: "embedding" as const,
       index,
@@ -75,6 +73,26 @@ function textTokens(host: EngineHost, text: string): number[] {
   if (addSep && sep !== undefined && sep >= 0) tokens.push(sep);
   else if (addEos && eos >= 0) tokens.push(eos);
   return tokens;
+}
+
+/**
+ * The width of the vectors returned: the model's own, or a requested Matryoshka width it declares.
+ * @throws ApiError 400 (`param` dimensions) for any other `dimensions`, naming the allowed values.
+ */
+function outputWidth(
+  dimensions: number | null | undefined,
+  width: number,
+  matryoshka: readonly number[],
+): number {
+  if (dimensions === undefined || dimensions === null || dimensions === width) return width;
+  const allowed = matryoshka.filter((value) => value < width);
+  if (allowed.includes(dimensions)) return dimensions;
+  throw badRequest(
+    allowed.length === 0
+      ? `dimensions: this model's embeddings have ${width} dimensions and cannot be shortened (it declares no Matryoshka dimensions; --matryoshka-dimensions).`
+      : `dimensions: this model gives ${[...allowed, width].join(", ")} dimensions, not ${dimensions}.`,
+    "dimensions",
+  );
 }
 
 /** The token ids of each input (OpenAI's four `input` forms). @throws ApiError 400 for an empty input or a bad id. */

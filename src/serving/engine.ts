@@ -30,7 +30,7 @@ export type EngineHost = Pick<
   | "withBos"
   | "detokenize"
 > &
-  Partial<Pick<ModelHost, "task" | "encoder" | "batchSize" | "sequences">>;
+  Partial<Pick<ModelHost, "task" | "encoder" | "batchSize" | "sequences" | "rerankPrompt">>;
 
 /** A loaded model's scheduler as serving uses it: admission, generations and the load figures. */
 export type EngineModel = Pick<

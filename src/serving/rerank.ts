@@ -11,8 +11,17 @@ import type { RerankRequest, RerankResponse, ScoreRequest, ScoreResponse } from 
 import type { EngineHost } from "./engine.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 
-/** The token ids of one (query, document) pair, as llama-server's `format_prompt_rerank` without a template. */
+/**
+ * The token ids of one (query, document) pair, as llama-server's `format_prompt_rerank`: with the GGUF's
+ * rerank prompt (`tokenizer.chat_template.rerank`, Qwen3-Reranker's), that prompt with `{query}` and
+ * `{document}` replaced, its special-token text read as those tokens and nothing added; without one,
+ * BOS, the query, EOS / SEP, the document, EOS as the tokenizer adds them.
+ */
 export function rerankTokens(host: EngineHost, query: string, document: string): number[] {
+  if (host.rerankPrompt) {
+    const prompt = host.rerankPrompt.replaceAll("{query}", query).replaceAll("{document}", document);
+    return host.tokenize(prompt, false);
+  }
   const { bos, eos, sep, addBos, addEos, addSep } = host.info;
   const end = eos >= 0 ? eos : (sep ?? -1);
   const tokens: number[] = [];

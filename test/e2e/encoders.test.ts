@@ -49,6 +49,8 @@ describe("encoder models (bert embeddings, cross-encoder rerank)", { skip: !exis
       join(dir, "reranker-tiny.gguf"),
       "--max-num-seqs",
       "2",
+      "--matryoshka-dimensions",
+      "16,32",
     ]);
   });
   after(async () => {
@@ -104,6 +106,27 @@ describe("encoder models (bert embeddings, cross-encoder rerank)", { skip: !exis
     const bytes = Buffer.from(body.data[0]?.embedding as string, "base64");
     const decoded = Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4));
     assert.ok(cosine(decoded, batch.data[0]?.embedding as number[]) > 0.99999);
+  });
+
+  it("shortens to a declared Matryoshka width: the full vector's prefix renormalised, unit length; other widths a 400", async () => {
+    const input = ["the quick brown fox", "matryoshka dolls nest"];
+    const full = await server.client.embeddings.create({ model: "bge-tiny", input });
+    for (const dimensions of [16, 32, WIDTH]) {
+      const short = await server.client.embeddings.create({ model: "bge-tiny", input, dimensions });
+      for (const [index, entry] of short.data.entries()) {
+        assert.equal(entry.embedding.length, dimensions);
+        assert.ok(Math.abs(norm(entry.embedding) - 1) < 1e-5, `norm ${norm(entry.embedding)}`);
+        const prefix = (full.data[index] as { embedding: number[] }).embedding.slice(0, dimensions);
+        const scale = norm(prefix);
+        for (const [k, value] of entry.embedding.entries())
+          assert.ok(Math.abs(value - (prefix[k] as number) / scale) < 1e-6, `[${k}] ${value}`);
+      }
+    }
+    const refused = await server.post("/v1/embeddings", { model: "bge-tiny", input: "a", dimensions: 20 });
+    assert.equal(refused.status, 400);
+    const error = ((await refused.json()) as { error: { message: string; param: string } }).error;
+    assert.equal(error.param, "dimensions");
+    assert.match(error.message, /16, 32, 64 dimensions, not 20/);
   });
 
   it("refuses an input longer than the window, with the numbers, and generation on an embedding model", async () => {

@@ -5,8 +5,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ErrorBody } from "../../src/server/errorBody.ts";
-import { useFakeApp } from "../helpers/fakeApp.ts";
-import { fakeDetokenize } from "../helpers/fakeEngine.ts";
+import { SeedSource } from "../../src/serving/generationParams.ts";
+import { ModelRegistry } from "../../src/serving/ModelRegistry.ts";
+import { useFakeApp, withFakeApp } from "../helpers/fakeApp.ts";
+import { FakeEngine, fakeDetokenize } from "../helpers/fakeEngine.ts";
 
 type EmbeddingList = {
   object: string;
@@ -78,6 +80,34 @@ describe("POST /v1/embeddings (in-process, fake engine)", () => {
       assert.equal(body.error.param, param);
       assert.match(body.message, message);
     }
+  });
+
+  it("dimensions on a model declared Matryoshka: the prefix renormalised, and a 400 naming the widths it gives", async () => {
+    const registry = new ModelRegistry<FakeEngine>();
+    registry.add(new FakeEngine(), { matryoshkaDimensions: [2, 3, 9] });
+    await withFakeApp({ registry, seeds: new SeedSource(0), isReady: () => true }, async (app) => {
+      const post = (payload: object) => app.inject({ method: "POST", url: "/v1/embeddings", payload });
+      for (const [dimensions, expected] of [
+        [2, [1 / Math.sqrt(5), 2 / Math.sqrt(5)]],
+        [3, [1 / 3, 2 / 3, 2 / 3]],
+        [4, [1 / 3, 2 / 3, 2 / 3, 0]],
+      ] as const) {
+        const response = await post({ input: ["abc", "de"], dimensions });
+        assert.equal(response.statusCode, 200, response.body);
+        for (const item of (response.json() as EmbeddingList).data)
+          assert.deepEqual(item.embedding, Array.from(Float32Array.from(expected)));
+      }
+      const base64 = await post({ input: "abc", dimensions: 2, encoding_format: "base64" });
+      const bytes = Buffer.from((base64.json() as EmbeddingList).data[0]?.embedding as string, "base64");
+      assert.equal(bytes.length, 8);
+      for (const dimensions of [1, 5, 9]) {
+        const refused = await post({ input: "abc", dimensions });
+        assert.equal(refused.statusCode, 400);
+        const body = refused.json() as ErrorBody;
+        assert.equal(body.error.param, "dimensions");
+        assert.match(body.message, new RegExp(`2, 3, 4 dimensions, not ${dimensions}`));
+      }
+    });
   });
 
   it("422 with FastAPI's detail for an unknown encoding_format or an input of the wrong type", async () => {
