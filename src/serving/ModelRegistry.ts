@@ -159,7 +159,8 @@ type Entry<Model extends EngineModel> = {
   loading: Promise<void> | undefined;
   unloading: Promise<void> | undefined;
   readonly leases: Set<Lease>;
-  lastUsed: number;
+  /** Use order: the registry's use counter at this entry's latest use (a clock can tie within a millisecond). */
+  lastUse: number;
   /** The latest request's keep-alive; undefined: the entry's or registry's default. */
   keepAliveMs: KeepAliveMs | undefined;
   expiresAt: number | null;
@@ -187,6 +188,8 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
   private readonly entries: Entry<Model>[] = [];
   private readonly options: ResidencyOptions<Model>;
   private readonly now: () => number;
+  /** Counts uses; orders entries for LRU eviction. */
+  private uses = 0;
   /** Loads run one after another (residency decisions see every other load's result). */
   private loadChain: Promise<unknown> = Promise.resolve();
 
@@ -264,7 +267,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
     if (!loaded) throw this.notLoaded(entry, name);
     if (loaded.watch && !loaded.watch.check())
       throw modelFileChanged(name, loaded.watch.changed ?? "changed");
-    entry.lastUsed = this.now();
+    entry.lastUse = ++this.uses;
     return loaded.scheduler;
   }
 
@@ -389,7 +392,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
       loading: undefined,
       unloading: undefined,
       leases: new Set(),
-      lastUsed: 0,
+      lastUse: 0,
       keepAliveMs: undefined,
       expiresAt: null,
       timer: undefined,
@@ -415,7 +418,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
   private hold(entry: Entry<Model>, options: AcquireOptions): ModelLease {
     const lease: Lease = { abort: options.abort };
     entry.leases.add(lease);
-    entry.lastUsed = this.now();
+    entry.lastUse = ++this.uses;
     if (options.keepAliveMs !== undefined) entry.keepAliveMs = options.keepAliveMs;
     this.clearExpiry(entry);
     let released = false;
@@ -425,7 +428,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
         if (released) return;
         released = true;
         entry.leases.delete(lease);
-        entry.lastUsed = this.now();
+        entry.lastUse = ++this.uses;
         if (entry.leases.size === 0) this.becameIdle(entry);
       },
     };
@@ -516,7 +519,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
     entry.loaded = loaded;
     entry.state = "loaded";
     entry.keepAliveMs = undefined;
-    entry.lastUsed = this.now();
+    entry.lastUse = ++this.uses;
     events?.onLoad?.(entry.id, "success", seconds());
     events?.onLoaded?.(entry.id, loaded.scheduler, loaded.memoryBytes);
     // Loaded for nobody yet (POST /models/load): its idle time starts now; a waiting request holds it first.
@@ -544,7 +547,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
       if (!overCount && !overMemory) return;
       const idle = resident
         .filter((other) => other.state === "loaded" && other.servable && this.isIdle(other))
-        .sort((a, b) => a.lastUsed - b.lastUsed);
+        .sort((a, b) => a.lastUse - b.lastUse);
       const victim = idle[0];
       if (victim) {
         await this.unloadEntry(victim, "evicted");

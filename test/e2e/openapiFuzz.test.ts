@@ -193,6 +193,16 @@ describe("the OpenAPI document holds under a fuzzer", () => {
           const key = `${method.toUpperCase()} ${path} ${response.status}`;
           statuses.set(key, (statuses.get(key) ?? 0) + 1);
           const text = await response.text();
+          // An unload that worked is undone, so that later operations still reach the model (the
+          // server starts without autoload, as a single-model server does).
+          if (path === "/models/unload" && response.status === 200) {
+            const reload = await fetch(`${server.url}/models/load`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ model: TEST_MODEL }),
+            });
+            assert.equal(reload.status, 200, `reload after ${where}: ${await reload.text()}`);
+          }
           assert.ok(response.status < 500, `${where}: ${text.slice(0, 400)}`);
           const content = declared(operation, response.status, document);
           assert.ok(content, `undeclared status: ${where}`);
