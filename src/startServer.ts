@@ -38,7 +38,8 @@ export type RunningServer = {
  * `config.downloadDir`, see `resolveServeModels.ts`), loads them, then listens. Loading progress is shown
  * on a TTY; on SIGTERM/SIGINT the server stops listening and exits.
  * @throws ModelSourceError when a source cannot be resolved, ModelLoadError when a model cannot be
- *   loaded (both with a one-line message).
+ *   loaded, ConfigError when its Matryoshka widths are wider than its embeddings (each with a one-line
+ *   message).
  */
 export async function startServer(
   config: ServeConfig,
@@ -108,6 +109,11 @@ export async function startServer(
       ...(config.task !== undefined ? { task: config.task } : {}),
       ...(mmproj !== undefined ? { mmproj } : {}),
     });
+    const tooWide = matryoshkaTooWide(host, matryoshkaDimensions, own?.matryoshkaDimensions !== undefined);
+    if (tooWide !== undefined) {
+      await host.dispose();
+      throw new ConfigError(tooWide);
+    }
     // A model file truncated or rewritten in place while mapped would kill the process (SIGBUS) on the
     // next read: the watch stops serving it instead, with one log line (see modelFileWatch.ts).
     const watch = new ModelFileWatch(model.path, {
@@ -383,4 +389,22 @@ function logModelLoaded(
     },
     "model loaded",
   );
+}
+
+/**
+ * Why `widths` (a model's Matryoshka widths) cannot apply to `host`: one line naming the widths wider
+ * than its embeddings (`n_embd`), or undefined when all fit or the model serves no embeddings (a
+ * reranker). `perModel`: the widths came from the model's own config-file entry, not the flag.
+ */
+function matryoshkaTooWide(
+  host: ModelHost,
+  widths: readonly number[] | undefined,
+  perModel: boolean,
+): string | undefined {
+  if (widths === undefined || host.task === "rerank") return undefined;
+  const width = host.info.nEmbd;
+  const wider = widths.filter((value) => value > width);
+  if (wider.length === 0) return undefined;
+  const source = perModel ? `${host.id}'s matryoshka-dimensions (config file)` : "--matryoshka-dimensions";
+  return `${source} ${wider.join(",")}: wider than ${host.id}'s embeddings (${width} dimensions); a Matryoshka width shortens the vector, so each must be at most ${width}.`;
 }

@@ -1,18 +1,29 @@
 /**
- * Builds a random-weight BERT-family encoder GGUF that llama.cpp loads as a real `bert` model (an
- * embedding model such as bge-small, or with `rerank`, a cross-encoder reranker such as bge-reranker
- * with the classification head `cls` / `cls.output`). The tokenizer is copied verbatim from a
- * vocabulary GGUF (e.g. llama.cpp's `models/ggml-vocab-bert-bge.gguf`); weights are seeded noise,
- * norms are ones.
+ * Builds a random-weight BERT-family encoder GGUF that llama.cpp loads as a real model of one of three
+ * architectures:
+ * - `bert` (bge-small, bge-base): learned position embeddings, separate Q/K/V with biases, a GELU FFN;
+ *   with `rerank`, a cross-encoder reranker such as bge-reranker with the head `cls` / `cls.output`.
+ * - `nomic-bert` (nomic-embed-text-v1.5): rotary positions (`rope.freq_base` 1000), one fused
+ *   `attn_qkv` without bias, a SwiGLU FFN (`ffn_up`, `ffn_gate`, `ffn_down`) without biases; no reranker
+ *   head (llama.cpp loads `cls` only for `bert`).
+ * - `jina-bert-v2` (jina-embeddings-v2-small-en): ALiBi (no position tensor), Q/K/V with biases, a GEGLU
+ *   FFN (`ffn_up` and `ffn_gate` without bias, `ffn_down` with); with `rerank`, jina-reranker-v1's
+ *   one-row head `cls` (`[hidden, 1]`, no `cls.output`).
+ * The tokenizer is copied verbatim from a vocabulary GGUF (e.g. llama.cpp's
+ * `models/ggml-vocab-bert-bge.gguf`); weights are seeded noise, norms are ones.
  *
- * Tensor names and shapes follow llama.cpp's loader (`src/models/bert.cpp`,
- * `llama_model_base::create_tensor_qkv`); metadata keys follow `src/llama-arch.cpp` (`LLM_KV_*`).
+ * Tensor names and shapes follow llama.cpp's loaders (`src/models/bert.cpp`, `nomic-bert.cpp`,
+ * `jina-bert-v2.cpp`, `llama_model_base::create_tensor_qkv`) and the graph they share
+ * (`llama_model_bert::graph`); metadata keys follow `src/llama-arch.cpp` (`LLM_KV_*`).
  */
 import { GgmlType, GgufValueType } from "./format.ts";
 import { GgufWriter } from "./GgufWriter.ts";
 import { readVocab } from "./readVocab.ts";
 import type { TensorPlan, WrittenPlan } from "./syntheticModel.ts";
 import { writeTensorPlan } from "./syntheticModel.ts";
+
+/** The encoder architectures this writer produces (`general.architecture`). */
+export type EncoderArchitecture = "bert" | "nomic-bert" | "jina-bert-v2";
 
 /** Shape of a BERT encoder; sizes are element counts. */
 export interface EncoderShape {
@@ -24,7 +35,7 @@ export interface EncoderShape {
   heads: number;
   /** `n_ff`. */
   ffn: number;
-  /** `n_ctx_train` (the position-embedding rows), in tokens. */
+  /** `n_ctx_train` (for `bert`, the position-embedding rows), in tokens. */
   context: number;
 }
 
@@ -54,19 +65,39 @@ export interface SyntheticEncoderOptions {
   outPath: string;
   /** PRNG seed (32-bit integer). */
   seed: number;
+  /** `general.architecture` (see the file's header). Defaults to `bert`. */
+  architecture?: EncoderArchitecture;
   /**
-   * llama.cpp's pooling type written as `bert.pooling_type`: 1 mean, 2 cls, 3 last, 4 rank. Defaults to
-   * 2 (cls, as bge), or 4 with `rerank`.
+   * llama.cpp's pooling type written as `<arch>.pooling_type`: 1 mean, 2 cls, 3 last, 4 rank. Defaults to
+   * 4 with `rerank`, else 2 (cls, as bge) for `bert` and 1 (mean, as nomic-embed and jina-embeddings)
+   * for the others.
    */
   pooling?: number;
-  /** Add the classification head (`cls.*`, `cls.output.*`, one label) of a cross-encoder reranker. Defaults to false. */
+  /**
+   * Add the classification head of a cross-encoder reranker (`bert`: `cls.*`, `cls.output.*`, one
+   * label; `jina-bert-v2`: `cls.*` of one row). Defaults to false.
+   */
   rerank?: boolean;
   /** Standard deviation of the random weights. Defaults to 0.02. */
   std?: number;
 }
 
-/** The tensors of a `bert` GGUF of `shape` over `vocabSize` tokens, F32 throughout. */
-export function planEncoderTensors(shape: EncoderShape, vocabSize: number, rerank: boolean): TensorPlan[] {
+/**
+ * The tensors of an `architecture` GGUF of `shape` over `vocabSize` tokens and `tokenTypes` token types
+ * (the rows of `token_types.weight`), F32 throughout.
+ * @throws {RangeError} for `rerank` on `nomic-bert`, whose loader has no classification head.
+ */
+export function planEncoderTensors(
+  shape: EncoderShape,
+  vocabSize: number,
+  rerank: boolean,
+  architecture: EncoderArchitecture = "bert",
+  tokenTypes = 2,
+): TensorPlan[] {
+  if (rerank && architecture === "nomic-bert")
+    throw new RangeError(
+      "nomic-bert has no classification head in llama.cpp; rerank needs bert or jina-bert-v2",
+    );
   const f32 = GgmlType.F32;
   const { hidden: h, ffn } = shape;
   const normal = (name: string, dims: number[]): TensorPlan => ({ name, dims, type: f32, init: "normal" });
@@ -74,62 +105,82 @@ export function planEncoderTensors(shape: EncoderShape, vocabSize: number, reran
   const zeros = (name: string, size = h): TensorPlan => ({ name, dims: [size], type: f32, init: "zeros" });
   const plan: TensorPlan[] = [
     normal("token_embd.weight", [h, vocabSize]),
-    normal("token_types.weight", [h, 2]),
-    normal("position_embd.weight", [h, shape.context]),
-    ones("token_embd_norm.weight"),
-    zeros("token_embd_norm.bias"),
+    normal("token_types.weight", [h, tokenTypes]),
   ];
+  if (architecture === "bert") plan.push(normal("position_embd.weight", [h, shape.context]));
+  plan.push(ones("token_embd_norm.weight"), zeros("token_embd_norm.bias"));
   for (let i = 0; i < shape.layers; i++) {
     const p = `blk.${i}`;
-    for (const part of ["attn_q", "attn_k", "attn_v", "attn_output"]) {
-      plan.push(normal(`${p}.${part}.weight`, [h, h]), normal(`${p}.${part}.bias`, [h]));
+    if (architecture === "nomic-bert") {
+      plan.push(normal(`${p}.attn_qkv.weight`, [h, 3 * h]), normal(`${p}.attn_output.weight`, [h, h]));
+    } else {
+      for (const part of ["attn_q", "attn_k", "attn_v", "attn_output"]) {
+        plan.push(normal(`${p}.${part}.weight`, [h, h]), normal(`${p}.${part}.bias`, [h]));
+      }
     }
     plan.push(ones(`${p}.attn_output_norm.weight`), zeros(`${p}.attn_output_norm.bias`));
-    plan.push(normal(`${p}.ffn_up.weight`, [h, ffn]), normal(`${p}.ffn_up.bias`, [ffn]));
-    plan.push(normal(`${p}.ffn_down.weight`, [ffn, h]), normal(`${p}.ffn_down.bias`, [h]));
+    if (architecture === "bert") {
+      plan.push(normal(`${p}.ffn_up.weight`, [h, ffn]), normal(`${p}.ffn_up.bias`, [ffn]));
+      plan.push(normal(`${p}.ffn_down.weight`, [ffn, h]), normal(`${p}.ffn_down.bias`, [h]));
+    } else {
+      plan.push(normal(`${p}.ffn_up.weight`, [h, ffn]), normal(`${p}.ffn_gate.weight`, [h, ffn]));
+      plan.push(normal(`${p}.ffn_down.weight`, [ffn, h]));
+      if (architecture === "jina-bert-v2") plan.push(normal(`${p}.ffn_down.bias`, [h]));
+    }
     plan.push(ones(`${p}.layer_output_norm.weight`), zeros(`${p}.layer_output_norm.bias`));
   }
-  if (rerank) {
+  if (rerank && architecture === "bert") {
     plan.push(normal("cls.weight", [h, h]), normal("cls.bias", [h]));
     plan.push(normal("cls.output.weight", [h, 1]), normal("cls.output.bias", [1]));
   }
+  if (rerank && architecture === "jina-bert-v2")
+    plan.push(normal("cls.weight", [h, 1]), normal("cls.bias", [1]));
   return plan;
 }
 
 /**
- * Writes a random-weight `bert` GGUF (see the file's header).
- * @throws {RangeError} when `hidden` is not divisible by `heads`; readVocab's errors; I/O errors.
+ * Writes a random-weight encoder GGUF (see the file's header).
+ * @throws {RangeError} when `hidden` is not divisible by `heads`, or for `rerank` on `nomic-bert`;
+ *   readVocab's errors; I/O errors.
  */
 export async function writeSyntheticEncoder(options: SyntheticEncoderOptions): Promise<WrittenPlan> {
   const { shape } = options;
   if (shape.hidden % shape.heads !== 0)
     throw new RangeError(`hidden ${shape.hidden} not divisible by heads ${shape.heads}`);
-  const vocab = readVocab(options.vocabPath);
+  const architecture = options.architecture ?? "bert";
   const rerank = options.rerank ?? false;
+  if (rerank && architecture === "nomic-bert")
+    throw new RangeError(
+      "nomic-bert has no classification head in llama.cpp; rerank needs bert or jina-bert-v2",
+    );
+  const vocab = readVocab(options.vocabPath);
   const u32 = GgufValueType.UINT32;
+  const a = architecture;
   const writer = new GgufWriter();
   writer
-    .addScalar("general.architecture", GgufValueType.STRING, "bert")
+    .addScalar("general.architecture", GgufValueType.STRING, a)
     .addScalar("general.type", GgufValueType.STRING, "model")
     .addScalar(
       "general.name",
       GgufValueType.STRING,
-      `synthetic bert h${shape.hidden} l${shape.layers}${rerank ? " reranker" : ""}`,
+      `synthetic ${a} h${shape.hidden} l${shape.layers}${rerank ? " reranker" : ""}`,
     )
     .addScalar("general.file_type", u32, 0)
     .addScalar("general.alignment", u32, writer.alignment)
-    .addScalar("bert.context_length", u32, shape.context)
-    .addScalar("bert.embedding_length", u32, shape.hidden)
-    .addScalar("bert.block_count", u32, shape.layers)
-    .addScalar("bert.feed_forward_length", u32, shape.ffn)
-    .addScalar("bert.attention.head_count", u32, shape.heads)
-    .addScalar("bert.attention.layer_norm_epsilon", GgufValueType.FLOAT32, 1e-12)
-    .addScalar("bert.attention.causal", GgufValueType.BOOL, false)
-    .addScalar("bert.pooling_type", u32, options.pooling ?? (rerank ? 4 : 2));
-  const hasTypeCount = vocab.tokenizerKvs.some((kv) => kv.key === "tokenizer.ggml.token_type_count");
+    .addScalar(`${a}.context_length`, u32, shape.context)
+    .addScalar(`${a}.embedding_length`, u32, shape.hidden)
+    .addScalar(`${a}.block_count`, u32, shape.layers)
+    .addScalar(`${a}.feed_forward_length`, u32, shape.ffn)
+    .addScalar(`${a}.attention.head_count`, u32, shape.heads)
+    .addScalar(`${a}.attention.layer_norm_epsilon`, GgufValueType.FLOAT32, 1e-12)
+    .addScalar(`${a}.attention.causal`, GgufValueType.BOOL, false)
+    .addScalar(`${a}.pooling_type`, u32, options.pooling ?? (rerank ? 4 : a === "bert" ? 2 : 1));
+  if (a === "nomic-bert") writer.addScalar(`${a}.rope.freq_base`, GgufValueType.FLOAT32, 1000);
+  const typeCount = vocab.tokenizerKvs.find((kv) => kv.key === "tokenizer.ggml.token_type_count");
   for (const kv of vocab.tokenizerKvs) writer.addKv(kv.key, { kind: "raw", bytes: kv.raw });
-  if (!hasTypeCount) writer.addScalar("tokenizer.ggml.token_type_count", u32, 2);
-  const plan = planEncoderTensors(shape, vocab.tokenCount, rerank);
+  if (!typeCount) writer.addScalar("tokenizer.ggml.token_type_count", u32, 2);
+  const tokenTypes = typeCount ? Number(typeCount.value) : 2;
+  const plan = planEncoderTensors(shape, vocab.tokenCount, rerank, a, tokenTypes);
   return writeTensorPlan(writer, plan, {
     outPath: options.outPath,
     seed: options.seed,

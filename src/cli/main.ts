@@ -115,7 +115,7 @@ program
   )
   .option(
     "--matryoshka-dimensions <widths>",
-    "comma-separated shorter widths an embedding model was trained to give (Matryoshka, vLLM's matryoshka_dimensions); /v1/embeddings `dimensions` may name one (default: none, only the full width)",
+    "comma-separated shorter widths an embedding model was trained to give (Matryoshka, vLLM's matryoshka_dimensions); /v1/embeddings `dimensions` may name one; each at most the model's width (default: none, only the full width)",
   )
   .option(
     "--jump-forward",

@@ -131,6 +131,7 @@ const ServeConfigSchema = z.object({
    * `--matryoshka-dimensions`: the shorter widths an embedding model was trained to give (Matryoshka
    * representation learning, vLLM's `matryoshka_dimensions`), ascending; `/v1/embeddings` `dimensions`
    * may then name one of them. Absent: only the model's full width (GGUF files carry no such key).
+   * Each is at most the model's width: a wider one fails the model's load (startServer, ConfigError).
    */
   matryoshkaDimensions: z.array(z.number().int().min(1)).min(1).optional(),
   trustRequestChatTemplate: z.boolean(),

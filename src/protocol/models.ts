@@ -42,10 +42,16 @@ export type ModelObject = {
   /** The context length (vLLM's); absent while the model is not loaded. */
   max_model_len?: number;
   /**
-   * What the model takes besides text: `vision` when it has a projector (`--mmproj`). lmserve's
+   * What the model serves and takes: `vision` when it has a projector (`--mmproj`); its `task`
+   * (`--task`, else read from the GGUF); `pooling`, how its prompts' hidden states are pooled for
+   * `/v1/embeddings` and rerank (`--pooling`, else the GGUF's `pooling_type`, else mean). lmserve's
    * extension; absent while the model is not loaded.
    */
-  capabilities?: { vision: boolean; task: "generate" | "embed" | "rerank" };
+  capabilities?: {
+    vision: boolean;
+    task: "generate" | "embed" | "rerank";
+    pooling: "mean" | "cls" | "last" | "rank";
+  };
   /** Its GGUF file (models served from `--models-dir`, the download cache, or loaded at run time). */
   path?: string;
   /** Its residency. */

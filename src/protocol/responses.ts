@@ -149,9 +149,16 @@ export const ModelObjectSchema = z.object({
   parent: z.string().nullable(),
   /** The context length; absent while the model is not loaded. */
   max_model_len: z.number().int().exactOptional(),
-  /** What the model takes besides text: `vision` with a projector (`--mmproj`); absent while not loaded. */
+  /**
+   * What the model serves and takes: `vision` with a projector (`--mmproj`), its `task`, and how
+   * `/v1/embeddings` (or rerank) pools its hidden states; absent while not loaded.
+   */
   capabilities: z
-    .object({ vision: z.boolean(), task: z.enum(["generate", "embed", "rerank"]) })
+    .object({
+      vision: z.boolean(),
+      task: z.enum(["generate", "embed", "rerank"]),
+      pooling: z.enum(["mean", "cls", "last", "rank"]),
+    })
     .exactOptional(),
   /** Its GGUF file (models served from `--models-dir` or the download cache). */
   path: z.string().exactOptional(),

@@ -659,7 +659,11 @@ export function modelObjectOf(
     ...(host
       ? {
           max_model_len: host.contextSize,
-          capabilities: { vision: host.acceptsImages, task: host.task ?? "generate" },
+          capabilities: {
+            vision: host.acceptsImages,
+            task: host.task ?? "generate",
+            pooling: host.pooling,
+          },
         }
       : {}),
     ...(fields.path !== undefined ? { path: fields.path } : {}),
@@ -680,6 +684,13 @@ const TASK_NEEDS = {
   rerank: { serves: ["rerank"], kind: "a reranker (a cross-encoder with rank pooling, --task rerank)" },
 } as const;
 
+/** Each task's kind of model, with its article, for the 400's message. */
+const TASK_KIND = {
+  generate: "a generative model",
+  embed: "an embedding model",
+  rerank: "a reranker",
+} as const;
+
 /** @throws ApiError 400 when a model of task `has` cannot serve an endpoint that needs `needs`. */
 function assertTask(
   name: string,
@@ -690,7 +701,7 @@ function assertTask(
   if ((need.serves as readonly string[]).includes(has)) return;
   const what = needs === "generate" ? "generation" : needs === "embed" ? "embeddings" : "reranking";
   throw badRequest(
-    `The model ${name} is a ${has} model (task ${has}) and does not serve ${what}; ${what} needs ${need.kind}.`,
+    `The model ${name} is ${TASK_KIND[has]} (task ${has}) and does not serve ${what}; ${what} needs ${need.kind}.`,
     "model",
   );
 }

@@ -10,6 +10,7 @@ import { describe, it } from "node:test";
 import { projectRoot } from "../../src/paths.ts";
 
 const bin = resolve(projectRoot, "bin/lmserve.js");
+const STORIES = resolve(projectRoot, "../shared/models/stories260K.gguf");
 
 /** Starts `lmserve ARGS`, resolves once `matcher` matches a stdout line, with the process. */
 async function startUntil(args: string[], matcher: RegExp) {
@@ -51,6 +52,22 @@ describe("lmserve serve startup", () => {
     } finally {
       holder.close();
     }
+  });
+
+  it("a Matryoshka width wider than the model's embeddings fails with one line and exit 2", () => {
+    const result = spawnSync(
+      process.execPath,
+      [bin, "serve", STORIES, "--port", "0", "--matryoshka-dimensions", "32,100,200"],
+      { encoding: "utf8", timeout: 60_000 },
+    );
+    assert.equal(result.status, 2);
+    const stderr = result.stderr.trim();
+    assert.equal(stderr.split("\n").length, 1, stderr);
+    assert.match(
+      stderr,
+      /^lmserve: error: --matryoshka-dimensions 100,200: wider than stories260K's embeddings \(64 dimensions\)/,
+    );
+    assert.doesNotMatch(result.stdout, /listening/);
   });
 
   it("without a model, serves the embedded default with a 256-token default output, said in the JSON listening line", async () => {
