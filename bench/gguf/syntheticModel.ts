@@ -11,7 +11,7 @@ import { endianness } from "node:os";
 import { GgmlType, type GgufScalarType, GgufValueType, LlamaFileType } from "./format.ts";
 import { GgufWriter, type TensorDataSource, type WriteProgress } from "./GgufWriter.ts";
 import { floatToHalf, Q8_0_BLOCK_BYTES, QK8_0, quantizeQ8_0, WeightRng } from "./numeric.ts";
-import { readVocab, type VocabInfo } from "./readVocab.ts";
+import { type GgufKv, type GgufScalar, readVocab, type VocabInfo } from "./readVocab.ts";
 
 /** Architectures this tool can emit (`general.architecture`). */
 export type ModelArch = "qwen2" | "qwen3" | "llama";
@@ -96,6 +96,12 @@ export interface SyntheticModelOptions {
    * the `tokenizer.chat_template.rerank` prompt with `{query}` and `{document}`. Defaults to false.
    */
   rerank?: boolean;
+  /**
+   * Vocabulary entries to rename, by token id: each must be a padding token (`[PAD<id>]`, a user-defined
+   * token of Qwen2's vocabulary) and becomes the given text, as Qwen2.5's tokenizer adds `<tool_call>`
+   * (151657) and `</tool_call>` (151658) over Qwen2's padding. Defaults to none.
+   */
+  addedTokens?: Readonly<Record<number, string>>;
   /** Called after each tensor is written. */
   onProgress?: WriteProgress;
 }
@@ -308,7 +314,25 @@ function addMetadata(writer: GgufWriter, o: SyntheticModelOptions, vocab: VocabI
       .addScalar("llama.rope.dimension_count", u32, shape.hidden / shape.heads)
       .addScalar("llama.vocab_size", u32, vocab.tokenCount);
   }
-  for (const kv of vocab.tokenizerKvs) writer.addKv(kv.key, { kind: "raw", bytes: kv.raw });
+  for (const kv of vocab.tokenizerKvs) {
+    if (kv.key === "tokenizer.ggml.tokens" && o.addedTokens) {
+      writer.addKv(kv.key, { kind: "array", elementType: str, values: renamed(kv, o.addedTokens) });
+    } else writer.addKv(kv.key, { kind: "raw", bytes: kv.raw });
+  }
+}
+
+/**
+ * The tokens of `kv` (`tokenizer.ggml.tokens`) with `added` renamed.
+ * @throws {RangeError} for an id that is not a padding token.
+ */
+function renamed(kv: GgufKv, added: Readonly<Record<number, string>>): string[] {
+  const tokens = (kv.value as GgufScalar[]).map(String);
+  for (const [id, text] of Object.entries(added)) {
+    const at = Number(id);
+    if (tokens[at] !== `[PAD${at}]`) throw new RangeError(`token ${at} is not a padding token`);
+    tokens[at] = text;
+  }
+  return tokens;
 }
 
 /**

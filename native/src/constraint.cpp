@@ -356,6 +356,106 @@ Constraint::Constraint(std::shared_ptr<const TokenTable> table, std::shared_ptr<
   std::sort(ruleStarts_.begin(), ruleStarts_.end());
 }
 
+Constraint::Constraint(std::shared_ptr<const TokenTable> table, std::shared_ptr<MaskCache> cache,
+                       const std::string& gbnf, const std::string& root, LazyStart lazy)
+    : Constraint(std::move(table), std::move(cache), gbnf, root) {
+  if (lazy.triggers.empty()) throw std::runtime_error("a lazy grammar needs at least one trigger");
+  for (const std::string& trigger : lazy.triggers) {
+    if (trigger.empty()) throw std::runtime_error("a lazy grammar's trigger is empty");
+    longestTrigger_ = std::max(longestTrigger_, trigger.size());
+    if (triggerEnds_.find(trigger.back()) == std::string::npos) triggerEnds_.push_back(trigger.back());
+  }
+  phase_ = lazy.blockClose.empty() ? Phase::kAnswer
+           : lazy.startsInBlock    ? Phase::kBlock
+           : lazy.blockOpen.empty() ? Phase::kAnswer
+                                    : Phase::kStart;
+  lazy_ = std::make_unique<LazyStart>(std::move(lazy));
+}
+
+Constraint::Scan Constraint::scan(const std::string& piece) const {
+  Scan out{phase_, tail_ + piece, ""};
+  std::string& text = out.tail;
+  if (out.phase == Phase::kStart) {
+    // The output may open the thinking block: undecided while it is a proper prefix of the open marker.
+    const std::string& open = lazy_->blockOpen;
+    if (text.size() < open.size() && open.compare(0, text.size(), text) == 0) return out;
+    if (text.compare(0, open.size(), open) == 0) {
+      out.phase = Phase::kBlock;
+      text.erase(0, open.size());
+    } else {
+      out.phase = Phase::kAnswer;
+    }
+  }
+  if (out.phase == Phase::kBlock) {
+    const std::string& close = lazy_->blockClose;
+    const size_t at = text.find(close);
+    if (at == std::string::npos) {
+      if (text.size() >= close.size()) text.erase(0, text.size() - (close.size() - 1));
+      return out;
+    }
+    text.erase(0, at + close.size());
+    out.phase = Phase::kAnswer;
+  }
+  size_t first = std::string::npos;
+  for (const std::string& trigger : lazy_->triggers) first = std::min(first, text.find(trigger));
+  if (first != std::string::npos) {
+    out.phase = Phase::kActive;
+    out.started = text.substr(first);
+    text.clear();
+    return out;
+  }
+  if (text.size() >= longestTrigger_) text.erase(0, text.size() - (longestTrigger_ - 1));
+  return out;
+}
+
+bool Constraint::acceptText(const std::string& text) {
+  const llama_grammar_stacks saved = grammar_->stacks;
+  const llama_partial_utf8 savedPartial = grammar_->partial_utf8;
+  bool ok = true;
+  try {
+    llama_grammar_accept_str(*grammar_, text);
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  if (!ok || grammar_->stacks.empty() || grammar_->partial_utf8.n_remain < 0) {
+    grammar_->stacks = saved;
+    grammar_->partial_utf8 = savedPartial;
+    return false;
+  }
+  return true;
+}
+
+Constraint::Offer Constraint::offer(int32_t token, bool commit) {
+  if (!awaiting() || token < 0 || token >= table_->size() || table_->isEog(token)) return Offer::kFree;
+  Scan next = scan(table_->piece(token));
+  if (next.phase != Phase::kActive) {
+    if (commit) {
+      phase_ = next.phase;
+      tail_ = std::move(next.tail);
+    }
+    return Offer::kFree;
+  }
+  if (!commit) {
+    const llama_grammar_stacks saved = grammar_->stacks;
+    const llama_partial_utf8 savedPartial = grammar_->partial_utf8;
+    const bool ok = acceptText(next.started);
+    grammar_->stacks = saved;
+    grammar_->partial_utf8 = savedPartial;
+    return ok ? Offer::kStarts : Offer::kRefused;
+  }
+  if (!acceptText(next.started)) return Offer::kRefused;
+  phase_ = Phase::kActive;
+  tail_.clear();
+  current_.reset();
+  looked_ = false;
+  return Offer::kStarts;
+}
+
+bool Constraint::mayTrigger(int32_t token) const {
+  return token >= 0 && token < table_->size() && !table_->isEog(token) &&
+         table_->piece(token).find_first_of(triggerEnds_) != std::string::npos;
+}
+
 Constraint::~Constraint() {
   if (grammar_ != nullptr) llama_grammar_free_impl(grammar_);
 }
@@ -547,6 +647,7 @@ const TokenMask* Constraint::cachedMask() {
 
 bool Constraint::allows(int32_t token) {
   if (token < 0 || token >= table_->size()) return false;
+  if (awaiting()) return offer(token, false) != Offer::kRefused;
   if (const TokenMask* cached = cachedMask()) return maskAllows(*cached, token);
   if (!table_->wellFormedAfter(token, grammar_->partial_utf8)) return false;
   if (table_->isEog(token)) return canEnd();
@@ -614,6 +715,7 @@ std::shared_ptr<const TokenMask> Constraint::wellFormedOnly(std::shared_ptr<cons
 }
 
 bool Constraint::accept(int32_t token) {
+  if (awaiting()) return offer(token, true) != Offer::kRefused;
   if (!allows(token)) return false;
   const llama_grammar_candidate* candidate = table_->candidate(token);
   if (candidate != nullptr && grammar_->partial_utf8.n_remain == 0 && mergedWalk()) {
@@ -641,7 +743,7 @@ bool Constraint::accept(int32_t token) {
 }
 
 uint32_t Constraint::forcedChar() const {
-  if (grammar_->partial_utf8.n_remain != 0 || grammar_->stacks.empty()) return 0;
+  if (awaiting() || grammar_->partial_utf8.n_remain != 0 || grammar_->stacks.empty()) return 0;
   uint32_t next = 0;
   for (const llama_grammar_stack& stack : grammar_->stacks) {
     if (stack.empty()) return 0;
@@ -667,6 +769,7 @@ bool Constraint::mergedWalk() {
 bool Constraint::forcesNext() const { return forcedChar() != 0; }
 
 bool Constraint::canEnd() {
+  if (awaiting()) return true;
   for (const llama_grammar_stack& stack : grammar_->stacks) {
     if (stack.empty()) return true;
   }
@@ -693,7 +796,7 @@ std::string Constraint::forcedRun(size_t maxBytes, llama_grammar_stacks* after, 
 
 std::vector<int32_t> Constraint::forcedTokens(size_t maxTokens) {
   std::vector<int32_t> tokens;
-  if (maxTokens == 0) return tokens;
+  if (maxTokens == 0 || awaiting()) return tokens;
   const std::string text = forcedText(256);
   if (text.empty()) return tokens;
   tokens.resize(text.size() + 8);

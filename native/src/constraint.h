@@ -179,6 +179,25 @@ class MaskCache {
 };
 
 /**
+ * Where a lazy grammar starts (llama.cpp's `grammar_lazy` with trigger words, common/chat.cpp): the
+ * output is free text until one of `triggers` appears in it, outside a thinking block; from the first
+ * byte of that trigger on, the grammar's root matches the rest of the output (the trigger's own text
+ * included). The chat serving uses it for `strict` tools under `tool_choice: "auto"`: the triggers are
+ * the openings the family's tool parser reads a call from, the grammar writes the call(s).
+ */
+struct LazyStart {
+  /** The texts that start the grammar (bytes, as the tokens' pieces spell them); not empty. */
+  std::vector<std::string> triggers;
+  /**
+   * A thinking block the triggers are not looked for in (`blockClose` empty: none): the output is inside
+   * it from the start when `startsInBlock`, else when it starts with `blockOpen`, until `blockClose`.
+   */
+  std::string blockOpen;
+  std::string blockClose;
+  bool startsInBlock = false;
+};
+
+/**
  * One sequence's grammar: its llama.cpp grammar state, the allowed-token mask of the current state (from
  * the cache or one pass over the vocabulary), token acceptance, and the text the grammar forces next.
  * Not thread-safe; one per sequence.
@@ -210,6 +229,38 @@ class Constraint {
    */
   Constraint(std::shared_ptr<const TokenTable> table, std::shared_ptr<MaskCache> cache, const std::string& gbnf,
              const std::string& root);
+  /**
+   * A lazy grammar (see LazyStart): constrains nothing until a trigger appears. @throws as above, and
+   * std::runtime_error when `lazy` has no trigger or an empty one.
+   */
+  Constraint(std::shared_ptr<const TokenTable> table, std::shared_ptr<MaskCache> cache, const std::string& gbnf,
+             const std::string& root, LazyStart lazy);
+
+  /** What offering a token to a lazy grammar that awaits its trigger does (see offer). */
+  enum class Offer {
+    /** No trigger is complete with it: free text. */
+    kFree,
+    /** It completes a trigger and the grammar takes the text from the trigger on: the grammar starts. */
+    kStarts,
+    /** It completes a trigger but the grammar refuses the text from the trigger on. */
+    kRefused,
+  };
+
+  /** Whether the grammar is lazy and its trigger has not appeared yet (mask() etc. do not apply then). */
+  bool awaiting() const { return lazy_ != nullptr && phase_ != Phase::kActive; }
+
+  /**
+   * While awaiting: what `token` would do (an end-of-generation token is always kFree). With `commit`,
+   * kFree records its text and kStarts starts the grammar with the text from the trigger on; kRefused
+   * changes nothing either way.
+   */
+  Offer offer(int32_t token, bool commit);
+
+  /**
+   * While awaiting: whether `token`'s text could complete a trigger at all (it holds some trigger's last
+   * byte); a cheap filter before offer.
+   */
+  bool mayTrigger(int32_t token) const;
   ~Constraint();
   Constraint(const Constraint&) = delete;
   Constraint& operator=(const Constraint&) = delete;
@@ -252,7 +303,7 @@ class Constraint {
    */
   bool tooCostly() const { return tooCostly_; }
 
-  /** Whether the grammar may end here (some stack is empty). */
+  /** Whether the grammar may end here (some stack is empty); true while a lazy grammar awaits its trigger. */
   bool canEnd();
 
   /**
@@ -287,9 +338,32 @@ class Constraint {
    */
   std::string forcedRun(size_t maxBytes, llama_grammar_stacks* after, size_t* codePoints);
 
+  /** Where a lazy grammar's scan of the output stands (kActive: the grammar constrains). */
+  enum class Phase { kStart, kBlock, kAnswer, kActive };
+  /**
+   * The scan of the output past `tail_` + `piece`: the phase after it, the tail to keep, and the text
+   * from the first trigger on when one is complete (then the phase is kActive).
+   */
+  struct Scan {
+    Phase phase;
+    std::string tail;
+    std::string started;
+  };
+  Scan scan(const std::string& piece) const;
+  /** Feeds `text` to the grammar; false, changing nothing, when it does not take it all. */
+  bool acceptText(const std::string& text);
+
   std::shared_ptr<const TokenTable> table_;
   std::shared_ptr<MaskCache> cache_;
   llama_grammar* grammar_ = nullptr;
+  /** The lazy start, or null for a grammar that constrains from the first token. */
+  std::unique_ptr<LazyStart> lazy_;
+  Phase phase_ = Phase::kActive;
+  /** The end of the output scanned so far that may still be part of a marker (awaiting only). */
+  std::string tail_;
+  /** The longest trigger in bytes, and each trigger's last byte. */
+  size_t longestTrigger_ = 0;
+  std::string triggerEnds_;
   /** The grammar text's cache key prefix. */
   std::string grammarKey_;
   /** Each rule's element range in this grammar instance, by start address (for the state key). */

@@ -663,16 +663,17 @@ SamplingParams paramsFrom(const Napi::Object& config) {
 }
 
 /**
- * A sequence's grammar from GBNF `gbnf` (rule `root`) over the table's vocabulary. Throws a JS Error
- * "grammar: <llama.cpp's parser message>" when it does not parse.
+ * A sequence's grammar from GBNF `gbnf` (rule `root`) over the table's vocabulary, lazy when `lazy` is
+ * given (LazyStart). Throws a JS Error "grammar: <llama.cpp's parser message>" when it does not parse.
  */
 std::unique_ptr<Constraint> constraintFrom(Napi::Env env, std::shared_ptr<const TokenTable> table,
                                            std::shared_ptr<MaskCache> cache, const std::string& gbnf,
-                                           const std::string& root) {
+                                           const std::string& root, const LazyStart* lazy = nullptr) {
   std::string reason;
   {
     LogCapture capture;
     try {
+      if (lazy != nullptr) return std::make_unique<Constraint>(std::move(table), std::move(cache), gbnf, root, *lazy);
       return std::make_unique<Constraint>(std::move(table), std::move(cache), gbnf, root);
     } catch (const std::exception& error) {
       reason = capture.text.empty() ? error.what() : capture.text;
@@ -690,7 +691,8 @@ struct GrammarHome {
 /**
  * A SequenceSampler from a JS config: {temperature, topK, topP, minP, repetitionPenalty,
  * frequencyPenalty, presencePenalty, seed, minTokens, biasIds, biasValues, banAlways, banEarly,
- * promptTokens, grammar?, grammarRoot?}. Throws a JS Error when the grammar does not parse, or when
+ * promptTokens, grammar?, grammarRoot?, grammarTriggers?, grammarBlockOpen?, grammarBlockClose?,
+ * grammarStartsInBlock?}; with `grammarTriggers` (strings) the grammar is lazy (LazyStart). Throws a JS Error when the grammar does not parse, or when
  * there is a grammar and no `home` (no vocabulary to mask).
  */
 std::unique_ptr<SequenceSampler> samplerFrom(Napi::Env env, const Napi::Object& config, int32_t nVocab,
@@ -705,7 +707,24 @@ std::unique_ptr<SequenceSampler> samplerFrom(Napi::Env env, const Napi::Object& 
     if (home == nullptr) throw Napi::Error::New(env, "grammar: a grammar needs a model's vocabulary");
     Napi::Value rootValue = config.Get("grammarRoot");
     std::string root = rootValue.IsString() ? rootValue.As<Napi::String>().Utf8Value() : "root";
-    constraint = constraintFrom(env, home->table(), home->cache, text.As<Napi::String>().Utf8Value(), root);
+    Napi::Value triggers = config.Get("grammarTriggers");
+    if (triggers.IsArray()) {
+      LazyStart lazy;
+      const Napi::Array list = triggers.As<Napi::Array>();
+      for (uint32_t i = 0; i < list.Length(); i++) {
+        Napi::Value trigger = list.Get(i);
+        if (!trigger.IsString()) throw Napi::TypeError::New(env, "grammar: grammarTriggers holds strings");
+        lazy.triggers.push_back(trigger.As<Napi::String>().Utf8Value());
+      }
+      Napi::Value open = config.Get("grammarBlockOpen");
+      Napi::Value close = config.Get("grammarBlockClose");
+      if (open.IsString()) lazy.blockOpen = open.As<Napi::String>().Utf8Value();
+      if (close.IsString()) lazy.blockClose = close.As<Napi::String>().Utf8Value();
+      lazy.startsInBlock = config.Get("grammarStartsInBlock").ToBoolean();
+      constraint = constraintFrom(env, home->table(), home->cache, text.As<Napi::String>().Utf8Value(), root, &lazy);
+    } else {
+      constraint = constraintFrom(env, home->table(), home->cache, text.As<Napi::String>().Utf8Value(), root);
+    }
   }
   return std::make_unique<SequenceSampler>(nVocab, paramsFrom(config), std::move(bias),
                                            toIntVector(config.Get("banAlways")), toIntVector(config.Get("banEarly")),
@@ -742,6 +761,7 @@ class Context : public Napi::ObjectWrap<Context> {
                                         InstanceMethod("forced", &Context::Forced),
                                         InstanceMethod("maskStats", &Context::MaskStats),
                                         InstanceMethod("grammarMask", &Context::GrammarMask),
+                                        InstanceMethod("sampleRows", &Context::SampleRows),
                                         InstanceMethod("removeTokens", &Context::RemoveTokens),
                                         InstanceMethod("step", &Context::Step),
                                         InstanceMethod("evalImage", &Context::EvalImage),
@@ -1194,6 +1214,26 @@ class Context : public Napi::ObjectWrap<Context> {
     }
     llama_grammar_free_impl(grammar);
     return out;
+  }
+
+  /**
+   * sampleRows(config, rows) -> Int32Array. Test entry point: one sampler built from `config` (a
+   * sequence's config, grammar and lazy start included, over this context's vocabulary) drawing once per
+   * row of `rows` (n_vocab logits each, row after row); stops after the first -1 (under a grammar: no
+   * allowed token), which it returns last.
+   */
+  Napi::Value SampleRows(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    auto sampler = samplerFrom(env, info[0].As<Napi::Object>(), nVocab_, &grammarHome_);
+    auto rows = info[1].As<Napi::Float32Array>();
+    const size_t steps = rows.ElementLength() / static_cast<size_t>(nVocab_);
+    std::vector<int32_t> tokens;
+    for (size_t i = 0; i < steps; i++) {
+      tokens.push_back(sampler->sample(rows.Data() + i * static_cast<size_t>(nVocab_)));
+      if (tokens.back() < 0) break;
+    }
+    return typedArrayOf<Napi::Int32Array>(env, tokens);
   }
 
   /** removeTokens(seq, from, to) -> boolean: drops KV cells of positions [from, to) (to < 0: to the end). */

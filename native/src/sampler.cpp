@@ -287,8 +287,32 @@ bool SequenceSampler::maskLazily() {
   return false;
 }
 
+int32_t SequenceSampler::sampleAwaiting(const float* logits, std::vector<float>* masked) {
+  // Free text: no mask, the raw distribution for logprobs.
+  if (masked != nullptr) masked->assign(logits, logits + nVocab_);
+  int32_t token = draw();
+  if (token < 0) return -1;
+  if (constraint_->offer(token, true) == Constraint::Offer::kRefused) {
+    // The draw completes a trigger the grammar refuses to go on from (`<tool_call>` followed by text no
+    // call starts with): as a grammar's mask would, every such token is set aside, then a new draw (as
+    // llama.cpp's common_sampler_sample resamples under the grammar when a token it drew is refused).
+    // Exact for greedy and untruncated sampling; the common draw, no trigger, costs one scan of the token.
+    for (int32_t id = 0; id < nVocab_; id++) {
+      if (std::isfinite(work_[id]) && constraint_->mayTrigger(id) &&
+          constraint_->offer(id, false) == Constraint::Offer::kRefused) {
+        work_[id] = kNegInf;
+      }
+    }
+    token = draw();
+    if (token < 0 || constraint_->offer(token, true) == Constraint::Offer::kRefused) return -1;
+  }
+  count(token);
+  return token;
+}
+
 int32_t SequenceSampler::sample(const float* logits, std::vector<float>* masked) {
   transform(logits);
+  if (constraint_ != nullptr && constraint_->awaiting()) return sampleAwaiting(logits, masked);
   if (constraint_ != nullptr) {
     // The mask comes first (vLLM's structured-output bitmask is applied before the sampler's
     // transforms): truncation then only ever chooses among tokens the grammar allows. A state whose

@@ -90,7 +90,8 @@ class SequenceSampler {
    * under a constraint); without a grammar it is left empty.
    *
    * Under a grammar, returns -1 (accepting nothing) where no allowed token can be drawn or the grammar
-   * is too costly (Constraint::tooCostly): the caller ends the sequence with an error.
+   * is too costly (Constraint::tooCostly): the caller ends the sequence with an error. A lazy grammar
+   * (LazyStart) masks nothing until its trigger appears (see sampleAwaiting).
    */
   int32_t sample(const float* logits, std::vector<float>* masked = nullptr);
 
@@ -114,6 +115,12 @@ class SequenceSampler {
 
  private:
   void transform(const float* logits);
+  /**
+   * sample() while a lazy grammar awaits its trigger: a free draw, unless it completes a trigger the
+   * grammar refuses (then those tokens are set aside and the draw repeated); the grammar starts when the
+   * drawn token completes a trigger it takes.
+   */
+  int32_t sampleAwaiting(const float* logits, std::vector<float>* masked);
   int32_t draw();
   /** Counts a token of the completion (for the penalties and `min_tokens`). */
   void count(int32_t token);

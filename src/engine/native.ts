@@ -90,6 +90,16 @@ export type NativeSamplerConfig = {
   grammar?: string;
   /** Defaults to "root". */
   grammarRoot?: string;
+  /**
+   * A lazy grammar's triggers (native `LazyStart`): the grammar starts at the first of them in the
+   * output, outside the thinking block below; absent: the grammar constrains from the first token.
+   */
+  grammarTriggers?: string[];
+  /** The thinking block the triggers are not looked for in (`grammarBlockClose` absent: none). */
+  grammarBlockOpen?: string;
+  grammarBlockClose?: string;
+  /** True when the output starts inside that block (the prompt opened it). */
+  grammarStartsInBlock?: boolean;
 };
 
 /** One step's batch: row i is `tokens[i]` at `positions[i]` of sequence `seqs[i]`. */
@@ -161,6 +171,11 @@ export interface NativeContext {
    * them), from the mask engine, or with `reference` by llama.cpp's grammar check of every token on its own.
    */
   grammarMask(gbnf: string, root: string, tokens: Int32Array, reference: boolean): Uint8Array | null;
+  /**
+   * Test entry point: one sampler from `config` (grammar and lazy start included) drawing once per row of
+   * `rows` (n_vocab logits each); stops after the first -1 (no allowed token), which it returns last.
+   */
+  sampleRows(config: NativeSamplerConfig, rows: Float32Array): Int32Array;
   /** Drops the KV cells of positions [from, to) of `seq`; `to` < 0 means to the end. */
   removeTokens(seq: number, from: number, to: number): boolean;
   /** One llama_decode of the batch off the JS thread, then every output sampled or scored. */

@@ -1,10 +1,10 @@
 import type { NativeSamplerConfig } from "./native.ts";
-import type { GenerationRequest } from "./types.ts";
+import type { GenerationRequest, LazyGrammarStart } from "./types.ts";
 
 /**
  * The native sampler settings of a generation (see native/src/sampler.h): its sampling parameters,
  * `logit_bias`, the bans (EOS with `ignore_eos`; EOS and stop token ids before `min_tokens`), the prompt
- * for `repetition_penalty`, and the grammar.
+ * for `repetition_penalty`, and the grammar (with its lazy start, when it has one).
  * @param endOfGeneration the model's end-of-generation token ids.
  */
 export function samplerConfig(
@@ -31,6 +31,21 @@ export function samplerConfig(
     ...(sampling.repetitionPenalty !== 1 ? { promptTokens: Int32Array.from(request.promptTokens) } : {}),
     ...(request.grammar
       ? { grammar: request.grammar.gbnf, grammarRoot: request.grammar.root ?? "root" }
+      : {}),
+    ...(request.grammar?.lazy ? lazyConfig(request.grammar.lazy) : {}),
+  };
+}
+
+/** The native sampler fields of a lazy grammar's start. */
+function lazyConfig(lazy: LazyGrammarStart): Partial<NativeSamplerConfig> {
+  return {
+    grammarTriggers: [...lazy.triggers],
+    ...(lazy.thinking
+      ? {
+          grammarBlockOpen: lazy.thinking.open,
+          grammarBlockClose: lazy.thinking.close,
+          grammarStartsInBlock: lazy.thinking.opened,
+        }
       : {}),
   };
 }

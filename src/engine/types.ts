@@ -14,6 +14,24 @@ export type Grammar = {
   readonly gbnf: string;
   /** The start rule. Defaults to "root". */
   readonly root?: string;
+  /**
+   * Present for a lazy grammar (llama.cpp's `grammar_lazy` with trigger words): the output is free text
+   * until one of `triggers` appears in it (outside a thinking block), and from that trigger's first
+   * character on the grammar's start rule matches the rest, the trigger included. A drawn token that
+   * completes a trigger the grammar refuses to go on from is never taken. Free text costs no mask.
+   */
+  readonly lazy?: LazyGrammarStart;
+};
+
+/** Where a lazy grammar starts (see `Grammar.lazy`; native `LazyStart`). */
+export type LazyGrammarStart = {
+  /** The texts that start the grammar (not empty; none of them empty). */
+  readonly triggers: readonly string[];
+  /**
+   * A thinking block the triggers are not looked for in: inside it from the start when `opened`, else
+   * when the output starts with `open`, until `close`. Absent: none.
+   */
+  readonly thinking?: { readonly open: string; readonly close: string; readonly opened: boolean };
 };
 
 /** Where an image sits in a prompt: `length` placeholder entries of `promptTokens` from `start`. */

@@ -10,10 +10,10 @@ import type { JsonSchema } from "../chat/index.ts";
 import type { Grammar } from "../engine/types.ts";
 import { ApiError, badRequest } from "../errors.ts";
 import { allowThinking, THINK_MARKUP, type ThinkingGrammarMarkup } from "../structured/gbnf/thinking.ts";
-import type { ToolCalling, ToolCallMarkup } from "./chatTools.ts";
+import type { LazyToolGrammar, ToolCalling, ToolCallMarkup } from "./chatTools.ts";
 import { compileGuided, grammarForGbnf } from "./guidedDecoding.ts";
 import type { RequestFields } from "./requestFields.ts";
-import { toolGrammar } from "./toolGrammars.ts";
+import { type CompileJson, toolGrammar } from "./toolGrammars.ts";
 
 /**
  * Where the output stands with respect to thinking when generation starts: `none` (no reasoning
@@ -26,7 +26,8 @@ export type { ThinkingGrammarMarkup } from "../structured/gbnf/thinking.ts";
 
 /**
  * The native grammar of a chat request, or null when nothing constrains it. `markup` is the reasoning
- * family's (defaults to `<think>…</think>`).
+ * family's (defaults to `<think>…</think>`). `strict` tools under `tool_choice: "auto"` give a lazy
+ * grammar (`Grammar.lazy`), which starts at the family's tool-call marker.
  * A forced `tool_choice` with another constraint was refused before (`requestChecks.ts`).
  * @throws ApiError 400 for `nvext.max_thinking_tokens` with a GBNF grammar while reasoning is parsed (the
  *   close text could break the grammar), and the compile errors of the constraint or of the tools' parameter schemas
@@ -41,18 +42,19 @@ export async function chatGrammar(
 ): Promise<Grammar | null> {
   const { constraint, whitespacePattern, whitespacePatternParam, maxThinkingTokens } = fields;
   let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
+  const compile = (schema: JsonSchema, tool: number) =>
+    compileGuided(
+      { kind: "json_schema", spec: schema, param: "tools" },
+      whitespacePattern,
+      signal,
+      whitespacePatternParam,
+    ).catch((error: unknown) => {
+      if (!(error instanceof ApiError) || error.status !== 400 || error.param !== "tools") throw error;
+      throw badRequest(error.message, `tools[${tool}].function.parameters`, error.code);
+    });
+  if (tools.lazy) return lazyToolGrammar(tools.lazy, fields, thinking, compile, signal, markup);
   if (tools.native) {
     const native = tools.native;
-    const compile = (schema: JsonSchema, tool: number) =>
-      compileGuided(
-        { kind: "json_schema", spec: schema, param: "tools" },
-        whitespacePattern,
-        signal,
-        whitespacePatternParam,
-      ).catch((error: unknown) => {
-        if (!(error instanceof ApiError) || error.status !== 400 || error.param !== "tools") throw error;
-        throw badRequest(error.message, `tools[${tool}].function.parameters`, error.code);
-      });
     const gbnf = await toolGrammar(native.family, native.tools, native.repeat, compile, prefixRules);
     compiled = { gbnf, param: "tools", answerOnly: true };
   } else if (tools.schema) {
@@ -83,6 +85,56 @@ export async function chatGrammar(
   if (thinking === "none" || !compiled.answerOnly) return grammarForGbnf(compiled.gbnf, compiled.param);
   const wrapped = allowThinking(compiled.gbnf, thinking === "open", markup);
   return grammarForGbnf(wrapped.gbnf, compiled.param, wrapped.root);
+}
+
+/**
+ * The lazy grammar of `strict` tools under `tool_choice: "auto"` (`chatTools.ts` `LazyToolGrammar`): the
+ * call grammar, started natively at the first trigger outside the thinking block (the reasoning family's
+ * `markup`; none when `thinking` is `none`). The grammar is not wrapped for thinking: the text before the
+ * trigger, thinking included, is never constrained.
+ * @throws ApiError 400 for a tool parameter schema that does not compile (`tools[i].function.parameters`).
+ */
+async function lazyToolGrammar(
+  lazy: LazyToolGrammar,
+  fields: RequestFields,
+  thinking: ThinkingStart,
+  compile: CompileJson,
+  signal: AbortSignal | undefined,
+  markup: ThinkingGrammarMarkup,
+): Promise<Grammar> {
+  let gbnf: string;
+  if (lazy.native) {
+    gbnf = await toolGrammar(lazy.native.family, lazy.native.tools, lazy.native.repeat, compile, prefixRules);
+  } else if (lazy.schema && lazy.markup) {
+    const call = await compileGuided(
+      { kind: "json_schema", spec: lazy.schema, param: "tools" },
+      fields.whitespacePattern,
+      signal,
+      fields.whitespacePatternParam,
+    ).catch((error: unknown) => {
+      throw error instanceof ApiError
+        ? inToolParameters(error, lazy.schema ? schemaOptions(lazy.schema) : [])
+        : error;
+    });
+    gbnf = wrapCalls(call, lazy.markup);
+  } else {
+    throw new Error("a lazy tool grammar without a form");
+  }
+  const grammar = grammarForGbnf(gbnf, "tools");
+  const opened = thinking === "open";
+  return {
+    ...grammar,
+    lazy: {
+      triggers: lazy.triggers,
+      ...(thinking === "none" ? {} : { thinking: { open: markup.open, close: markup.close, opened } }),
+    },
+  };
+}
+
+/** The index in `tools` of each call option of a lazy grammar's schema: one per tool, in order. */
+function schemaOptions(schema: JsonSchema): number[] {
+  const anyOf = (schema as { anyOf?: unknown[] }).anyOf;
+  return Array.isArray(anyOf) ? anyOf.map((_, index) => index) : [0];
 }
 
 /** A JSON pointer into the forced call schema's `arguments` (`toolSchema.ts`): `#[/items][/anyOf/K]/properties/arguments`. */

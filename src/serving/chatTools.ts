@@ -11,6 +11,7 @@ import {
 } from "../chat/index.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
+import type { ChatTool } from "../protocol/tools.ts";
 import {
   type ForcedTool,
   isToolGrammarFamily,
@@ -24,7 +25,8 @@ import {
  *   still rendered into the prompt, as vLLM does without `--exclude-tools-when-tool-choice-none`);
  * - `auto` (`tool_choice` `"auto"` or absent, with tools): the model's free output is parsed by
  *   `parser`; without one (a template that renders no tools, e.g. the ChatML fallback, and no
- *   `--tool-call-parser`) the output is plain content;
+ *   `--tool-call-parser`) the output is plain content. When a tool is `strict: true`, a lazy grammar
+ *   (`lazy`) enforces the calls from the family's call marker on, the text before it staying free;
  * - `forced` (`"required"` or a named function): a grammar built from `schema` forces the call(s).
  *   When the family's parser has a native forced format (`markup`; today `hermes` and, for one call,
  *   `llama3_json`) the grammar writes the calls in that markup and that parser reads them back, so the
@@ -62,7 +64,100 @@ export type ToolCalling = {
    * (`schema` is then kept only as the generic form's description), or absent.
    */
   native?: { family: ToolGrammarFamily; tools: ForcedTool[]; repeat: boolean };
+  /**
+   * `auto` only, when some tool is `strict: true`: the lazy grammar that enforces the calls (see
+   * {@link LazyToolGrammar}), or absent.
+   */
+  lazy?: LazyToolGrammar;
 };
+
+/**
+ * The lazy grammar of `strict: true` tools under `tool_choice: "auto"` (llama.cpp's `grammar_lazy` with
+ * its format's trigger words, common/chat.cpp): the output is free text until one of `triggers` (every
+ * opening `parser` reads a call from) appears outside the thinking block; from there the grammar writes
+ * the call(s) in the family's own markup, which the parser reads back. The strict tools' arguments follow
+ * their schemas; the other tools of the request can be called too, with free-form arguments (`free` in
+ * `ForcedTool`): their calls are still written in the markup, but their arguments are not held to their
+ * schemas, as without `strict`. An opening the parser reads but the grammar does not write (Qwen3-Coder's
+ * bare `<function=`, DeepSeek's `<｜tool▁call▁begin｜>` without the section) is a trigger too, which the
+ * grammar then refuses: the model writes the canonical form. Exactly one of `native` (the families of
+ * `toolGrammars.ts`) and `schema` + `markup` (`hermes`, Mistral's v3 form) is set.
+ */
+export type LazyToolGrammar = {
+  triggers: readonly string[];
+  native?: { family: ToolGrammarFamily; tools: ForcedTool[]; repeat: boolean };
+  /** One call's JSON Schema (an `anyOf` over every tool, in `tools` order) for `markup`. */
+  schema?: JsonSchema;
+  markup?: ToolCallMarkup;
+};
+
+/**
+ * The openings each family's parser reads a call from (`src/chat/toolParsers/`), which start its lazy
+ * grammar; the first of each is the one the grammar writes.
+ */
+const LAZY_TRIGGERS: Partial<Record<string, readonly string[]>> = {
+  hermes: ["<tool_call>"],
+  qwen3_coder: ["<tool_call>", "<function="],
+  glm45: ["<tool_call>"],
+  glm47: ["<tool_call>"],
+  minimax_m2: ["<minimax:tool_call>"],
+  mistral: ["[TOOL_CALLS]"],
+  deepseek_v3: ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
+  deepseek_v31: ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
+  kimi_k2: ["<|tool_calls_section_begin|>", "<|tool_call_section_begin|>", "<|tool_call_begin|>"],
+};
+
+/**
+ * The lazy grammar for the `strict: true` tools of an `auto` request in family `name`'s markup
+ * ({@link LazyToolGrammar}); `repeat`: several calls may follow one another.
+ * @param v11 Mistral: the template writes the v11 `[TOOL_CALLS]NAME[ARGS]{…}` form (else the v3 array).
+ * @throws ApiError 400 naming `tools[i].function.strict` (the first strict tool) when the family has no
+ *   grammar that starts at its call marker (no family, `llama3_json`'s bare JSON, `pythonic` …), or when
+ *   a strict tool's parameters cannot be written in the family's markup exactly (an XML family's string
+ *   parameter with a `pattern`, say); 400 naming `tools[i].function.name` for a tool name the markup
+ *   cannot spell.
+ */
+function lazyToolGrammar(
+  tools: readonly ChatTool[],
+  name: string | undefined,
+  v11: boolean,
+  repeat: boolean,
+): LazyToolGrammar {
+  const strictAt = tools.findIndex((tool) => tool.function.strict === true);
+  const param = `tools[${strictAt}].function.strict`;
+  const triggers = name === undefined ? undefined : LAZY_TRIGGERS[name];
+  if (!triggers) {
+    throw badRequest(
+      `strict: true under tool_choice "auto" is enforced by a grammar that starts at the model's tool-call marker; the ${name === undefined ? "chat template's tool-call format is not known here (no tool parser detected or configured)" : `'${name}' tool-call format has no such grammar here`}. Send tool_choice "required" or a named function (enforced in any format), or strict: false.`,
+      param,
+    );
+  }
+  const options: ForcedTool[] = tools.map((tool, index) => ({
+    index,
+    tool,
+    ...(tool.function.strict === true ? {} : { free: true }),
+  }));
+  if (isToolGrammarFamily(name) && (name !== "mistral" || v11)) {
+    for (const option of options) {
+      if (toolGrammarFits(name, [option])) continue;
+      const strict = !option.free && toolGrammarFits(name, [{ ...option, free: true }]);
+      throw badRequest(
+        strict
+          ? `strict: true under tool_choice "auto" cannot be enforced for '${option.tool.function.name}' in the '${name}' markup: a parameter's schema has no value form that reads back exactly (a string with pattern, format or a type list, a $ref, an undeclared required key). Send strict: false, or tool_choice "required" or a named function (then the generic JSON form enforces it).`
+          : `The '${name}' tool-call markup cannot spell the tool name '${option.tool.function.name}' (markup characters, a line break, or surrounding spaces), which the strict tools' grammar would have to write.`,
+        strict ? `tools[${option.index}].function.strict` : `tools[${option.index}].function.name`,
+      );
+    }
+    return { triggers, native: { family: name, tools: options, repeat } };
+  }
+  const markup = name === "mistral" ? MISTRAL_V3_MARKUP : NATIVE_MARKUP.hermes;
+  const callable = options.map(({ tool, free }) =>
+    free ? { ...tool, function: { ...tool.function, parameters: { type: "object" } } } : tool,
+  );
+  const schema = toolChoiceToJsonSchema(callable, "required", false, markup?.argumentsKey);
+  if (!markup || !schema) throw new Error("unreachable: a lazy family without markup");
+  return { triggers, schema, markup: { ...markup, repeat } };
+}
 
 /**
  * A family's native wrapping of one JSON tool call (`{"name": …, "<argumentsKey>": …}`) in forced
@@ -118,7 +213,8 @@ const MISTRAL_V3_MARKUP: ToolCallMarkup = {
  * @param template the chat template the prompt is rendered with (detection: `detectToolParser`).
  * A `tool_choice` (other than `"none"`) without tools was refused before (`requestChecks.ts`).
  * @throws ApiError 400 when two tools share a name (`tools[i].function.name`), or when a named `tool_choice` is not among
- *   the tools (`tool_choice`).
+ *   the tools (`tool_choice`); under `auto`, a `strict: true` tool the family's lazy grammar cannot
+ *   enforce (`tools[i].function.strict`, see `lazyToolGrammar`).
  */
 export function resolveToolCalling(
   body: ChatCompletionRequest,
@@ -176,5 +272,9 @@ export function resolveToolCalling(
   }
   const schema = toolChoiceToJsonSchema(tools, choice, manyCalls);
   if (schema) return { mode: "forced", parser: "generic", schema, parallel, markup: undefined, schemaTools };
-  return { mode: "auto", parser: family, schema: undefined, parallel, markup: undefined };
+  const auto: ToolCalling = { mode: "auto", parser: family, schema: undefined, parallel, markup: undefined };
+  if (!tools.some((tool) => tool.function.strict === true)) return auto;
+  const name = family === undefined ? undefined : resolveToolParserName(family);
+  const v11 = name !== "mistral" || template.includes("[ARGS]");
+  return { ...auto, parser: name, lazy: lazyToolGrammar(tools, name, v11, parallel) };
 }

@@ -64,16 +64,32 @@ export function forcesToolCall(chat: ChatCompletionRequest | undefined): boolean
   );
 }
 
-/** True when the output is constrained by a grammar: a guided-decoding constraint or a forced tool call. */
-function constrained({ fields, chat }: CheckedRequest): boolean {
-  return fields.constraint !== null || forcesToolCall(chat);
+/**
+ * The index in `tools` of the first `strict: true` tool of a chat request whose `tool_choice` is `"auto"`
+ * (or absent), or -1: its calls are then enforced by a lazy grammar from their marker on
+ * (`chatTools.ts` `LazyToolGrammar`).
+ */
+export function strictToolUnderAuto(chat: ChatCompletionRequest | undefined): number {
+  const choice = chat?.tool_choice ?? "auto";
+  if (choice !== "auto") return -1;
+  return (chat?.tools ?? []).findIndex((tool) => tool.function.strict === true);
 }
 
-/** How a refusal names the request's grammar: its constraint, or the forced tool call. */
+/**
+ * True when the output is (or may become) constrained by a grammar: a guided-decoding constraint, a
+ * forced tool call, or a strict tool under `auto` (whose grammar starts at the call marker).
+ */
+function constrained({ fields, chat }: CheckedRequest): boolean {
+  return fields.constraint !== null || forcesToolCall(chat) || strictToolUnderAuto(chat) >= 0;
+}
+
+/** How a refusal names the request's grammar: its constraint, the forced tool call, or the strict tool. */
 function constraintName(request: CheckedRequest): string {
-  return request.fields.constraint !== null
-    ? "a guided decoding constraint"
-    : `tool_choice ${JSON.stringify(request.chat?.tool_choice)} (a forced tool call)`;
+  if (request.fields.constraint !== null) return "a guided decoding constraint";
+  if (forcesToolCall(request.chat)) {
+    return `tool_choice ${JSON.stringify(request.chat?.tool_choice)} (a forced tool call)`;
+  }
+  return `a strict: true tool under tool_choice "auto" (its call is enforced by a grammar from the call marker on)`;
 }
 
 /** The request-level checks, in the order they run (see the module comment). */
@@ -141,7 +157,7 @@ export const REQUEST_CHECKS: readonly RequestCheck[] = [
   },
   {
     // A stop string could end the output before the grammar is complete (the constraint ends it itself).
-    refuses: "stop with a guided decoding constraint or a forced tool call",
+    refuses: "stop with a guided decoding constraint, a forced tool call or a strict tool under auto",
     check: (request) =>
       constrained(request) &&
       request.body.stop !== undefined &&
@@ -154,7 +170,8 @@ export const REQUEST_CHECKS: readonly RequestCheck[] = [
         : undefined,
   },
   {
-    refuses: "stop_token_ids with a guided decoding constraint or a forced tool call",
+    refuses:
+      "stop_token_ids with a guided decoding constraint, a forced tool call or a strict tool under auto",
     check: (request) =>
       constrained(request) && request.body.stop_token_ids && request.body.stop_token_ids.length > 0
         ? badRequest(
@@ -174,8 +191,22 @@ export const REQUEST_CHECKS: readonly RequestCheck[] = [
         : undefined,
   },
   {
+    // Both would be grammars: the constraint's over the whole answer, the tools' from the call marker on.
+    refuses: "a strict tool under tool_choice auto with a guided decoding constraint (chat)",
+    check: ({ chat, fields }) => {
+      const strict = strictToolUnderAuto(chat);
+      return strict >= 0 && fields.constraint !== null
+        ? badRequest(
+            `strict: true under tool_choice "auto" is enforced by a grammar from the tool-call marker on and cannot be combined with ${fields.constraint.param}, which constrains the whole answer. Send strict: false, or leave out ${fields.constraint.param}.`,
+            `tools[${strict}].function.strict`,
+          )
+        : undefined;
+    },
+  },
+  {
     // The grammar ends the output with EOS once it is complete; banning EOS would leave no token.
-    refuses: "ignore_eos or min_tokens with a grammar (a constraint or a forced tool call)",
+    refuses:
+      "ignore_eos or min_tokens with a grammar (a constraint, a forced tool call or a strict tool under auto)",
     check: (request) => {
       const { ignoreEos, minTokens } = request.fields;
       if (!constrained(request) || !(ignoreEos || minTokens > 0)) return undefined;

@@ -42,8 +42,13 @@ export function isToolGrammarFamily(parser: string | undefined): parser is ToolG
  */
 export type CompileJson = (schema: JsonSchema, tool: number) => Promise<string>;
 
-/** One tool a forced grammar may call: its index in the request's `tools` and the tool. */
-export type ForcedTool = { index: number; tool: ChatTool };
+/**
+ * One tool a forced grammar may call: its index in the request's `tools` and the tool. With `free`, its
+ * call is written in the markup but its arguments are not held to its schema: any JSON object for the
+ * JSON-bodied families, any parameters (keys without markup, raw values) for the XML ones. The lazy
+ * grammar of `strict` tools under `tool_choice: "auto"` calls the non-strict tools so (`chatTools.ts`).
+ */
+export type ForcedTool = { index: number; tool: ChatTool; free?: boolean };
 
 /** Schema keywords that do not constrain a value (a string with only these is written raw). */
 const ANNOTATIONS = new Set([
@@ -137,9 +142,9 @@ function safeName(name: string): boolean {
  * the caller falls back to the generic JSON form.
  */
 export function toolGrammarFits(family: ToolGrammarFamily, tools: readonly ForcedTool[]): boolean {
-  return tools.every(({ tool }) => {
+  return tools.every(({ tool, free }) => {
     if (!safeName(tool.function.name)) return false;
-    if (!XML_FAMILIES.has(family)) return true;
+    if (!XML_FAMILIES.has(family) || free) return true;
     const parameters = asRecord(tool.function.parameters);
     const properties = asRecord(parameters.properties);
     const required = Array.isArray(parameters.required) ? (parameters.required as unknown[]) : [];
@@ -278,9 +283,18 @@ export async function toolGrammar(
     const raw = "lmserve-tg-raw";
     const notAfter = [...new Set(["/", "<", ...markup.notAfterLt])].map(classChar).join("");
     rules.push(`${raw} ::= ( [^<] | "<"+ [^${notAfter}] )*`);
-    for (const { index, tool } of tools) {
+    for (const { index, tool, free } of tools) {
       const items: string[] = [];
-      for (const { key, schema, required } of parametersOf(tool)) {
+      if (free) {
+        // Any parameters, each a key without markup and a raw value (the parser reads them back as
+        // written, converting by the tool's schema where it can).
+        const [before = "", after = ""] = markup.paramOpen("\u0000").split("\u0000");
+        items.push(`( ${seq(lit(before), "lmserve-tg-key", lit(after), raw, lit(markup.paramClose))} )*`);
+        if (!rules.some((rule) => rule.startsWith("lmserve-tg-key "))) {
+          rules.push('lmserve-tg-key ::= [^<>"\\n ]+');
+        }
+      }
+      for (const { key, schema, required } of free ? [] : parametersOf(tool)) {
         const form = valueForm(schema);
         let value = raw;
         const bounds = form === "raw" ? lengthBounds(asRecord(schema)) : null;
@@ -302,10 +316,14 @@ export async function toolGrammar(
     }
     separator = markup.separator;
   } else {
-    for (const { index, tool } of tools) {
+    for (const { index, tool, free } of tools) {
       const parameters = asRecord(tool.function.parameters);
       const args = await jsonRule(
-        (parameters.type === undefined ? { ...parameters, type: "object" } : parameters) as JsonSchema,
+        (free
+          ? { type: "object" }
+          : parameters.type === undefined
+            ? { ...parameters, type: "object" }
+            : parameters) as JsonSchema,
         index,
       );
       const name = tool.function.name;
