@@ -149,16 +149,28 @@ describe("openai client: Responses API", () => {
     assert.equal(streamed.arguments, call.arguments);
     assert.equal(args, call.arguments);
 
-    const followUp = await client.responses.create({
+    const followUpBody = {
       model: TEST_MODEL,
       input: [
-        { role: "user", content: "What is the weather in Paris?" },
+        { role: "user" as const, content: "What is the weather in Paris?" },
         call,
-        { type: "function_call_output", call_id: call.call_id, output: '{"temperature": 21}' },
+        { type: "function_call_output" as const, call_id: call.call_id, output: '{"temperature": 21}' },
       ],
-      tools: [weatherFunction],
       max_output_tokens: 8,
       temperature: 0,
+    };
+    // Under tool_choice "auto", strict: true needs the family's tool-call marker; this model has none.
+    await assert.rejects(
+      client.responses.create({ ...followUpBody, tools: [weatherFunction] }),
+      (error: unknown) => {
+        assert.ok(error instanceof OpenAI.BadRequestError, String(error));
+        assert.match(error.message, /strict: true under tool_choice "auto"/);
+        return true;
+      },
+    );
+    const followUp = await client.responses.create({
+      ...followUpBody,
+      tools: [{ ...weatherFunction, strict: false }],
     });
     assert.ok(followUp.output.length > 0);
   });
