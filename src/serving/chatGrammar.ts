@@ -9,7 +9,14 @@
 import type { JsonSchema } from "../chat/index.ts";
 import type { Grammar } from "../engine/types.ts";
 import { ApiError, badRequest } from "../errors.ts";
-import { allowThinking, THINK_MARKUP, type ThinkingGrammarMarkup } from "../structured/gbnf/thinking.ts";
+import { prefixRules } from "../structured/gbnf/ruleNames.ts";
+import {
+  allowThinking,
+  type RootedGbnf,
+  THINK_MARKUP,
+  type ThinkingGrammarMarkup,
+  unusedRulePrefix,
+} from "../structured/gbnf/thinking.ts";
 import type { LazyToolGrammar, ToolCalling, ToolCallMarkup } from "./chatTools.ts";
 import { compileGuided, grammarForGbnf } from "./guidedDecoding.ts";
 import type { RequestFields } from "./requestFields.ts";
@@ -41,7 +48,7 @@ export async function chatGrammar(
   markup: ThinkingGrammarMarkup = THINK_MARKUP,
 ): Promise<Grammar | null> {
   const { constraint, whitespacePattern, whitespacePatternParam, maxThinkingTokens } = fields;
-  let compiled: { gbnf: string; param: string; answerOnly: boolean } | null = null;
+  let compiled: { gbnf: string; root: string; param: string; answerOnly: boolean } | null = null;
   const compile = (schema: JsonSchema, tool: number) =>
     compileGuided(
       { kind: "json_schema", spec: schema, param: "tools" },
@@ -56,7 +63,7 @@ export async function chatGrammar(
   if (tools.native) {
     const native = tools.native;
     const gbnf = await toolGrammar(native.family, native.tools, native.repeat, compile, prefixRules);
-    compiled = { gbnf, param: "tools", answerOnly: true };
+    compiled = { gbnf, root: "root", param: "tools", answerOnly: true };
   } else if (tools.schema) {
     const gbnf = await compileGuided(
       { kind: "json_schema", spec: tools.schema, param: "tools" },
@@ -66,14 +73,11 @@ export async function chatGrammar(
     ).catch((error: unknown) => {
       throw error instanceof ApiError ? inToolParameters(error, tools.schemaTools ?? []) : error;
     });
-    compiled = {
-      gbnf: tools.markup ? wrapCalls(gbnf, tools.markup) : gbnf,
-      param: "tools",
-      answerOnly: true,
-    };
+    const wrapped = tools.markup ? wrapCalls(gbnf, tools.markup) : { gbnf, root: "root" };
+    compiled = { ...wrapped, param: "tools", answerOnly: true };
   } else if (constraint) {
     const gbnf = await compileGuided(constraint, whitespacePattern, signal, whitespacePatternParam);
-    compiled = { gbnf, param: constraint.param, answerOnly: constraint.kind !== "grammar" };
+    compiled = { gbnf, root: "root", param: constraint.param, answerOnly: constraint.kind !== "grammar" };
   }
   if (!compiled) return null;
   if (thinking !== "none" && !compiled.answerOnly && maxThinkingTokens !== undefined) {
@@ -82,8 +86,9 @@ export async function chatGrammar(
       "nvext.max_thinking_tokens",
     );
   }
-  if (thinking === "none" || !compiled.answerOnly) return grammarForGbnf(compiled.gbnf, compiled.param);
-  const wrapped = allowThinking(compiled.gbnf, thinking === "open", markup);
+  if (thinking === "none" || !compiled.answerOnly)
+    return grammarForGbnf(compiled.gbnf, compiled.param, compiled.root);
+  const wrapped = allowThinking(compiled.gbnf, thinking === "open", markup, compiled.root);
   return grammarForGbnf(wrapped.gbnf, compiled.param, wrapped.root);
 }
 
@@ -102,9 +107,16 @@ async function lazyToolGrammar(
   signal: AbortSignal | undefined,
   markup: ThinkingGrammarMarkup,
 ): Promise<Grammar> {
-  let gbnf: string;
+  let rooted: RootedGbnf;
   if (lazy.native) {
-    gbnf = await toolGrammar(lazy.native.family, lazy.native.tools, lazy.native.repeat, compile, prefixRules);
+    const gbnf = await toolGrammar(
+      lazy.native.family,
+      lazy.native.tools,
+      lazy.native.repeat,
+      compile,
+      prefixRules,
+    );
+    rooted = { gbnf, root: "root" };
   } else if (lazy.schema && lazy.markup) {
     const call = await compileGuided(
       { kind: "json_schema", spec: lazy.schema, param: "tools" },
@@ -116,11 +128,11 @@ async function lazyToolGrammar(
         ? inToolParameters(error, lazy.schema ? schemaOptions(lazy.schema) : [])
         : error;
     });
-    gbnf = wrapCalls(call, lazy.markup);
+    rooted = wrapCalls(call, lazy.markup);
   } else {
     throw new Error("a lazy tool grammar without a form");
   }
-  const grammar = grammarForGbnf(gbnf, "tools");
+  const grammar = grammarForGbnf(rooted.gbnf, "tools", rooted.root);
   const opened = thinking === "open";
   return {
     ...grammar,
@@ -158,82 +170,27 @@ function inToolParameters(error: ApiError, schemaTools: readonly number[]): ApiE
   return badRequest(message, `tools[${tool}].function.parameters`, error.code);
 }
 
-/** llama.cpp's GBNF name characters (`is_word_char`). */
-function isWordChar(char: string | undefined): boolean {
-  return char !== undefined && /[A-Za-z0-9-]/.test(char);
-}
-
-/** The index just past the literal opened at `start` (`"…"` or `[…]`), escapes honoured. */
-function literalEnd(text: string, start: number): number {
-  const close = text[start] === '"' ? '"' : "]";
-  let i = start + 1;
-  while (i < text.length && text[i] !== close) i += text[i] === "\\" ? 2 : 1;
-  return Math.min(i + 1, text.length);
-}
-
-/**
- * Splits GBNF text into its rule names and the rest: calls `onName` for every name outside string
- * literals, character classes and comments, and returns the text with each name replaced by what
- * `onName` returns.
- */
-function mapGbnfNames(gbnf: string, onName: (name: string) => string): string {
-  let out = "";
-  let i = 0;
-  while (i < gbnf.length) {
-    const char = gbnf[i];
-    let end = i + 1;
-    if (char === '"' || char === "[") end = literalEnd(gbnf, i);
-    else if (char === "#") {
-      const newline = gbnf.indexOf("\n", i);
-      end = newline < 0 ? gbnf.length : newline;
-    } else if (isWordChar(char)) {
-      while (isWordChar(gbnf[end])) end++;
-      out += onName(gbnf.slice(i, end));
-      i = end;
-      continue;
-    }
-    out += gbnf.slice(i, end);
-    i = end;
-  }
-  return out;
-}
-
-/**
- * `gbnf` with every rule name prefixed by `prefix` (so that it can be joined to another grammar); only
- * defined rules are renamed (not the digits of a `{m,n}` repetition).
- */
-export function prefixRules(gbnf: string, prefix: string): string {
-  const defined = new Set([...gbnf.matchAll(/^\s*([A-Za-z0-9-]+)\s*::=/gm)].map((m) => m[1]));
-  return mapGbnfNames(gbnf, (name) => (defined.has(name) ? `${prefix}${name}` : name));
-}
-
 /** A GBNF string literal for `text` (quotes, backslashes and control characters escaped). */
 function gbnfLiteral(text: string): string {
   return JSON.stringify(text);
 }
 
 /**
- * Wraps the grammar of one JSON tool call (root rule `root`) in a family's native markup:
+ * Wraps the grammar of one JSON tool call (start rule `root`) in a family's native markup, adding a start
+ * rule `C-root` and renaming nothing:
  *
  * ```
- * root ::= open C-call close ( separator open C-call close )*     (the repetition only with `repeat`)
+ * C-root ::= open root close ( separator open root close )*     (the repetition only with `repeat`)
  * ```
  *
- * `C` is a rule-name prefix the grammar does not use; the call grammar's `root` becomes `C-call`.
- * Empty literals are left out (llama.cpp's parser accepts `""`, but nothing is clearer).
+ * `C` is a rule-name prefix the grammar does not use ({@link unusedRulePrefix}, from `lmserve-tool`), so that
+ * the start rule is a function of the text alone. Empty literals are left out (llama.cpp's parser accepts
+ * `""`, but nothing is clearer).
  */
-export function wrapCalls(gbnf: string, markup: ToolCallMarkup): string {
-  const names = new Set<string>();
-  mapGbnfNames(gbnf, (name) => {
-    names.add(name);
-    return name;
-  });
-  let prefix = "lmserve-tool";
-  while ([...names].some((name) => name.startsWith(prefix))) prefix += "x";
-  const call = `${prefix}-call`;
-  const renamed = mapGbnfNames(gbnf, (name) => (name === "root" ? call : name));
+export function wrapCalls(gbnf: string, markup: ToolCallMarkup): RootedGbnf {
+  const start = `${unusedRulePrefix(gbnf, "lmserve-tool")}-root`;
   const literal = (text: string) => (text === "" ? "" : `${gbnfLiteral(text)} `);
-  const one = `${literal(markup.open)}${call} ${literal(markup.close)}`.trim();
-  const root = markup.repeat ? `${one} ( ${literal(markup.separator)}${one} )*` : one;
-  return [`root ::= ${root}`, renamed].join("\n");
+  const one = `${literal(markup.open)}root ${literal(markup.close)}`.trim();
+  const body = markup.repeat ? `${one} ( ${literal(markup.separator)}${one} )*` : one;
+  return { gbnf: [gbnf, `${start} ::= ${body}`].join("\n"), root: start };
 }

@@ -250,7 +250,7 @@ type RenameRules = (gbnf: string, prefix: string) => string;
 /**
  * The GBNF of a forced call of one of `tools` in `family`'s markup (`repeat`: one or more calls, else
  * exactly one), with root rule `root`. `compile` turns the JSON Schemas of values into GBNF; `rename`
- * prefixes a compiled grammar's rule names (`chatGrammar.ts`).
+ * prefixes a compiled grammar's rule names (`structured/gbnf/ruleNames.ts`).
  * Rule names of this grammar start with `lmserve-tg`; compiled ones with `lmserve-tgN-`.
  * @throws what `compile` throws (a parameter schema that cannot be compiled).
  */

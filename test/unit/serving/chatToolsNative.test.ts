@@ -43,9 +43,9 @@ async function forced(body: ChatCompletionRequest, template: string) {
   assert.equal(calling.mode, "forced");
   assert.ok(calling.schema);
   const base = compileConstraint("json_schema", calling.schema).gbnf;
-  const gbnf = calling.markup ? wrapCalls(base, calling.markup) : base;
+  const { gbnf, root } = calling.markup ? wrapCalls(base, calling.markup) : { gbnf: base, root: "root" };
   checkGbnfText(gbnf);
-  const matches = await nativeMatcher(gbnf);
+  const matches = await nativeMatcher(gbnf, root);
   /** Parses `text` with the request's parser (in two chunks, to cross a tag) into name + parsed args. */
   const parse = (text: string) => {
     assert.ok(calling.parser);
@@ -139,16 +139,24 @@ describe("forced tool calls in the native markup", () => {
 });
 
 describe("wrapCalls", () => {
-  it("renames only root and picks an unused prefix", () => {
-    const gbnf = 'root ::= "x" lmserve-tool-call\nlmserve-tool-call ::= "y"';
+  it("adds a start rule with an unused prefix and renames nothing", async () => {
+    const gbnf = 'root ::= "x" lmserve-tool-root\nlmserve-tool-root ::= "y"';
     const wrapped = wrapCalls(gbnf, {
       open: "<a>",
       close: "</a>",
       separator: "\n",
-      repeat: false,
+      repeat: true,
       argumentsKey: "arguments",
     });
-    assert.match(wrapped, /^root ::= "<a>" lmserve-toolx-call "<\/a>"$/m);
-    checkGbnfText(wrapped);
+    assert.equal(wrapped.root, "lmserve-toolx-root");
+    assert.ok(wrapped.gbnf.startsWith(gbnf));
+    assert.match(
+      wrapped.gbnf,
+      /^lmserve-toolx-root ::= "<a>" root "<\/a>" \( "\\n" "<a>" root "<\/a>" \)\*$/m,
+    );
+    checkGbnfText(wrapped.gbnf);
+    const matches = await nativeMatcher(wrapped.gbnf, wrapped.root);
+    assert.ok(matches("<a>xy</a>\n<a>xy</a>"));
+    assert.ok(!matches("xy"));
   });
 });
