@@ -105,6 +105,7 @@ const LAZY_TRIGGERS: Partial<Record<string, readonly string[]>> = {
   deepseek_v3: ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
   deepseek_v31: ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
   kimi_k2: ["<|tool_calls_section_begin|>", "<|tool_call_section_begin|>", "<|tool_call_begin|>"],
+  openai: ["<|channel|>commentary to=functions."],
 };
 
 /**
