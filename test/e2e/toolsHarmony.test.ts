@@ -14,6 +14,7 @@ import { after, before, describe, it } from "node:test";
 import type OpenAI from "openai";
 import { writeSyntheticModel } from "../../bench/gguf/syntheticModel.ts";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
+import { type AssembledCall, chatWholeAndStreamed } from "../helpers/chatToolRun.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
 import { startTestServer, type TestServer } from "../helpers/testServer.ts";
 
@@ -43,7 +44,7 @@ const HARMONY_TOKENS = {
   151652: "<|return|>",
 };
 
-type Call = { name: string; arguments: string };
+type Call = AssembledCall;
 
 let dir: string;
 let server: TestServer;
@@ -81,46 +82,13 @@ after(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-/** The whole response's calls, content and reasoning, and the stream's, of one request. */
-async function both(body: Record<string, unknown>) {
-  const plain = await server.client.chat.completions.create(
-    body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
-  );
-  const choice = plain.choices[0];
-  const calls: Call[] = (choice?.message.tool_calls ?? [])
-    .filter((call) => call.type === "function")
-    .map((call) => ({ name: call.function.name, arguments: call.function.arguments }));
-  const streamed: Call[] = [];
-  let content = "";
-  let reasoning = "";
-  const stream = await server.client.chat.completions.create({
-    ...(body as unknown as OpenAI.ChatCompletionCreateParamsStreaming),
-    stream: true,
-  });
-  for await (const chunk of stream) {
-    const delta = chunk.choices[0]?.delta as {
-      content?: string;
-      reasoning_content?: string;
-    } & (typeof chunk.choices)[0]["delta"];
-    content += delta?.content ?? "";
-    reasoning += delta?.reasoning_content ?? "";
-    for (const fragment of delta?.tool_calls ?? []) {
-      streamed[fragment.index] ??= { name: "", arguments: "" };
-      const entry = streamed[fragment.index] as Call;
-      entry.name += fragment.function?.name ?? "";
-      entry.arguments += fragment.function?.arguments ?? "";
-    }
-  }
-  return { choice, calls, streamed, content, reasoning };
-}
-
 describe("gpt-oss Harmony tool calls (generated Qwen2-vocabulary model, real gpt-oss template)", () => {
   for (const [label, toolChoice] of [
     ["required", "required"],
     ["a named function", { type: "function", function: { name: "get_forecast" } }],
   ] as const) {
     it(`tool_choice ${label}: the Harmony grammar writes the call, read back as tool_calls, streamed equal`, async () => {
-      const { choice, calls, streamed, content, reasoning } = await both({
+      const { choice, calls, streamed, content, reasoning } = await chatWholeAndStreamed(server, {
         model: MODEL,
         messages: [{ role: "user", content: "Forecast for Paris?" }],
         tools: label === "required" ? tools.slice(0, 1) : tools,
