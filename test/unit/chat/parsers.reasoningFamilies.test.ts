@@ -401,6 +401,20 @@ describe("reasoning families on their real templates", { skip: present ? false :
       expect: { reasoning: "Easy.", content: "Sunny.\n\n" },
     },
     {
+      // MiniCPM5: `<think>` (qwen3) and its own `<function name=…><param name=…>` calls (minicpm5).
+      file: "openbmb-MiniCPM5-1B.jinja",
+      reasoning: "qwen3",
+      tool: "minicpm5",
+      assistant: {
+        role: "assistant",
+        content: "Checking.",
+        reasoning_content: "Need the weather.",
+        tool_calls: [callOf("get_weather", { city: "Paris" })],
+      },
+      stops: ["<|im_end|>"],
+      expect: { reasoning: "Need the weather.", content: "Checking.\n", calls: [weather] },
+    },
+    {
       // Granite 3.3 renders no reasoning either: with `thinking` its system prompt asks for
       // `<think></think>` and `<response></response>`, which the turn holds here.
       file: "ibm-granite-granite-3.3-2B-Instruct.jinja",
