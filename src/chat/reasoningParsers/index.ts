@@ -95,7 +95,7 @@ export const REASONING_FAMILIES = {
     },
   }),
   solar_open: think("<|think|>", "<|end|>", {
-    closeText: "<|end|><|begin|>assistant",
+    closeText: "<|end|><|begin|>assistant<|content|>",
     grammarAfterClose: '"<|begin|>assistant<|content|>"',
     parse: { drop: ["<|begin|>assistant", "<|content|>", "<|end|>"] },
   }),

@@ -36,6 +36,26 @@ const K3c = (tag: string) => `<|close|>${tag}<|sep|>`;
 
 runParserSuites(
   {
+    "qwen3, thinking optional (issue 26: whitespace before <think>)": {
+      parser: { reasoningParser: "qwen3" },
+      cases: [
+        {
+          title: "a line break before <think>",
+          output: "\n<think>\nHm.\n</think>\n\nYes.",
+          expect: { reasoning: "Hm.", content: "Yes." },
+        },
+        {
+          title: "spaces and line breaks before <think>",
+          output: " \n \n<think>Hm.</think>Yes.",
+          expect: { reasoning: "Hm.", content: "Yes." },
+        },
+        {
+          title: "whitespace then an answer without a block stays content as written",
+          output: "\n Yes.",
+          expect: { content: "\n Yes." },
+        },
+      ],
+    },
     kimi_k2: {
       parser: { reasoningParser: "kimi_k2" },
       cases: [
