@@ -1,7 +1,7 @@
 /**
  * Grammars for forced tool calls (`tool_choice` `"required"` or a named function) written in a model
  * family's own tool-call markup, beyond the JSON-bodied `hermes` / `llama3_json` forms of `chatTools.ts`:
- * the XML-parameter families (`qwen3_coder`, `glm45` / `glm47`, `minimax_m2`), whose parameter values are
+ * the XML-parameter families (`qwen3_coder`, `glm45` / `glm47`, `minimax_m2`, `minicpm5`), whose parameter values are
  * raw text for plain strings and JSON for every other type, and the families that name the function in
  * markup and write its arguments as one JSON object (`mistral` v11+, `deepseek_v3` / `deepseek_v31`,
  * `kimi_k2`, and gpt-oss's Harmony `openai`). Each grammar writes exactly what that family's parser (`src/chat/toolParsers/`) reads back.
@@ -22,6 +22,7 @@ export const TOOL_GRAMMAR_FAMILIES = [
   "glm45",
   "glm47",
   "minimax_m2",
+  "minicpm5",
   "mistral",
   "deepseek_v3",
   "deepseek_v31",
@@ -157,7 +158,13 @@ export function toolGrammarFits(family: ToolGrammarFamily, tools: readonly Force
 }
 
 /** The XML-parameter families. */
-const XML_FAMILIES: ReadonlySet<ToolGrammarFamily> = new Set(["qwen3_coder", "glm45", "glm47", "minimax_m2"]);
+const XML_FAMILIES: ReadonlySet<ToolGrammarFamily> = new Set([
+  "qwen3_coder",
+  "glm45",
+  "glm47",
+  "minimax_m2",
+  "minicpm5",
+]);
 
 /**
  * An XML family's markup: the block around the call(s), each call's open (given the name) and close, each
@@ -232,6 +239,24 @@ const MINIMAX_M2_MARKUP: XmlMarkup = {
   separator: "",
 };
 
+/**
+ * MiniCPM5 (template `openbmb-MiniCPM5-1B.jinja`, vLLM's `minicpm5`, `xmlFamilies.ts` `MINICPM5`):
+ * `<function name="NAME"><param name="K">V</param></function>`, one element per call, calls one per line.
+ * The parser reads a value up to `</param>`, or a `<![CDATA[…]]>` one without its markers, so a raw value
+ * has no `</` nor `<!` (the grammar never writes CDATA).
+ */
+const MINICPM5_MARKUP: XmlMarkup = {
+  blockOpen: "",
+  blockClose: "",
+  blockPerCall: true,
+  callOpen: (name) => `<function name="${name}">`,
+  callClose: "</function>",
+  paramOpen: (key) => `<param name="${key}">`,
+  paramClose: "</param>",
+  notAfterLt: "/!",
+  separator: "\n",
+};
+
 /** A GBNF string literal of `text`. */
 function lit(text: string): string {
   return text === "" ? "" : JSON.stringify(text);
@@ -282,7 +307,9 @@ export async function toolGrammar(
         ? QWEN3_CODER_MARKUP
         : family === "minimax_m2"
           ? MINIMAX_M2_MARKUP
-          : glmMarkup(family === "glm45");
+          : family === "minicpm5"
+            ? MINICPM5_MARKUP
+            : glmMarkup(family === "glm45");
     const raw = "lmserve-tg-raw";
     const notAfter = [...new Set(["/", "<", ...markup.notAfterLt])].map(classChar).join("");
     rules.push(`${raw} ::= ( [^<] | "<"+ [^${notAfter}] )*`);
