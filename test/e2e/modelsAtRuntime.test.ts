@@ -13,7 +13,8 @@ import { after, before, describe, it } from "node:test";
 import { defaultModelPath } from "../../src/paths.ts";
 import type { ModelObject } from "../../src/protocol/models.ts";
 import { runProcess } from "../helpers/runProcess.ts";
-import { readSse, startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { readSse, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 let dir: string;
 let server: TestServer;
@@ -58,21 +59,18 @@ describe("models at run time (real server, --models-dir)", () => {
       "--quiet",
     ]);
     assert.equal(made.status, 0, made.stderr);
-    server = await startTestServer([
-      "--models-dir",
-      dir,
-      "--models-max",
-      "2",
-      "--max-model-len",
-      "256",
-      "--download-dir",
-      join(dir, "cache"),
-    ]);
   });
-  after(async () => {
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  server = useTestServer(() => [
+    "--models-dir",
+    dir,
+    "--models-max",
+    "2",
+    "--max-model-len",
+    "256",
+    "--download-dir",
+    join(dir, "cache"),
+  ]);
+  after(() => rm(dir, { recursive: true, force: true }));
 
   it("lists every servable model with its state; the configured model is loaded at startup", async () => {
     const listed = await models();

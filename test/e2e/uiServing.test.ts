@@ -1,20 +1,13 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { ensureUiBuilt, uiDistDir } from "../helpers/browser.ts";
-import { startTestServer, type TestServer } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
 
 describe("the web UI served at /", () => {
-  let server: TestServer;
-  before(async () => {
-    ensureUiBuilt();
-    server = await startTestServer();
-  });
-  after(async () => {
-    await server.stop();
-  });
+  before(() => ensureUiBuilt());
+  const server = useTestServer();
 
   it("serves the built index.html at / with a same-origin CSP and no caching", async () => {
     const response = await fetch(`${server.url}/`);
