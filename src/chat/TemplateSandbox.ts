@@ -4,7 +4,7 @@
  * block the event loop: `range()` size, output length, heap size (`resourceLimits`) and wall-clock time,
  * a worker that overruns being terminated and replaced.
  */
-import { Worker } from "node:worker_threads";
+import { WorkerSupervisor } from "../workers/WorkerSupervisor.ts";
 
 /** The limits of a {@link TemplateSandbox}. */
 export type TemplateLimits = {
@@ -43,13 +43,7 @@ export class TemplateRenderError extends Error {
   }
 }
 
-type Job = {
-  id: number;
-  template: string;
-  variables: Record<string, unknown>;
-  resolve(text: string): void;
-  reject(error: TemplateRenderError): void;
-};
+type Render = { template: string; variables: Record<string, unknown> };
 
 type Reply =
   | { id: number; ok: true; text: string }
@@ -57,137 +51,68 @@ type Reply =
 
 const WORKER_URL = new URL("./templateWorker.mjs", import.meta.url);
 
-/** One worker thread and the job it runs, if any. */
-class Lane {
-  private worker: Worker | undefined;
-  job: Job | undefined;
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    private readonly limits: TemplateLimits,
-    private readonly onIdle: () => void,
-  ) {}
-
-  run(job: Job): void {
-    this.job = job;
-    const worker = this.spawn();
-    worker.ref();
-    this.timer = setTimeout(
-      () =>
-        this.fail(
-          new TemplateRenderError(
-            "limit",
-            `rendering took longer than ${this.limits.timeoutMs / 1000} s, the sandbox's limit.`,
-          ),
-        ),
-      this.limits.timeoutMs,
-    );
-    worker.postMessage({ id: job.id, template: job.template, variables: job.variables });
-  }
-
-  /** Ends the current job with `error` and replaces the worker (it may be stuck in a loop). */
-  private fail(error: TemplateRenderError): void {
-    const worker = this.worker;
-    this.worker = undefined;
-    if (worker) {
-      worker.removeAllListeners();
-      worker.on("error", () => {}); // an error raised while terminating has no one left to tell
-      void worker.terminate();
-    }
-    this.settle((job) => job.reject(error));
-  }
-
-  private settle(finish: (job: Job) => void): void {
-    clearTimeout(this.timer);
-    const job = this.job;
-    this.job = undefined;
-    this.worker?.unref(); // an idle worker never keeps the process alive
-    if (job) finish(job);
-    this.onIdle();
-  }
-
-  private spawn(): Worker {
-    if (this.worker) return this.worker;
-    const worker = new Worker(WORKER_URL, {
-      workerData: { maxRange: this.limits.maxRange, maxOutputChars: this.limits.maxOutputChars },
-      resourceLimits: { maxOldGenerationSizeMb: this.limits.heapMb, maxYoungGenerationSizeMb: 32 },
-      // No TypeScript loader or test-runner flags in the worker: it is plain JavaScript.
-      execArgv: [],
-      env: {},
-      stdout: false,
-      stderr: false,
-    });
-    worker.on("message", (reply: Reply) => {
-      if (reply.id !== this.job?.id) return;
-      if (reply.ok) this.settle((job) => job.resolve(reply.text));
-      else this.settle((job) => job.reject(new TemplateRenderError(reply.stage, reply.message)));
-    });
-    worker.on("error", (error: Error & { code?: string }) => {
-      // ERR_WORKER_OUT_OF_MEMORY: the template built more than the heap limit.
-      const message =
-        error.code === "ERR_WORKER_OUT_OF_MEMORY"
-          ? `rendering used more than the sandbox's ${this.limits.heapMb} MiB of memory.`
-          : `the template worker failed: ${error.message}`;
-      this.fail(new TemplateRenderError("limit", message));
-    });
-    worker.on("exit", () => {
-      if (this.worker === worker) this.fail(new TemplateRenderError("limit", "the template worker stopped."));
-    });
-    this.worker = worker;
-    return worker;
-  }
-
-  /** Stops the worker; a job still running is rejected. */
-  close(): Promise<unknown> {
-    const worker = this.worker;
-    this.worker = undefined;
-    if (this.job) this.settle((job) => job.reject(new TemplateRenderError("limit", "the sandbox closed.")));
-    return worker ? worker.terminate() : Promise.resolve();
-  }
-}
-
 /**
  * A small pool of template workers. Each render is sent to an idle worker; one that overruns
  * `timeoutMs` or its heap is terminated (its render rejected with stage `"limit"`) and a fresh worker
  * takes its place on the next render. Idle workers do not keep the process alive.
  */
 export class TemplateSandbox {
-  private readonly lanes: Lane[];
-  private readonly queue: Job[] = [];
-  private nextId = 1;
+  private readonly workers: WorkerSupervisor<Render, Reply, string>;
 
   constructor(readonly limits: TemplateLimits = DEFAULT_TEMPLATE_LIMITS) {
-    this.lanes = Array.from(
-      { length: Math.max(1, limits.workers) },
-      () => new Lane(limits, () => this.pump()),
-    );
+    this.workers = new WorkerSupervisor({
+      url: WORKER_URL,
+      options: {
+        workerData: { maxRange: limits.maxRange, maxOutputChars: limits.maxOutputChars },
+        resourceLimits: { maxOldGenerationSizeMb: limits.heapMb, maxYoungGenerationSizeMb: 32 },
+        // No TypeScript loader or test-runner flags in the worker: it is plain JavaScript.
+        execArgv: [],
+        env: {},
+        stdout: false,
+        stderr: false,
+      },
+      workers: limits.workers,
+      timeoutMs: limits.timeoutMs,
+      message: ({ template, variables }, id) => ({ id, template, variables }),
+      result: (reply) => {
+        if (reply.ok) return reply.text;
+        throw new TemplateRenderError(reply.stage, reply.message);
+      },
+      timeoutError: () =>
+        new TemplateRenderError(
+          "limit",
+          `rendering took longer than ${limits.timeoutMs / 1000} s, the sandbox's limit.`,
+        ),
+      // ERR_WORKER_OUT_OF_MEMORY: the template built more than the heap limit.
+      crashError: (error) =>
+        new TemplateRenderError(
+          "limit",
+          error.code === "ERR_WORKER_OUT_OF_MEMORY"
+            ? `rendering used more than the sandbox's ${limits.heapMb} MiB of memory.`
+            : `the template worker failed: ${error.message}`,
+        ),
+      exitError: () => new TemplateRenderError("limit", "the template worker stopped."),
+      closedError: () => new TemplateRenderError("limit", "the sandbox closed."),
+      postError: (error) =>
+        new TemplateRenderError(
+          "limit",
+          `the template's variables cannot be passed to the sandbox: ${error instanceof Error ? error.message : String(error)}.`,
+        ),
+    });
   }
 
   /**
    * Renders `template` with `variables` (structured-cloned into the worker: plain data only).
    * @returns The rendered text.
    * @throws TemplateRenderError with stage `"parse"` (syntax), `"render"` (the template raised, e.g.
-   *   `raise_exception`) or `"limit"` (range, output, memory or time).
+   *   `raise_exception`) or `"limit"` (range, output, memory or time; variables that cannot be cloned).
    */
   render(template: string, variables: Record<string, unknown>): Promise<string> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ id: this.nextId++, template, variables, resolve, reject });
-      this.pump();
-    });
+    return this.workers.run({ template, variables });
   }
 
   /** Terminates every worker; renders still queued or running are rejected. */
-  async close(): Promise<void> {
-    for (const job of this.queue.splice(0))
-      job.reject(new TemplateRenderError("limit", "the sandbox closed."));
-    await Promise.all(this.lanes.map((lane) => lane.close()));
-  }
-
-  private pump(): void {
-    for (const lane of this.lanes) {
-      if (this.queue.length === 0) return;
-      if (lane.job) continue;
-      lane.run(this.queue.shift() as Job);
-    }
+  close(): Promise<void> {
+    return this.workers.close();
   }
 }

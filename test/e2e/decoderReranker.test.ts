@@ -10,10 +10,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { writeSyntheticModel } from "../../bench/gguf/syntheticModel.ts";
 import { projectRoot } from "../../src/paths.ts";
-import { startTestServer, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const VOCAB = resolve(projectRoot, "../shared/models/ggml-vocab-qwen2.gguf");
 const LLAMA_SERVER = process.env.LLAMA_SERVER ?? resolve(projectRoot, "bench/.peer/build/bin/llama-server");
@@ -27,7 +27,6 @@ const query = "what is the capital of france";
 const documents = ["paris is the capital of france", "bananas are yellow", "tokyo", "the eiffel tower"];
 
 describe("decoder reranker (qwen3, rank pooling, rerank prompt)", { skip: !existsSync(VOCAB) }, () => {
-  let server: TestServer;
   let modelPath: string;
   before(async () => {
     const dir = mkdtempSync(join(tmpdir(), "lmserve-qwen3-rerank-"));
@@ -41,11 +40,8 @@ describe("decoder reranker (qwen3, rank pooling, rerank prompt)", { skip: !exist
       std: 0.2,
       rerank: true,
     });
-    server = await startTestServer([modelPath, "--max-model-len", "512"]);
   });
-  after(async () => {
-    await server?.stop();
-  });
+  const server = useTestServer(() => [modelPath, "--max-model-len", "512"]);
 
   it("is listed as a reranker and refuses generation", async () => {
     const models = (await (await fetch(`${server.url}/v1/models`)).json()) as {

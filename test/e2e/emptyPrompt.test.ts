@@ -8,21 +8,19 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 describe("an empty rendered chat prompt", () => {
   let dir: string;
-  let server: TestServer;
-  before(async () => {
+  let template: string;
+  before(() => {
     dir = mkdtempSync(join(tmpdir(), "lmserve-empty-"));
-    const template = join(dir, "content-only.jinja");
+    template = join(dir, "content-only.jinja");
     writeFileSync(template, "{% for m in messages %}{{ m.content }}{% endfor %}");
-    server = await startTestServer(["--chat-template", template]);
   });
-  after(async () => {
-    await server?.stop();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  const server = useTestServer(() => ["--chat-template", template]);
+  after(() => rmSync(dir, { recursive: true, force: true }));
 
   it("is a 400 naming messages, never a 500", async () => {
     const empty = [{ role: "user", content: "" }];

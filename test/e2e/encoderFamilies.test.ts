@@ -12,10 +12,10 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { writeSyntheticEncoder } from "../../bench/gguf/syntheticEncoder.ts";
 import { projectRoot } from "../../src/paths.ts";
-import { startTestServer, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const MODELS = resolve(projectRoot, "native/build/llama.cpp/models");
 const BGE_VOCAB = join(MODELS, "ggml-vocab-bert-bge.gguf");
@@ -40,9 +40,9 @@ function cosine(a: number[], b: number[]): number {
 describe("encoder families: nomic-bert, nomic-bert-moe and jina-bert-v2", {
   skip: !existsSync(BGE_VOCAB) || !existsSync(NOMIC_VOCAB),
 }, () => {
-  let server: TestServer;
+  let dir: string;
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), "lmserve-encoder-families-"));
+    dir = mkdtempSync(join(tmpdir(), "lmserve-encoder-families-"));
     await writeSyntheticEncoder({
       architecture: "nomic-bert",
       shape: NOMIC_SHAPE,
@@ -75,16 +75,13 @@ describe("encoder families: nomic-bert, nomic-bert-moe and jina-bert-v2", {
       seed: 13,
       rerank: true,
     });
-    server = await startTestServer([
-      join(dir, "nomic-tiny.gguf"),
-      join(dir, "nomic-moe-tiny.gguf"),
-      join(dir, "jina-tiny.gguf"),
-      join(dir, "jina-reranker-tiny.gguf"),
-    ]);
   });
-  after(async () => {
-    await server?.stop();
-  });
+  const server = useTestServer(() => [
+    join(dir, "nomic-tiny.gguf"),
+    join(dir, "nomic-moe-tiny.gguf"),
+    join(dir, "jina-tiny.gguf"),
+    join(dir, "jina-reranker-tiny.gguf"),
+  ]);
 
   it("lists each model's task and pooling", async () => {
     const models = (await (await fetch(`${server.url}/v1/models`)).json()) as {

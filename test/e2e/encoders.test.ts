@@ -9,10 +9,11 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import { writeSyntheticEncoder } from "../../bench/gguf/syntheticEncoder.ts";
 import { projectRoot } from "../../src/paths.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const VOCAB = resolve(projectRoot, "native/build/llama.cpp/models/ggml-vocab-bert-bge.gguf");
 const SHAPE = { hidden: 64, layers: 2, heads: 4, ffn: 128, context: 128 };
@@ -27,9 +28,9 @@ function cosine(a: number[], b: number[]): number {
 }
 
 describe("encoder models (bert embeddings, cross-encoder rerank)", { skip: !existsSync(VOCAB) }, () => {
-  let server: TestServer;
+  let dir: string;
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), "lmserve-encoders-"));
+    dir = mkdtempSync(join(tmpdir(), "lmserve-encoders-"));
     await writeSyntheticEncoder({
       shape: SHAPE,
       vocabPath: VOCAB,
@@ -43,19 +44,16 @@ describe("encoder models (bert embeddings, cross-encoder rerank)", { skip: !exis
       seed: 2,
       rerank: true,
     });
-    server = await startTestServer([
-      resolve(projectRoot, "../shared/models/stories260K.gguf"),
-      join(dir, "bge-tiny.gguf"),
-      join(dir, "reranker-tiny.gguf"),
-      "--max-num-seqs",
-      "2",
-      "--matryoshka-dimensions",
-      "16,32",
-    ]);
   });
-  after(async () => {
-    await server?.stop();
-  });
+  const server = useTestServer(() => [
+    resolve(projectRoot, "../shared/models/stories260K.gguf"),
+    join(dir, "bge-tiny.gguf"),
+    join(dir, "reranker-tiny.gguf"),
+    "--max-num-seqs",
+    "2",
+    "--matryoshka-dimensions",
+    "16,32",
+  ]);
 
   it("lists each model's task", async () => {
     const models = (await (await fetch(`${server.url}/v1/models`)).json()) as {

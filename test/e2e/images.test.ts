@@ -14,7 +14,7 @@ import { after, before, describe, it } from "node:test";
 import type OpenAI from "openai";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
 import { dataUrl, encodeBmp, encodePng } from "../helpers/images.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
 
 const STORIES = join(sharedModelsDir, "stories260K.gguf");
@@ -37,35 +37,36 @@ const text = (value: string): Part => ({ type: "text", text: value });
 
 describe("image input (--mmproj)", () => {
   let dir: string;
-  let server: TestServer;
-  let open: TestServer;
+  let projector: string;
   let imageHost: Server;
   let hostUrl: string;
 
-  before(async () => {
+  before(() => {
     dir = mkdtempSync(join(tmpdir(), "lmserve-images-"));
-    const projector = join(dir, "mmproj.gguf");
+    projector = join(dir, "mmproj.gguf");
     const made = spawnSync(
       process.execPath,
       ["--import", "tsx", "bench/make-model.ts", "--mmproj-for", STORIES, "--out", projector, "--quiet"],
       { cwd: projectRoot, encoding: "utf8" },
     );
     assert.equal(made.status, 0, made.stderr);
-    server = await startTestServer([
-      "--mmproj",
-      projector,
-      "--max-num-seqs",
-      "4",
-      "--max-image-bytes",
-      "100000",
-    ]);
-    open = await startTestServer([
-      "--mmproj",
-      projector,
-      "--allow-private-image-urls",
-      "--max-num-seqs",
-      "2",
-    ]);
+  });
+  const server = useTestServer(() => [
+    "--mmproj",
+    projector,
+    "--max-num-seqs",
+    "4",
+    "--max-image-bytes",
+    "100000",
+  ]);
+  const open = useTestServer(() => [
+    "--mmproj",
+    projector,
+    "--allow-private-image-urls",
+    "--max-num-seqs",
+    "2",
+  ]);
+  before(async () => {
     const png = encodePng(32, 32, (x, y) => [x * 8, y * 8, 128]);
     imageHost = createServer((request, response) => {
       if (request.url === "/cat.png") {
@@ -76,9 +77,7 @@ describe("image input (--mmproj)", () => {
     hostUrl = `http://127.0.0.1:${(imageHost.address() as AddressInfo).port}`;
   });
 
-  after(async () => {
-    await server?.stop();
-    await open?.stop();
+  after(() => {
     imageHost?.close();
     rmSync(dir, { recursive: true, force: true });
   });

@@ -6,9 +6,10 @@
  * tokens. The same request on a server without the flag gives valid output and forces nothing.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
-import { readSse, startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { readSse, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const SCHEMA = {
   type: "object",
@@ -40,16 +41,8 @@ async function forcedTokensMetric(server: TestServer): Promise<number> {
 }
 
 describe("--jump-forward", () => {
-  let jumping: TestServer;
-  let plain: TestServer;
-
-  before(async () => {
-    [jumping, plain] = await Promise.all([startTestServer(["--jump-forward"]), startTestServer()]);
-  });
-
-  after(async () => {
-    await Promise.all([jumping?.stop(), plain?.stop()]);
-  });
+  const jumping = useTestServer(["--jump-forward"]);
+  const plain = useTestServer();
 
   it("streamed equals non-streamed; forced tokens are completion tokens; the output is valid", async () => {
     const whole = (await (await jumping.post("/v1/chat/completions", request())).json()) as Body;

@@ -27,6 +27,7 @@ import { type NativeContext, type NativeModel, nativeAddon } from "../../src/eng
 import { defaultModelPath, sharedModelsDir } from "../../src/paths.ts";
 import { runProcess } from "../helpers/runProcess.ts";
 import { startTestServer, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const BLOCK_TYPES: readonly KvCacheType[] = ["q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"];
 /** Bytes per value of each type (ggml's block size and bytes per block). */
@@ -149,16 +150,8 @@ describe("KV cache types", () => {
 });
 
 describe("KV cache flags on the command line", () => {
-  let f16: TestServer;
-  let q8: TestServer;
-  before(async () => {
-    f16 = await startTestServer([head64, "--max-num-seqs", "1", "--flash-attn", "on"]);
-    q8 = await startTestServer([head64, "--max-num-seqs", "1", "-ctk", "q8_0", "-ctv", "q8_0"]);
-  });
-  after(async () => {
-    await f16?.stop();
-    await q8?.stop();
-  });
+  const f16 = useTestServer(() => [head64, "--max-num-seqs", "1", "--flash-attn", "on"]);
+  const q8 = useTestServer(() => [head64, "--max-num-seqs", "1", "-ctk", "q8_0", "-ctv", "q8_0"]);
 
   const loaded = (server: TestServer) =>
     server.logs.find((entry) => entry.msg === "model loaded") as {

@@ -13,7 +13,8 @@ import { after, before, describe, it } from "node:test";
 import { defaultModelPath } from "../../src/paths.ts";
 import type { ModelObject } from "../../src/protocol/models.ts";
 import { runProcess } from "../helpers/runProcess.ts";
-import { readSse, startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { readSse, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 let dir: string;
 let server: TestServer;
@@ -58,21 +59,18 @@ describe("models at run time (real server, --models-dir)", () => {
       "--quiet",
     ]);
     assert.equal(made.status, 0, made.stderr);
-    server = await startTestServer([
-      "--models-dir",
-      dir,
-      "--models-max",
-      "2",
-      "--max-model-len",
-      "256",
-      "--download-dir",
-      join(dir, "cache"),
-    ]);
   });
-  after(async () => {
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  server = useTestServer(() => [
+    "--models-dir",
+    dir,
+    "--models-max",
+    "2",
+    "--max-model-len",
+    "256",
+    "--download-dir",
+    join(dir, "cache"),
+  ]);
+  after(() => rm(dir, { recursive: true, force: true }));
 
   it("lists every servable model with its state; the configured model is loaded at startup", async () => {
     const listed = await models();
@@ -145,7 +143,6 @@ describe("models at run time (real server, --models-dir)", () => {
 
 describe("a Matryoshka width too wide for a model loaded at run time", () => {
   let narrowDir: string;
-  let narrowServer: TestServer;
 
   before(async () => {
     narrowDir = await mkdtemp(join(tmpdir(), "lmserve-models-narrow-"));
@@ -157,13 +154,10 @@ describe("a Matryoshka width too wide for a model loaded at run time", () => {
       ...["--ffn", "64", "--context", "256", "--out", join(narrowDir, "narrow.gguf"), "--quiet"],
     ]);
     assert.equal(made.status, 0, made.stderr);
-    // 48 fits stories260K (64 wide), loaded at startup; not the 32-wide model of the directory.
-    narrowServer = await startTestServer(["--models-dir", narrowDir, "--matryoshka-dimensions", "48"]);
   });
-  after(async () => {
-    await narrowServer?.stop();
-    await rm(narrowDir, { recursive: true, force: true });
-  });
+  // 48 fits stories260K (64 wide), loaded at startup; not the 32-wide model of the directory.
+  const narrowServer = useTestServer(() => ["--models-dir", narrowDir, "--matryoshka-dimensions", "48"]);
+  after(() => rm(narrowDir, { recursive: true, force: true }));
 
   it("fails that load with the numbers (503 model_load_failed, status failed); the startup model keeps its width", async () => {
     const response = await narrowServer.post("/v1/embeddings", {

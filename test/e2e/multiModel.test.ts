@@ -7,20 +7,20 @@ import assert from "node:assert/strict";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 import OpenAI from "openai";
 import { defaultModelPath } from "../../src/paths.ts";
-import { startTestServer, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 type Model = { id: string; root: string; max_model_len: number };
 
 describe("multi-model from a config file", () => {
-  let server: TestServer;
-  before(async () => {
+  let config: string;
+  before(() => {
     const dir = mkdtempSync(join(tmpdir(), "lmserve-multi-"));
     const template = join(dir, "plain.jinja");
     writeFileSync(template, "{% for message in messages %}{{ message.content }}{% endfor %}");
-    const config = join(dir, "lmserve.yaml");
+    config = join(dir, "lmserve.yaml");
     writeFileSync(
       config,
       [
@@ -39,15 +39,16 @@ describe("multi-model from a config file", () => {
         "",
       ].join("\n"),
     );
-    server = await startTestServer(["--config", config]);
-    server.client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "file-key", maxRetries: 0 });
   });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
+  const server = useTestServer(() => ["--config", config], { exitCode: 0 });
+  // The file's api-key: the helper's client has none.
+  let client: OpenAI;
+  before(() => {
+    client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: "file-key", maxRetries: 0 });
   });
 
   it("lists every served name with its own context length", async () => {
-    const models = (await server.client.models.list()).data as unknown as Model[];
+    const models = (await client.models.list()).data as unknown as Model[];
     const byId = Object.fromEntries(models.map((model) => [model.id, model]));
     assert.deepEqual(Object.keys(byId).sort(), ["alias-a", "story-a", "story-b"]);
     assert.equal(byId["story-a"]?.max_model_len, 256);
@@ -58,7 +59,7 @@ describe("multi-model from a config file", () => {
   it("serves each name, with the same weights giving the same greedy text", async () => {
     const texts: string[] = [];
     for (const model of ["alias-a", "story-b"]) {
-      const completion = await server.client.completions.create({
+      const completion = await client.completions.create({
         model,
         prompt: "Once upon a time",
         max_tokens: 16,
@@ -73,10 +74,10 @@ describe("multi-model from a config file", () => {
 
   it("applies each model's own max-model-len", async () => {
     await assert.rejects(
-      server.client.completions.create({ model: "story-a", prompt: "Once", max_tokens: 300 }),
+      client.completions.create({ model: "story-a", prompt: "Once", max_tokens: 300 }),
       (error: unknown) => error instanceof OpenAI.BadRequestError && /256/.test(error.message),
     );
-    const fits = await server.client.completions.create({
+    const fits = await client.completions.create({
       model: "story-b",
       prompt: "Once",
       max_tokens: 300,
@@ -115,7 +116,7 @@ describe("multi-model from a config file", () => {
     }
     const results = await Promise.all(
       ["story-a", "story-a", "story-b", "story-b", "story-b"].map((model) =>
-        server.client.completions.create({ model, prompt: "The dog", max_tokens: 8 }),
+        client.completions.create({ model, prompt: "The dog", max_tokens: 8 }),
       ),
     );
     assert.deepEqual(
@@ -126,19 +127,12 @@ describe("multi-model from a config file", () => {
 });
 
 describe("multi-model from MODEL arguments", () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer([
-      defaultModelPath,
-      defaultModelPath,
-      "--served-model-name",
-      "first",
-      "second",
-    ]);
-  });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
-  });
+  const server = useTestServer(
+    [defaultModelPath, defaultModelPath, "--served-model-name", "first", "second"],
+    {
+      exitCode: 0,
+    },
+  );
 
   it("serves one model per argument, named in order", async () => {
     const models = (await server.client.models.list()).data.map((model) => model.id).sort();

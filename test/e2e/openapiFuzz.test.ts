@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { before, describe, it } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import fc from "fast-check";
+import { sseData } from "../../ui/src/sse.ts";
 import { TEST_MODEL } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
 
@@ -211,16 +212,16 @@ describe("the OpenAPI document holds under a fuzzer", () => {
           assert.ok(media, `undeclared media type ${mediaType}: ${where}`);
           if (mediaType === "application/json") check(media.schema, JSON.parse(text), where);
           if (mediaType === "text/event-stream") {
-            // Each block: an optional `event: TYPE` line (Responses, Anthropic), then `data: {json}`.
-            const events = text
-              .split("\n\n")
-              .map((block) => block.split("\n").find((line) => line.startsWith("data: ")))
-              .filter((line): line is string => line !== undefined);
+            // Each event: an optional `event: TYPE` line (Responses, Anthropic), then `data: {json}`
+            // (read by the web UI's SSE parser).
+            const events: string[] = [];
+            for await (const event of sseData(new Response(text).body as ReadableStream<Uint8Array>))
+              events.push(event);
             const done = media["x-done"] !== false;
-            if (done) assert.equal(events.at(-1), "data: [DONE]", where);
-            else assert.ok(!events.includes("data: [DONE]"), where);
+            if (done) assert.equal(events.at(-1), "[DONE]", where);
+            else assert.ok(!events.includes("[DONE]"), where);
             for (const event of done ? events.slice(0, -1) : events) {
-              const data = JSON.parse(event.slice("data: ".length)) as Record<string, unknown>;
+              const data = JSON.parse(event) as Record<string, unknown>;
               // A failure after the stream started is an error event (the documented Error body).
               const schema =
                 "error" in data

@@ -10,13 +10,8 @@ import { after, before, describe, it } from "node:test";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import OpenAI from "openai";
 import { projectRoot } from "../../src/paths.ts";
-import {
-  readSse,
-  startTestServer,
-  TEST_MODEL,
-  type TestServer,
-  waitForRequestLog,
-} from "../helpers/testServer.ts";
+import { readSse, TEST_MODEL, waitForRequestLog } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const KEYS = ["key-one", "key-two"];
 const ENV_KEY = "key-from-env";
@@ -29,32 +24,35 @@ type OpenApi = {
 };
 
 describe("operations: keys, limits, CORS, logs, tokenizer, documents", () => {
-  let server: TestServer;
   let client: OpenAI;
   const auth = { authorization: `Bearer ${KEYS[0]}` };
-  before(async () => {
+  // The key from the environment is read at startup: set while the server starts, removed after.
+  const unsetEnvKey = () => {
+    delete process.env.LMSERVE_API_KEY;
+  };
+  before(() => {
     process.env.LMSERVE_API_KEY = ENV_KEY;
-    try {
-      server = await startTestServer([
-        ...KEYS.flatMap((key) => ["--api-key", key]),
-        "--protect-metrics",
-        "--allowed-origins",
-        ORIGIN,
-        "--max-tokens-cap",
-        "64",
-        "--max-n",
-        "2",
-        "--max-body-size",
-        "64kb",
-      ]);
-    } finally {
-      delete process.env.LMSERVE_API_KEY;
-    }
+  });
+  const server = useTestServer(
+    [
+      ...KEYS.flatMap((key) => ["--api-key", key]),
+      "--protect-metrics",
+      "--allowed-origins",
+      ORIGIN,
+      "--max-tokens-cap",
+      "64",
+      "--max-n",
+      "2",
+      "--max-body-size",
+      "64kb",
+    ],
+    { exitCode: 0 },
+  );
+  before(() => {
+    unsetEnvKey();
     client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEYS[0], maxRetries: 0 });
   });
-  after(async () => {
-    assert.equal(await server.stop(), 0);
-  });
+  after(unsetEnvKey); // also when the server did not start
 
   const openApi = async (): Promise<OpenApi> =>
     (await fetch(`${server.url}/openapi.json`)).json() as Promise<OpenApi>;

@@ -4,8 +4,9 @@
  * the default, and no step holds more tokens than the budget.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
-import { readSse, startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { describe, it } from "node:test";
+import { readSse, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const PROMPTS = [
   "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends.",
@@ -53,16 +54,8 @@ async function iterationSteps(server: TestServer, le: number): Promise<{ count: 
 }
 
 describe("step budget (--max-num-batched-tokens)", () => {
-  let wide: TestServer;
-  let narrow: TestServer;
-  before(async () => {
-    wide = await startTestServer(["--max-num-seqs", "4"]);
-    narrow = await startTestServer(["--max-num-seqs", "4", "--max-num-batched-tokens", "8"]);
-  });
-  after(async () => {
-    await wide?.stop();
-    await narrow?.stop();
-  });
+  const wide = useTestServer(["--max-num-seqs", "4"]);
+  const narrow = useTestServer(["--max-num-seqs", "4", "--max-num-batched-tokens", "8"]);
 
   it("streams the same text at temperature 0 with a budget of 8 as with the default", async () => {
     const [reference, budgeted] = [await streamTexts(wide), await streamTexts(narrow)];

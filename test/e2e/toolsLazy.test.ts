@@ -17,7 +17,8 @@ import { writeSyntheticModel } from "../../bench/gguf/syntheticModel.ts";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
 import { type AssembledCall, chatWholeAndStreamed } from "../helpers/chatToolRun.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
-import { startTestServer, type TestServer } from "../helpers/testServer.ts";
+import type { TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const MODEL = "lazy-qwen";
 const forecast = {
@@ -39,22 +40,26 @@ const template = (file: string) =>
 type Call = AssembledCall;
 
 let dir: string;
-let server: TestServer;
+let model: string;
 /** Qwen2's `<tool_call>` token. */
 let marker: number;
+// Set in the describe (hooks at the top level of a file run side by side under Node 20).
+let server: TestServer;
 
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), "lmserve-lazy-"));
-  const model = join(dir, `${MODEL}.gguf`);
-  await writeSyntheticModel({
-    shape: { arch: "qwen2", hidden: 64, layers: 1, heads: 2, kvHeads: 1, ffn: 128, context: 2048 },
-    vocabPath: join(sharedModelsDir, "ggml-vocab-qwen2.gguf"),
-    outPath: model,
-    weightType: "q8_0",
-    seed: 26,
-    addedTokens: { 151657: "<tool_call>", 151658: "</tool_call>" },
+describe("strict tools under tool_choice auto (generated Qwen2-vocabulary model)", () => {
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "lmserve-lazy-"));
+    model = join(dir, `${MODEL}.gguf`);
+    await writeSyntheticModel({
+      shape: { arch: "qwen2", hidden: 64, layers: 1, heads: 2, kvHeads: 1, ffn: 128, context: 2048 },
+      vocabPath: join(sharedModelsDir, "ggml-vocab-qwen2.gguf"),
+      outPath: model,
+      weightType: "q8_0",
+      seed: 26,
+      addedTokens: { 151657: "<tool_call>", 151658: "</tool_call>" },
+    });
   });
-  server = await startTestServer([
+  server = useTestServer(() => [
     model,
     "--served-model-name",
     MODEL,
@@ -62,18 +67,17 @@ before(async () => {
     "--max-model-len",
     "2048",
   ]);
-  const response = await server.post("/tokenize", { model: MODEL, prompt: "<tool_call>" });
-  const tokens = ((await response.json()) as { tokens: number[] }).tokens;
-  assert.equal(tokens.length, 1, "<tool_call> is one token");
-  marker = tokens[0] ?? -1;
-});
+  before(async () => {
+    const response = await server.post("/tokenize", { model: MODEL, prompt: "<tool_call>" });
+    const tokens = ((await response.json()) as { tokens: number[] }).tokens;
+    assert.equal(tokens.length, 1, "<tool_call> is one token");
+    marker = tokens[0] ?? -1;
+  });
 
-after(async () => {
-  await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
 
-describe("strict tools under tool_choice auto (generated Qwen2-vocabulary model)", () => {
   for (const [family, file] of [
     ["hermes", "Qwen-Qwen2.5-7B-Instruct.jinja"],
     ["qwen3_coder", "Qwen3-Coder.jinja"],

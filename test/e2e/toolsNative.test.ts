@@ -7,13 +7,14 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import type OpenAI from "openai";
 import { projectRoot } from "../../src/paths.ts";
 import type { ChatCompletionRequest } from "../../src/protocol/chat.ts";
 import { resolveToolCalling } from "../../src/serving/chatTools.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const forecastParameters = {
   type: "object",
@@ -42,14 +43,7 @@ const template = (file: string) =>
 type Call = { name: string; arguments: string };
 
 describe("forced tool calls in the native markup (stories260K, real templates)", () => {
-  let server: TestServer;
-
-  before(async () => {
-    server = await startTestServer(["--trust-request-chat-template"]);
-  });
-  after(async () => {
-    await server.stop();
-  });
+  const server = useTestServer(["--trust-request-chat-template"]);
 
   const cases: {
     title: string;

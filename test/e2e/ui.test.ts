@@ -11,7 +11,8 @@ import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import { defaultModelPath } from "../../src/paths.ts";
 import { ensureUiBuilt, findChromium, launchChromium } from "../helpers/browser.ts";
-import { startTestServer, TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const chromiumPath = findChromium();
 const SKIP_REASON = "chromium not installed";
@@ -35,15 +36,18 @@ async function waitForMetric(server: TestServer, sample: string, atLeast: number
 }
 
 describe("web UI in Chromium", { skip: chromiumPath ? false : SKIP_REASON }, () => {
-  let server: TestServer;
   let browser: Browser;
   let page: Page;
   const pageErrors: string[] = [];
   const foreignRequests: string[] = [];
 
+  before(() => ensureUiBuilt());
+  // The browser closes before the server stops (after hooks run in the order they are registered).
+  after(async () => {
+    await browser?.close();
+  });
+  const server = useTestServer(["--seed", "1", "--max-num-seqs", "2"]);
   before(async () => {
-    ensureUiBuilt();
-    server = await startTestServer(["--seed", "1", "--max-num-seqs", "2"]);
     browser = await launchChromium(chromiumPath!);
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.setDefaultTimeout(60_000);
@@ -54,10 +58,6 @@ describe("web UI in Chromium", { skip: chromiumPath ? false : SKIP_REASON }, () 
     });
     await page.goto(`${server.url}/`);
     await page.locator('select[name="model"] option[value="stories260K"]').waitFor({ state: "attached" });
-  });
-  after(async () => {
-    await browser?.close();
-    await server?.stop();
   });
 
   /** Sets a sampling field of the settings panel. */
@@ -306,17 +306,15 @@ describe("web UI in Chromium", { skip: chromiumPath ? false : SKIP_REASON }, () 
 
 describe("web UI with --api-key --protect-metrics", { skip: chromiumPath ? false : SKIP_REASON }, () => {
   const KEY = "ui-test-key";
-  let server: TestServer;
   let browser: Browser;
 
-  before(async () => {
-    ensureUiBuilt();
-    server = await startTestServer(["--api-key", KEY, "--protect-metrics"]);
-    browser = await launchChromium(chromiumPath!);
-  });
+  before(() => ensureUiBuilt());
   after(async () => {
     await browser?.close();
-    await server?.stop();
+  });
+  const server = useTestServer(["--api-key", KEY, "--protect-metrics"]);
+  before(async () => {
+    browser = await launchChromium(chromiumPath!);
   });
 
   it("asks for the key on a 401, retries with it and keeps it in sessionStorage only", async () => {
@@ -377,21 +375,21 @@ describe("web UI with --api-key --protect-metrics", { skip: chromiumPath ? false
 
 describe("web UI with --models-dir", { skip: chromiumPath ? false : SKIP_REASON }, () => {
   let dir: string;
-  let server: TestServer;
   let browser: Browser;
 
   before(async () => {
     ensureUiBuilt();
     dir = await mkdtemp(join(tmpdir(), "lmserve-ui-models-"));
     await copyFile(defaultModelPath, join(dir, "tiny.gguf"));
-    server = await startTestServer(["--models-dir", dir, "--idle-unload", "600"]);
+  });
+  const server = useTestServer(() => ["--models-dir", dir, "--idle-unload", "600"]);
+  before(async () => {
     browser = await launchChromium(chromiumPath!);
   });
   after(async () => {
     await browser?.close();
-    await server?.stop();
-    await rm(dir, { recursive: true, force: true });
   });
+  after(() => rm(dir, { recursive: true, force: true }));
 
   it("the dashboard shows which models are loaded, their memory and expiry; the playground loads an unloaded one", async () => {
     const page = await browser.newPage();

@@ -1,23 +1,13 @@
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
-import Fastify from "fastify";
-import { registerUi } from "../../src/server/ui.ts";
+import { before, describe, it } from "node:test";
 import { ensureUiBuilt, uiDistDir } from "../helpers/browser.ts";
-import { startTestServer, type TestServer } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
 
 describe("the web UI served at /", () => {
-  let server: TestServer;
-  before(async () => {
-    ensureUiBuilt();
-    server = await startTestServer();
-  });
-  after(async () => {
-    await server.stop();
-  });
+  before(() => ensureUiBuilt());
+  const server = useTestServer();
 
   it("serves the built index.html at / with a same-origin CSP and no caching", async () => {
     const response = await fetch(`${server.url}/`);
@@ -80,60 +70,5 @@ describe("--no-ui", () => {
       assert.equal(((await response.json()) as { error: { code: string } }).error.code, "route_not_found");
     }
     assert.equal((await fetch(`${server.url}/v1/models`)).status, 200);
-  });
-});
-
-describe("registerUi", () => {
-  const dirs: string[] = [];
-  const tempDir = () => {
-    const dir = mkdtempSync(join(tmpdir(), "lmserve-ui-"));
-    dirs.push(dir);
-    return dir;
-  };
-  after(() => {
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  });
-
-  it("answers a 'UI not built' page while the build is missing, and the UI once it is built", async () => {
-    const dist = join(tempDir(), "dist");
-    const app = Fastify();
-    registerUi(app, { distDir: dist });
-    const response = await app.inject({ method: "GET", url: "/" });
-    assert.equal(response.statusCode, 200);
-    assert.match(response.headers["content-type"] as string, /^text\/html/);
-    assert.match(response.body, /UI not built — run <code>npm run build<\/code>/);
-    assert.equal((await app.inject({ method: "GET", url: "/assets/app.js" })).statusCode, 404);
-    // Built while the server runs: served without a restart.
-    mkdirSync(join(dist, "assets"), { recursive: true });
-    writeFileSync(join(dist, "index.html"), "<!doctype html><title>built</title>");
-    writeFileSync(join(dist, "assets", "app.js"), "1");
-    assert.equal((await app.inject({ method: "GET", url: "/" })).body, "<!doctype html><title>built</title>");
-    assert.equal((await app.inject({ method: "GET", url: "/assets/app.js" })).body, "1");
-    await app.close();
-  });
-
-  it("serves the files of a build folder, each at its own path, and nothing else", async () => {
-    const dist = tempDir();
-    mkdirSync(join(dist, "assets"));
-    writeFileSync(join(dist, "index.html"), "<!doctype html><title>t</title>");
-    writeFileSync(join(dist, "assets", "app-abc123.js"), "console.log(1)");
-    const app = Fastify();
-    registerUi(app, { distDir: dist });
-    const index = await app.inject({ method: "GET", url: "/" });
-    assert.equal(index.body, "<!doctype html><title>t</title>");
-    assert.equal(index.headers["cache-control"], "no-cache");
-    const script = await app.inject({ method: "GET", url: "/assets/app-abc123.js" });
-    assert.equal(script.body, "console.log(1)");
-    assert.match(script.headers["content-type"] as string, /javascript/);
-    assert.equal(script.headers["cache-control"], "public, max-age=31536000, immutable");
-    assert.equal(script.headers["x-content-type-options"], "nosniff");
-    // A rebuild while the server runs brings new hashed names: they are served at once.
-    writeFileSync(join(dist, "assets", "app-def456.js"), "console.log(2)");
-    assert.equal((await app.inject({ method: "GET", url: "/assets/app-def456.js" })).body, "console.log(2)");
-    for (const url of ["/other", "/assets/", "/assets", "/../package.json", "/assets/../../package.json"]) {
-      assert.equal((await app.inject({ method: "GET", url })).statusCode, 404, url);
-    }
-    assert.equal((await app.inject({ method: "POST", url: "/index.html" })).statusCode, 404);
-    await app.close();
   });
 });

@@ -11,6 +11,7 @@ import type {
   GenerationObserver,
   GenerationRequest,
   GenerationResult,
+  ModelTask,
   TokenLogprob,
 } from "../../src/engine/types.ts";
 import type { AppContext } from "../../src/server/context.ts";
@@ -30,6 +31,11 @@ export type FakeEngineOptions = {
   failAfter?: { tokens: number; error: unknown };
   /** Refuse every submission as a full waiting queue does (`QueueFullError`: a 503). */
   full?: boolean;
+  /**
+   * What the model serves (`--task`): `rerank` makes it a reranker whose score of a pair is the pair's
+   * token count (query + document, one token per character). Defaults to none (a generative model).
+   */
+  task?: ModelTask;
 };
 
 /** The fake tokenizer: one token per UTF-16 code unit, its code below 256 (else `?`). */
@@ -92,10 +98,14 @@ export class FakeHost implements EngineHost {
   readonly bosText = "";
   readonly eosText = "\u0000";
 
-  /** A fake model served under `names` with `contextSize` tokens of context. */
-  constructor(names: readonly string[], contextSize: number) {
+  /** What it serves (`--task`); absent: a generative model. */
+  readonly task?: ModelTask;
+
+  /** A fake model served under `names` with `contextSize` tokens of context, serving `task`. */
+  constructor(names: readonly string[], contextSize: number, task?: ModelTask) {
     this.names = names;
     this.contextSize = contextSize;
+    if (task !== undefined) this.task = task;
   }
 
   /** The model id (the first served name). */
@@ -140,7 +150,7 @@ export class FakeEngine implements EngineModel {
   /** A fake engine scripted by `options`. */
   constructor(options: FakeEngineOptions = {}) {
     this.options = options;
-    this.host = new FakeHost(options.names ?? ["fake-model"], options.contextSize ?? 256);
+    this.host = new FakeHost(options.names ?? ["fake-model"], options.contextSize ?? 256, options.task);
   }
 
   /** Generations in progress. */
@@ -192,7 +202,8 @@ export class FakeEngine implements EngineModel {
         finishReason: "stop",
         stopReason: null,
         completionTokens: 0,
-        embedding: Float32Array.of(1, 2, 2, 0),
+        // Rank pooling: one score, the prompt's length; other pooling: a fixed vector.
+        embedding: request.embed === "rank" ? Float32Array.of(promptTokens) : Float32Array.of(1, 2, 2, 0),
       };
     }
     observer.onStart?.();

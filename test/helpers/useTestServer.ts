@@ -12,8 +12,10 @@ export type UseTestServerOptions = {
 
 /**
  * The one set-up of the end-to-end files: starts a real server for the enclosing `describe` (or file) in
- * its `before` hook and stops it in `after`. Hooks run in the order they are registered, so a `before`
- * written after this call sees the server started.
+ * its `before` hook and stops it in `after`. Inside a `describe`, hooks run in the order they are
+ * registered, so a `before` written after this call sees the server started (and an `after` written
+ * before it runs before the server stops). At the top level of a file, Node 20 runs the `before` hooks
+ * side by side: there, use no other hook, or move the set-up into a `describe`.
  * @param args startTestServer's arguments, or a function returning them when the hook runs (for paths
  *   an earlier `before` hook creates). Defaults to none: stories260K with the default flags.
  * @returns a TestServer whose members read the started server.

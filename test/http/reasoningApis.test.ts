@@ -12,12 +12,13 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { projectRoot } from "../../src/paths.ts";
 import { buildApp } from "../../src/server/app.ts";
 import { SeedSource } from "../../src/serving/generationParams.ts";
 import { ModelRegistry } from "../../src/serving/ModelRegistry.ts";
 import { decodeReasoning, encodeReasoning } from "../../src/serving/responses.ts";
+import { injectedEvents } from "../helpers/fakeApp.ts";
 import { FakeEngine, fakeDetokenize } from "../helpers/fakeEngine.ts";
 
 const qwen35 = readFileSync(
@@ -29,15 +30,9 @@ const ANSWER = "Hello!";
 const promptOf = (tokens: readonly number[]) => fakeDetokenize(tokens);
 const digest = (text: string) => createHash("sha256").update(text).digest("base64");
 
-/** The `data` payloads of an SSE body, in order. */
-function events(payload: string): Record<string, unknown>[] {
-  return payload
-    .split("\n\n")
-    .filter((event) => event.includes("data: "))
-    .map((event) => {
-      const data = event.split("\n").find((line) => line.startsWith("data: ")) ?? "";
-      return JSON.parse(data.slice(6)) as Record<string, unknown>;
-    });
+/** The JSON `data` payloads of an injected SSE response, in order (read by the web UI's parser). */
+async function events(response: LightMyRequestResponse): Promise<Record<string, unknown>[]> {
+  return (await injectedEvents(response)).map((event) => JSON.parse(event.data) as Record<string, unknown>);
 }
 
 describe("reasoning on /v1/messages and /v1/responses (fake engine, Qwen3.5 template)", () => {
@@ -105,7 +100,7 @@ describe("reasoning on /v1/messages and /v1/responses (fake engine, Qwen3.5 temp
     it("enabled, streamed: Anthropic's event order, thinking_delta then signature_delta then stop", async () => {
       const response = await messages({ thinking: enabled, stream: true });
       assert.equal(response.statusCode, 200);
-      const all = events(response.payload);
+      const all = await events(response);
       const kinds = all.map((event) => {
         const delta = event.delta as { type?: string } | undefined;
         return event.type === "content_block_delta" ? (delta?.type ?? "") : String(event.type);
@@ -162,7 +157,7 @@ describe("reasoning on /v1/messages and /v1/responses (fake engine, Qwen3.5 temp
       const thinking = { ...enabled, display: "omitted" };
       const whole = (await messages({ thinking })).json() as { content: unknown[] };
       assert.deepEqual(whole.content[0], { type: "thinking", thinking: "", signature: digest(THOUGHT) });
-      const streamed = events((await messages({ thinking, stream: true })).payload);
+      const streamed = await events(await messages({ thinking, stream: true }));
       const deltas = streamed.map((event) => (event.delta as { type?: string } | undefined)?.type);
       assert.ok(!deltas.includes("thinking_delta"));
       assert.ok(deltas.includes("signature_delta"));
@@ -326,7 +321,7 @@ describe("reasoning on /v1/messages and /v1/responses (fake engine, Qwen3.5 temp
     it("streamed: the reasoning item's events in OpenAI's order, and the same final output", async () => {
       const response = await responses({ stream: true });
       assert.equal(response.statusCode, 200);
-      const all = events(response.payload);
+      const all = await events(response);
       const kinds = all.map((event) => String(event.type));
       const squeezed = kinds.filter((kind, i) => kind !== kinds[i - 1] || !kind.endsWith(".delta"));
       assert.deepEqual(squeezed.slice(0, 9), [
@@ -409,8 +404,8 @@ describe("reasoning on /v1/messages and /v1/responses (fake engine, Qwen3.5 temp
       const [reasoning] = (response.json() as { output: Item[] }).output;
       assert.equal(typeof reasoning?.encrypted_content, "string");
       assert.equal(decodeReasoning(reasoning?.encrypted_content as string), THOUGHT);
-      const streamed = events(
-        (await responses({ include: ["reasoning.encrypted_content"], stream: true })).payload,
+      const streamed = await events(
+        await responses({ include: ["reasoning.encrypted_content"], stream: true }),
       );
       const done = streamed.find(
         (event) => event.type === "response.output_item.done" && (event.item as Item).type === "reasoning",

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { queuedAtOnce, type ServeRequestResult, summariseServe } from "../../bench/lib/serveBench.ts";
+import { sseEvents } from "../../bench/lib/sseEvents.ts";
 
 /** A request sent at `startMs` whose tokens arrive at the given times. */
 function request(startMs: number, arrivals: number[], promptTokens = 10): ServeRequestResult {
@@ -65,5 +66,33 @@ describe("queuedAtOnce", () => {
       results.map((result) => result.promptTokens),
       [5, 1, 3, 2, 4],
     );
+  });
+});
+
+describe("bench sseEvents (the web UI's parser, timed)", () => {
+  it("yields each data event, [DONE] included, stamped no earlier than the chunk that completed it", async () => {
+    const encoder = new TextEncoder();
+    const chunks = ['data: {"a":1}\n\ndata: {"b"', ":2}\n\n: comment\n\n", "data: [DONE]\n\n"];
+    let read = 0;
+    const readAt: number[] = [];
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const chunk = chunks[read++];
+        if (chunk === undefined) controller.close();
+        else {
+          readAt.push(performance.now());
+          controller.enqueue(encoder.encode(chunk));
+        }
+      },
+    });
+    const events = [];
+    for await (const event of sseEvents(body)) events.push(event);
+    assert.deepEqual(
+      events.map((event) => event.data),
+      ['{"a":1}', '{"b":2}', "[DONE]"],
+    );
+    // Each event is stamped no earlier than the chunk that completed it was produced.
+    for (const [index, chunk] of [0, 1, 2].entries())
+      assert.ok(events[index]!.arrivedMs >= readAt[chunk]!, `event ${index}`);
   });
 });

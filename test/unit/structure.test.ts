@@ -47,12 +47,15 @@ describe("source layout (docs/ARCHITECTURE.md)", () => {
   it("keeps protocol/ free of our imports, and the lower layers free of the upper ones", () => {
     const layers = layerImports(graph);
     assert.deepEqual(layers.get("protocol"), []);
+    // workers/ (the supervisor of the template sandbox's and the constraint compiler's threads) is
+    // below chat/ and structured/, and imports nothing of ours.
+    assert.deepEqual(layers.get("workers"), []);
     // errors.ts maps the engine's and the compiler's own error classes (engine/errors.ts,
     // structured/errors.ts, which import nothing) to ApiErrors.
     assert.deepEqual(graph.get("src/errors.ts")?.local, ["src/engine/errors.ts", "src/structured/errors.ts"]);
     assert.deepEqual(graph.get("src/engine/errors.ts")?.local, []);
     assert.deepEqual(graph.get("src/structured/errors.ts")?.local, []);
-    for (const layer of ["chat", "structured", "engine", "models", "protocol"]) {
+    for (const layer of ["chat", "structured", "engine", "models", "protocol", "workers"]) {
       const upward = (layers.get(layer) ?? []).filter((target) =>
         ["server", "serving", "cli", "config", "startServer"].includes(target),
       );

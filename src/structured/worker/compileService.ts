@@ -6,7 +6,8 @@
  * thread: the compiler allocates many short-lived objects, and a 16 MiB semi-space made garbage
  * collection a fifth of its time on the largest schemas.
  */
-import { Worker } from "node:worker_threads";
+
+import { WorkerSupervisor } from "../../workers/WorkerSupervisor.ts";
 import type { CompiledConstraint, CompileOptions, ConstraintKind } from "../compile.ts";
 import { CompilerFailureError, ConstraintError } from "../errors.ts";
 import type { CompileJob, CompileReply } from "./compileThread.ts";
@@ -30,10 +31,7 @@ export const DEFAULT_COMPILER_LIMITS: CompilerLimits = { timeoutMs: 10_000, heap
  */
 export const COMPILER_YOUNG_GENERATION_MB = 192;
 
-type Job = CompileJob & {
-  resolve(compiled: CompiledConstraint): void;
-  reject(error: unknown): void;
-};
+type Task = Omit<CompileJob, "id">;
 
 const WORKER_URL = new URL("./tsWorker.mjs", import.meta.url);
 const THREAD_MODULE = new URL("./compileThread.ts", import.meta.url).href;
@@ -43,15 +41,53 @@ const THREAD_MODULE = new URL("./compileThread.ts", import.meta.url).href;
  * process alive; it is started on first use (or by {@link warm}) and again after it was terminated.
  */
 export class ConstraintCompiler {
-  private worker: Worker | undefined;
-  private readonly queue: Job[] = [];
-  private job: Job | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  /** Whether the worker has built its automata (jobs are sent, and timed, from then on). */
-  private ready = false;
-  private nextId = 1;
+  private readonly worker: WorkerSupervisor<Task, CompileReply, CompiledConstraint>;
 
-  constructor(readonly limits: CompilerLimits = DEFAULT_COMPILER_LIMITS) {}
+  constructor(readonly limits: CompilerLimits = DEFAULT_COMPILER_LIMITS) {
+    this.worker = new WorkerSupervisor({
+      url: WORKER_URL,
+      options: {
+        workerData: { module: THREAD_MODULE },
+        resourceLimits: {
+          maxOldGenerationSizeMb: limits.heapMb,
+          maxYoungGenerationSizeMb: COMPILER_YOUNG_GENERATION_MB,
+        },
+        execArgv: [],
+        stdout: false,
+        stderr: false,
+      },
+      // The worker builds the formats' automata, then says it is ready.
+      handshake: true,
+      timeoutMs: limits.timeoutMs,
+      message: ({ kind, spec, options }, id) => ({ id, kind, spec, options }) satisfies CompileJob,
+      result: (reply, { kind }) => {
+        if (reply.ok) return Object.freeze({ kind, gbnf: reply.gbnf });
+        if ("error" in reply) throw new ConstraintError(reply.error.message, reply.error.param);
+        throw new CompilerFailureError(`The constraint compiler failed: ${reply.failure}`);
+      },
+      timeoutError: ({ options }) =>
+        new ConstraintError(
+          `The constraint took longer than ${limits.timeoutMs / 1000} s to compile, the server's limit; simplify it.`,
+          options.param ?? null,
+        ),
+      // ERR_WORKER_OUT_OF_MEMORY: the constraint needed more than the heap limit.
+      crashError: (error, task) =>
+        error.code === "ERR_WORKER_OUT_OF_MEMORY"
+          ? new ConstraintError(
+              `The constraint needs more than ${limits.heapMb} MiB of memory to compile, the server's limit; simplify it.`,
+              task?.options.param ?? null,
+            )
+          : new CompilerFailureError(`The constraint compiler failed: ${error.message}`),
+      exitError: () => new CompilerFailureError("The constraint compiler stopped."),
+      closedError: () => new CompilerFailureError("The constraint compiler closed."),
+      // (A spec parsed from JSON always clones, unless it nests too deeply for the clone's stack.)
+      postError: (error, { options }) =>
+        new ConstraintError(
+          `The constraint cannot be compiled: ${error instanceof Error ? error.message : String(error)}.`,
+          options.param ?? null,
+        ),
+    });
+  }
 
   /**
    * Compiles a constraint as `compileConstraint` (`compile.ts`) does, on the worker (with its cache).
@@ -69,152 +105,17 @@ export class ConstraintCompiler {
     options: CompileOptions = {},
     signal?: AbortSignal,
   ): Promise<CompiledConstraint> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise((resolve, reject) => {
-      const job: Job = { id: this.nextId++, kind, spec, options, resolve, reject };
-      if (signal) {
-        const abandon = (): void => {
-          const queued = this.queue.indexOf(job);
-          if (queued >= 0) {
-            this.queue.splice(queued, 1);
-            reject(signal.reason);
-          } else if (this.job === job) this.fail(signal.reason);
-          else reject(signal.reason);
-        };
-        signal.addEventListener("abort", abandon, { once: true });
-        job.resolve = (compiled) => {
-          signal.removeEventListener("abort", abandon);
-          resolve(compiled);
-        };
-        job.reject = (error) => {
-          signal.removeEventListener("abort", abandon);
-          reject(error);
-        };
-      }
-      this.queue.push(job);
-      this.pump();
-    });
+    return this.worker.run({ kind, spec, options }, signal);
   }
 
   /** Starts the worker now (it builds the formats' automata, about 0.5 s of CPU), if it is not running. */
   warm(): void {
-    this.spawn().unref();
+    this.worker.warm();
   }
 
   /** Terminates the worker; constraints still queued or compiling are rejected (`CompilerFailureError`). */
-  async close(): Promise<void> {
-    for (const job of this.queue.splice(0))
-      job.reject(new CompilerFailureError("The constraint compiler closed."));
-    const worker = this.worker;
-    this.worker = undefined;
-    if (this.job)
-      this.settle((job) => job.reject(new CompilerFailureError("The constraint compiler closed.")));
-    if (worker) await worker.terminate();
-  }
-
-  private pump(): void {
-    if (this.job !== undefined || this.queue.length === 0) return;
-    const worker = this.spawn();
-    worker.ref();
-    if (!this.ready) return; // sent once the worker says it is ready
-    const job = this.queue.shift() as Job;
-    this.job = job;
-    this.timer = setTimeout(
-      () =>
-        this.fail(
-          new ConstraintError(
-            `The constraint took longer than ${this.limits.timeoutMs / 1000} s to compile, the server's limit; simplify it.`,
-            job.options.param ?? null,
-          ),
-        ),
-      this.limits.timeoutMs,
-    );
-    const { id, kind, spec, options } = job;
-    try {
-      worker.postMessage({ id, kind, spec, options } satisfies CompileJob);
-    } catch (error) {
-      // (A spec parsed from JSON always clones, unless it nests too deeply for the clone's stack.)
-      const reason = error instanceof Error ? error.message : String(error);
-      this.settle((done) =>
-        done.reject(
-          new ConstraintError(`The constraint cannot be compiled: ${reason}.`, options.param ?? null),
-        ),
-      );
-    }
-  }
-
-  private spawn(): Worker {
-    if (this.worker) return this.worker;
-    const worker = new Worker(WORKER_URL, {
-      workerData: { module: THREAD_MODULE },
-      resourceLimits: {
-        maxOldGenerationSizeMb: this.limits.heapMb,
-        maxYoungGenerationSizeMb: COMPILER_YOUNG_GENERATION_MB,
-      },
-      execArgv: [],
-      stdout: false,
-      stderr: false,
-    });
-    this.ready = false;
-    worker.on("message", (reply: CompileReply | { ready: true }) => {
-      if ("ready" in reply) {
-        this.ready = true;
-        this.pump();
-        if (this.job === undefined) worker.unref();
-        return;
-      }
-      if (reply.id !== this.job?.id) return;
-      if (reply.ok) this.settle((job) => job.resolve(Object.freeze({ kind: job.kind, gbnf: reply.gbnf })));
-      else if ("error" in reply) {
-        const { message, param } = reply.error;
-        this.settle((job) => job.reject(new ConstraintError(message, param)));
-      } else
-        this.settle((job) =>
-          job.reject(new CompilerFailureError(`The constraint compiler failed: ${reply.failure}`)),
-        );
-    });
-    worker.on("error", (error: Error & { code?: string }) => {
-      // ERR_WORKER_OUT_OF_MEMORY: the constraint needed more than the heap limit.
-      const param = this.job?.options.param ?? null;
-      this.fail(
-        error.code === "ERR_WORKER_OUT_OF_MEMORY"
-          ? new ConstraintError(
-              `The constraint needs more than ${this.limits.heapMb} MiB of memory to compile, the server's limit; simplify it.`,
-              param,
-            )
-          : new CompilerFailureError(`The constraint compiler failed: ${error.message}`),
-      );
-    });
-    worker.on("exit", () => {
-      if (this.worker === worker) this.fail(new CompilerFailureError("The constraint compiler stopped."));
-    });
-    this.worker = worker;
-    return worker;
-  }
-
-  /**
-   * Ends the current job with `error` (or, when the worker failed before it was ready, the first one
-   * waiting) and drops the worker (it may be stuck); the next job starts another.
-   */
-  private fail(error: unknown): void {
-    const worker = this.worker;
-    this.worker = undefined;
-    if (this.job === undefined && !this.ready) this.job = this.queue.shift();
-    if (worker) {
-      worker.removeAllListeners();
-      worker.on("error", () => {}); // an error raised while terminating has no one left to tell
-      void worker.terminate();
-    }
-    this.settle((job) => job.reject(error));
-  }
-
-  private settle(finish: (job: Job) => void): void {
-    clearTimeout(this.timer);
-    const job = this.job;
-    this.job = undefined;
-    if (job) finish(job);
-    if (this.queue.length > 0) this.pump();
-    else this.worker?.unref(); // an idle worker never keeps the process alive
+  close(): Promise<void> {
+    return this.worker.close();
   }
 }
 
