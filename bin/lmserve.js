@@ -36,7 +36,7 @@ if (runSources()) {
     ({ register } = await import("tsx/esm/api"));
   } catch {
     console.error(
-      "lmserve: no up-to-date compiled build (dist/) and no tsx to run the sources: run `npm run build`",
+      "lmserve: cannot load tsx to run the sources (LMSERVE_FROM_SOURCE=1, or dist/ missing or older than src/): run `npm run build`",
     );
     process.exit(1);
   }
