@@ -236,6 +236,51 @@ runParserSuites(
         },
       ],
     },
+    muse_glimmer: {
+      parser: { reasoningParser: "muse_glimmer" },
+      cases: [
+        {
+          title: "a to=self message, then the to=user answer",
+          output:
+            " to=self<|message|>Let me see.<|eom|><|start|>assistant to=user<|message|>The answer.<|eot|>",
+          expect: { reasoning: "Let me see.", content: "The answer." },
+        },
+        {
+          title: "two reasoning messages are joined with a line break",
+          output:
+            " to=self<|message|>One.<|eom|><|start|>assistant to=self<|message|>Two.<|eom|><|start|>assistant to=user<|message|>Done.",
+          expect: { reasoning: "One.\nTwo.", content: "Done." },
+        },
+        {
+          title: "output without a header is content as written",
+          output: "Just text <|eom|> here.",
+          expect: { content: "Just text <|eom|> here." },
+          leaksAllowed: true,
+        },
+        {
+          title: "cut off inside reasoning",
+          output: " to=self<|message|>Still <|eo",
+          expect: { reasoning: "Still <|eo" },
+        },
+        {
+          title: "a header with whitespace in the recipient is no header",
+          output: " to=a b<|message|>x",
+          expect: { content: " to=a b<|message|>x" },
+          leaksAllowed: true,
+        },
+      ],
+    },
+    "muse_glimmer + muse_glimmer tools": {
+      parser: { reasoningParser: "muse_glimmer", toolParser: "muse_glimmer", tools: TOOLS },
+      cases: [
+        {
+          title: "reasoning, then a tool channel's ATEM call",
+          output:
+            ' to=self<|message|>Need it.<|eom|><|start|>assistant to=get_weather<|message|><atem:function_calls>\n<atem:invoke name="get_weather">\n<atem:parameter name="city">Paris</atem:parameter>\n</atem:invoke>\n</atem:function_calls>',
+          expect: { reasoning: "Need it.", calls: [weather] },
+        },
+      ],
+    },
     apertus: {
       parser: { reasoningParser: "apertus" },
       cases: [
@@ -264,6 +309,11 @@ runParserSuites(
     "<|inner_prefix|>",
     "<|inner_suffix|>",
     "Here is my",
+    "<|message|>",
+    "<|start|>",
+    "<|eom|>",
+    "to=self",
+    "to=user",
   ],
 );
 
@@ -433,6 +483,27 @@ describe("reasoning families on their real templates", { skip: present ? false :
       },
       stops: ["<|im_end|>"],
       expect: { reasoning: "Need the weather.", content: "Checking.\n", calls: [weather] },
+    },
+    {
+      file: "muse-glimmer.jinja",
+      reasoning: "muse_glimmer",
+      tool: "muse_glimmer",
+      assistant: {
+        role: "assistant",
+        content: null,
+        reasoning_content: "Need the weather.",
+        tool_calls: [callOf("get_weather", { city: "Paris" })],
+      },
+      stops: ["<|eot|>"],
+      expect: { reasoning: "Need the weather.", calls: [weather] },
+    },
+    {
+      file: "muse-glimmer.jinja",
+      reasoning: "muse_glimmer",
+      tool: "muse_glimmer",
+      assistant: { role: "assistant", content: "Sunny in Paris.", reasoning_content: "Easy." },
+      stops: ["<|eot|>"],
+      expect: { reasoning: "Easy.", content: "Sunny in Paris." },
     },
     {
       // Granite 3.3 renders no reasoning either: with `thinking` its system prompt asks for
