@@ -225,7 +225,7 @@ export function createReasoningParser(name: string, options: ReasoningParserOpti
  * `muse_glimmer`; XTML `<|open|>` with a `think` element → `kimi_k3`;
  * `<|begin|>assistant<|think|>` → `solar_open`; `[BEGIN FINAL RESPONSE]` → `apriel`; `<|inner_prefix|>` →
  * `apertus`; `<|start_of_role|>` with `<think>` or `thought process` → `granite`; `<|im_assistant|>`
- * with `<think>` (written as text) → `kimi_k2`; `<think>` (or `</think>`) in the code → `deepseek_r1`
+ * with `<think>` (written as text) → `kimi_k2`; MiMo's default system prompt (`You are MiMo`) → `qwen3`; `<think>` (or `</think>`) in the code → `deepseek_r1`
  * for a DeepSeek template (its `<｜Assistant｜>` marker) and `qwen3` otherwise; else `undefined` (no
  * reasoning parsing).
  */
@@ -249,6 +249,8 @@ export function detectReasoningParser(template: string): ReasoningParserName | u
     return "granite";
   }
   if (text.includes("<|im_assistant|>") && text.includes("<think>")) return "kimi_k2";
+  // Xiaomi MiMo(-VL) writes <think> without its template showing it (vLLM's `mimo` is the qwen3 parser).
+  if (text.includes("You are MiMo")) return "qwen3";
   if (!code.includes("<think>") && !code.includes("</think>")) return undefined;
   return code.includes("<｜Assistant｜>") ? "deepseek_r1" : "qwen3";
 }

@@ -554,6 +554,10 @@ describe("reasoning families on their real templates", { skip: present ? false :
     assert.ok(template("Apertus-8B-Instruct.jinja").includes("'<|inner_prefix|>'"));
   });
 
+  it("MiMo-VL, whose template shows no <think>, reads <think> as qwen3 (vLLM's mimo)", () => {
+    assert.equal(detectReasoningParser(template("MiMo-VL.jinja")), "qwen3");
+  });
+
   it("Kimi-K2 Instruct (no thinking) gets no reasoning parser; the Thinking template does", () => {
     assert.equal(detectReasoningParser(template("moonshotai-Kimi-K2.jinja")), undefined);
     assert.equal(detectReasoningParser(template("Kimi-K2-Instruct.jinja")), undefined);
