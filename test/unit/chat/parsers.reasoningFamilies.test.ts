@@ -570,3 +570,75 @@ describe("reasoning families on their real templates", { skip: present ? false :
     assert.equal(createReasoningParser("granite").inReasoning(), false);
   });
 });
+
+describe("reasoning families: fuzz (seeded)", () => {
+  const fragments = [
+    "<think>",
+    "</think>",
+    "<|tool_calls_section_begin|>",
+    "<|open|>think<|sep|>",
+    "<|close|>think<|sep|>",
+    "<|open|>response<|sep|>",
+    "<|close|>response<|sep|>",
+    "<|think|>",
+    "<|end|>",
+    "<|begin|>assistant",
+    "<|content|>",
+    "Here is my thought process:",
+    "Here's my response:",
+    "<response>",
+    "[BEGIN FINAL RESPONSE]",
+    "[END FINAL RESPONSE]",
+    "<|inner_prefix|>",
+    "<|inner_suffix|>",
+    " to=self<|message|>",
+    " to=user<|message|>",
+    "<|eom|>",
+    "<|start|>assistant",
+    "<|",
+    "Here",
+    "[BEGIN",
+    "\n",
+    " ",
+    "x",
+    "hello",
+  ];
+  const parsers = ["kimi_k2", "kimi_k3", "solar_open", "granite", "apriel", "apertus", "muse_glimmer"];
+  let seed = 20261204;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x80000000;
+  };
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+
+  it("any split gives the whole-text result; text without markers is kept verbatim", () => {
+    for (let iteration = 0; iteration < 3000; iteration++) {
+      let output = "";
+      for (let n = 1 + Math.floor(random() * 8); n > 0; n--) output += pick(fragments);
+      const config = {
+        reasoningParser: pick(parsers),
+        ...(random() < 0.3 ? { startsInThinking: true } : {}),
+      };
+      const whole = runParser(config, [output]);
+      const chunks: string[] = [];
+      for (let i = 0; i < output.length; ) {
+        const length = 1 + Math.floor(random() * 5);
+        chunks.push(output.slice(i, i + length));
+        i += length;
+      }
+      assert.deepEqual(runParser(config, [...output]), whole, JSON.stringify({ config, output }));
+      assert.deepEqual(runParser(config, chunks), whole, JSON.stringify({ config, chunks }));
+    }
+    // Plain text is content, as written, except for the families whose output starts as reasoning.
+    for (const name of parsers) {
+      const plain = "plain words, no markup";
+      const parsed = runParser({ reasoningParser: name }, [plain]);
+      const startsInside = name === "apriel" || name === "kimi_k2";
+      assert.deepEqual(
+        [parsed.content, parsed.reasoning],
+        startsInside ? [null, plain] : [plain, null],
+        name,
+      );
+    }
+  });
+});
