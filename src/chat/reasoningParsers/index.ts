@@ -30,6 +30,11 @@ export type ThinkingMarkup = {
   specialTokens: boolean;
   /** Whether the output starts inside the block when the prompt does not say (see `promptThinkingState`). */
   startsInThinking: boolean;
+  /**
+   * True when a tool-call marker also ends the reasoning (the parser's `ends`), for the lazy grammar's
+   * thinking tracking (`structured/gbnf/thinking.ts`); absent: false.
+   */
+  endedByCall?: boolean;
   /** The parser's other markers (`ThinkParserOptions`: `opens`, `closes`, `ends`, `drop`); absent: none. */
   parse?: Pick<ThinkParserOptions, "opens" | "closes" | "ends" | "drop">;
 };
@@ -83,6 +88,7 @@ export const REASONING_FAMILIES = {
   kimi_k2: think("<think>", "</think>", {
     closeText: "</think>",
     startsInThinking: true,
+    endedByCall: true,
     parse: { ends: ["<|tool_calls_section_begin|>"] },
   }),
   kimi_k3: think("<|open|>think<|sep|>", "<|close|>think<|sep|>", {
