@@ -6,7 +6,8 @@
  * the same way (`reasoning_effort` passed through, `enable_thinking` from the reasoning budget).
  * Family knobs of their own: Hunyuan 3's `reasoning_effort` `no_think`/`low`/`high`, Solar Open's
  * `minimal` (for `none`), Command-A's `reasoning`, MiniMax-M3's `thinking_mode`, Seed-OSS's
- * `thinking_budget` (0 for off) and Kimi-K3's `thinking_effort` (`low`/`high`/`max`).
+ * `thinking_budget` (0 for off), Kimi-K3's `thinking_effort` (`low`/`high`/`max`) and Muse Glimmer's
+ * `reasoning_strength` (`low`/`medium`/`high`, written into its system message).
  */
 import type { ReasoningEffort } from "../protocol/common.ts";
 import { jinjaCode } from "./textScan.ts";
@@ -51,10 +52,12 @@ export function reasoningEffortVariables(
   if (readsVariable(code, "thinking_effort") && on) {
     variables.thinking_effort = effort === "low" ? "low" : effort === "xhigh" ? "max" : "high";
   }
+  // Muse Glimmer: `reasoning_strength` low / medium / high (its system message's "Reasoning strength:").
+  if (readsVariable(code, "reasoning_strength")) variables.reasoning_strength = gptOssEffort(effort);
   return variables;
 }
 
-/** gpt-oss's three levels (its template prints `Reasoning: <value>`). */
+/** gpt-oss's three levels (its template prints `Reasoning: <value>`), also Muse Glimmer's strengths. */
 function gptOssEffort(effort: ReasoningEffort): "low" | "medium" | "high" {
   if (effort === "none" || effort === "minimal" || effort === "low") return "low";
   return effort === "medium" ? "medium" : "high";

@@ -97,7 +97,8 @@ export async function chatGrammar(
 /**
  * The lazy grammar of `strict` tools under `tool_choice: "auto"` (`chatTools.ts` `LazyToolGrammar`): the
  * call grammar, started natively at the first trigger outside the thinking block (the reasoning family's
- * `markup`; none when `thinking` is `none`). The grammar is not wrapped for thinking: the text before the
+ * `markup`; none when `thinking` is `none`; a block the prompt opened is not skipped when the family's
+ * reasoning also ends at a call marker, `markup.endedByCall`, as its parser reads it). The grammar is not wrapped for thinking: the text before the
  * trigger, thinking included, is never constrained.
  * @throws ApiError 400 for a tool parameter schema that does not compile (`tools[i].function.parameters`).
  */
@@ -135,7 +136,8 @@ async function lazyToolGrammar(
     throw new Error("a lazy tool grammar without a form");
   }
   const grammar = grammarForGbnf(rooted.gbnf, "tools", rooted.root);
-  const opened = thinking === "open";
+  // A family whose reasoning a call marker also ends (as its parser reads it) is watched from the start.
+  const opened = thinking === "open" && markup.endedByCall !== true;
   return {
     ...grammar,
     lazy: {

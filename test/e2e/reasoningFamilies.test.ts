@@ -93,6 +93,12 @@ describe("reasoning families (stories260K, real templates)", () => {
       content: "Yes.\n",
     },
     {
+      // Muse Glimmer's ATEM channels: to=self is reasoning, to=user the answer.
+      file: "muse-glimmer.jinja",
+      grammar: 'root ::= " to=self<|message|>Hmm.<|eom|><|start|>assistant to=user<|message|>Yes."',
+      content: "Yes.",
+    },
+    {
       // Kimi K3's generation prompt opens the think element (thinking on by default).
       file: "Kimi-K3.jinja",
       grammar: 'root ::= "Hmm.<|close|>think<|sep|><|open|>response<|sep|>Yes.<|close|>response<|sep|>"',

@@ -5,9 +5,11 @@
  */
 import { jinjaCode } from "../textScan.ts";
 import { HarmonyParser, type HarmonyParserOptions } from "../toolParsers/harmony.ts";
+import { MuseGlimmerReasoningParser } from "./museGlimmer.ts";
 import { type ReasoningParser, type ThinkParserOptions, ThinkReasoningParser } from "./think.ts";
 
 export { HarmonyParser, type HarmonyParserOptions } from "../toolParsers/harmony.ts";
+export { MuseGlimmerReasoningParser } from "./museGlimmer.ts";
 export { type ReasoningParser, type ThinkParserOptions, ThinkReasoningParser } from "./think.ts";
 
 /** The markup of one reasoning family: the markers of its thinking block and how the budget closes it. */
@@ -28,6 +30,11 @@ export type ThinkingMarkup = {
   specialTokens: boolean;
   /** Whether the output starts inside the block when the prompt does not say (see `promptThinkingState`). */
   startsInThinking: boolean;
+  /**
+   * True when a tool-call marker also ends the reasoning (the parser's `ends`), for the lazy grammar's
+   * thinking tracking (`structured/gbnf/thinking.ts`); absent: false.
+   */
+  endedByCall?: boolean;
   /** The parser's other markers (`ThinkParserOptions`: `opens`, `closes`, `ends`, `drop`); absent: none. */
   parse?: Pick<ThinkParserOptions, "opens" | "closes" | "ends" | "drop">;
 };
@@ -62,7 +69,8 @@ const think = (open: string, close: string, extra: Partial<ThinkingMarkup> = {})
  * - `apriel` (ServiceNow Apriel 1.5 / 1.6 Thinker, as llama.cpp reads its template: reasoning from the
  *   output's start, an optional `Here are my reasoning steps:` swallowed, up to `[BEGIN FINAL RESPONSE]`;
  *   `[END FINAL RESPONSE]` and `<|end|>` removed from the content);
- * - `openai_gptoss` (gpt-oss Harmony channels, `./../toolParsers/harmony.ts`).
+ * - `openai_gptoss` (gpt-oss Harmony channels, `./../toolParsers/harmony.ts`) and `muse_glimmer` (Muse
+ *   Glimmer's ATEM channels `to=self<|message|>…<|eom|>`, as vLLM's `muse_glimmer`: `./museGlimmer.ts`).
  * The prompt decides where the output starts when it opened or closed a block (`promptThinkingState`).
  */
 export const REASONING_FAMILIES = {
@@ -80,6 +88,7 @@ export const REASONING_FAMILIES = {
   kimi_k2: think("<think>", "</think>", {
     closeText: "</think>",
     startsInThinking: true,
+    endedByCall: true,
     parse: { ends: ["<|tool_calls_section_begin|>"] },
   }),
   kimi_k3: think("<|open|>think<|sep|>", "<|close|>think<|sep|>", {
@@ -121,6 +130,15 @@ export const REASONING_FAMILIES = {
     closeText: "<|end|><|start|>assistant",
     grammarAfterClose: '"<|start|>assistant"',
     grammarAnswerPrefix: '"<|channel|>final<|message|>"',
+    specialTokens: true,
+    startsInThinking: false,
+  },
+  muse_glimmer: {
+    open: " to=self<|message|>",
+    close: "<|eom|>",
+    closeText: "<|eom|><|start|>assistant",
+    grammarAfterClose: '"<|start|>assistant"',
+    grammarAnswerPrefix: '" to=user<|message|>"',
     specialTokens: true,
     startsInThinking: false,
   },
@@ -187,6 +205,7 @@ export type ReasoningParserOptions = Pick<ThinkParserOptions, "startsInThinking"
  */
 export function createReasoningParser(name: string, options: ReasoningParserOptions = {}): ReasoningParser {
   const markup = thinkingMarkup(name);
+  if (resolveReasoningParserName(name) === "muse_glimmer") return new MuseGlimmerReasoningParser();
   if (resolveReasoningParserName(name) === "openai_gptoss") {
     const { parseCalls, newId } = options;
     return new HarmonyParser({
@@ -208,10 +227,11 @@ export function createReasoningParser(name: string, options: ReasoningParserOpti
  * Chooses a reasoning parser from the chat template (Jinja comments ignored; `<think>` only in its code),
  * by the markup it writes: Harmony's `<|channel|>` → `openai_gptoss`; `<seed:think>` → `seed_oss`; `[THINK]` → `mistral`;
  * `<|START_THINKING|>` → `command_a`; `<mm:think>` → `minimax_m3`; `<think{}>` with Hunyuan's `HYTK`
- * suffix → `hy_v3`; `<|channel>thought` → `gemma4`; XTML `<|open|>` with a `think` element → `kimi_k3`;
+ * suffix → `hy_v3`; `<|channel>thought` → `gemma4`; `<atem:function_calls>` with a `to=self` channel →
+ * `muse_glimmer`; XTML `<|open|>` with a `think` element → `kimi_k3`;
  * `<|begin|>assistant<|think|>` → `solar_open`; `[BEGIN FINAL RESPONSE]` → `apriel`; `<|inner_prefix|>` →
  * `apertus`; `<|start_of_role|>` with `<think>` or `thought process` → `granite`; `<|im_assistant|>`
- * with `<think>` (written as text) → `kimi_k2`; `<think>` (or `</think>`) in the code → `deepseek_r1`
+ * with `<think>` (written as text) → `kimi_k2`; MiMo's default system prompt (`You are MiMo`) → `qwen3`; `<think>` (or `</think>`) in the code → `deepseek_r1`
  * for a DeepSeek template (its `<｜Assistant｜>` marker) and `qwen3` otherwise; else `undefined` (no
  * reasoning parsing).
  */
@@ -226,6 +246,7 @@ export function detectReasoningParser(template: string): ReasoningParserName | u
   if (text.includes("<mm:think>")) return "minimax_m3";
   if (text.includes("<think{}>") && text.includes("HYTK")) return "hy_v3";
   if (text.includes("<|channel>thought")) return "gemma4";
+  if (text.includes("<atem:function_calls>") && text.includes("to=self")) return "muse_glimmer";
   if (text.includes("<|open|>") && text.includes("'think'")) return "kimi_k3";
   if (text.includes("<|begin|>assistant<|think|>")) return "solar_open";
   if (text.includes("[BEGIN FINAL RESPONSE]")) return "apriel";
@@ -234,6 +255,8 @@ export function detectReasoningParser(template: string): ReasoningParserName | u
     return "granite";
   }
   if (text.includes("<|im_assistant|>") && text.includes("<think>")) return "kimi_k2";
+  // Xiaomi MiMo(-VL) writes <think> without its template showing it (vLLM's `mimo` is the qwen3 parser).
+  if (text.includes("You are MiMo")) return "qwen3";
   if (!code.includes("<think>") && !code.includes("</think>")) return undefined;
   return code.includes("<｜Assistant｜>") ? "deepseek_r1" : "qwen3";
 }

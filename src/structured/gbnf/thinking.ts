@@ -16,6 +16,13 @@ export type ThinkingGrammarMarkup = {
   close: string;
   grammarAfterClose: string;
   grammarAnswerPrefix: string;
+  /**
+   * The family's reasoning also ends at a tool-call marker without the close marker (Kimi-K2 Thinking's
+   * `<|tool_calls_section_begin|>`): a lazy grammar then looks for its triggers from the output's start,
+   * even when the output starts inside the block (a block the model opens with `open` is still skipped).
+   * Defaults to false.
+   */
+  endedByCall?: boolean;
 };
 
 /** `<think>…</think>`, the default markup. */

@@ -236,6 +236,51 @@ runParserSuites(
         },
       ],
     },
+    muse_glimmer: {
+      parser: { reasoningParser: "muse_glimmer" },
+      cases: [
+        {
+          title: "a to=self message, then the to=user answer",
+          output:
+            " to=self<|message|>Let me see.<|eom|><|start|>assistant to=user<|message|>The answer.<|eot|>",
+          expect: { reasoning: "Let me see.", content: "The answer." },
+        },
+        {
+          title: "two reasoning messages are joined with a line break",
+          output:
+            " to=self<|message|>One.<|eom|><|start|>assistant to=self<|message|>Two.<|eom|><|start|>assistant to=user<|message|>Done.",
+          expect: { reasoning: "One.\nTwo.", content: "Done." },
+        },
+        {
+          title: "output without a header is content as written",
+          output: "Just text <|eom|> here.",
+          expect: { content: "Just text <|eom|> here." },
+          leaksAllowed: true,
+        },
+        {
+          title: "cut off inside reasoning",
+          output: " to=self<|message|>Still <|eo",
+          expect: { reasoning: "Still <|eo" },
+        },
+        {
+          title: "a header with whitespace in the recipient is no header",
+          output: " to=a b<|message|>x",
+          expect: { content: " to=a b<|message|>x" },
+          leaksAllowed: true,
+        },
+      ],
+    },
+    "muse_glimmer + muse_glimmer tools": {
+      parser: { reasoningParser: "muse_glimmer", toolParser: "muse_glimmer", tools: TOOLS },
+      cases: [
+        {
+          title: "reasoning, then a tool channel's ATEM call",
+          output:
+            ' to=self<|message|>Need it.<|eom|><|start|>assistant to=get_weather<|message|><atem:function_calls>\n<atem:invoke name="get_weather">\n<atem:parameter name="city">Paris</atem:parameter>\n</atem:invoke>\n</atem:function_calls>',
+          expect: { reasoning: "Need it.", calls: [weather] },
+        },
+      ],
+    },
     apertus: {
       parser: { reasoningParser: "apertus" },
       cases: [
@@ -264,6 +309,11 @@ runParserSuites(
     "<|inner_prefix|>",
     "<|inner_suffix|>",
     "Here is my",
+    "<|message|>",
+    "<|start|>",
+    "<|eom|>",
+    "to=self",
+    "to=user",
   ],
 );
 
@@ -435,6 +485,27 @@ describe("reasoning families on their real templates", { skip: present ? false :
       expect: { reasoning: "Need the weather.", content: "Checking.\n", calls: [weather] },
     },
     {
+      file: "muse-glimmer.jinja",
+      reasoning: "muse_glimmer",
+      tool: "muse_glimmer",
+      assistant: {
+        role: "assistant",
+        content: null,
+        reasoning_content: "Need the weather.",
+        tool_calls: [callOf("get_weather", { city: "Paris" })],
+      },
+      stops: ["<|eot|>"],
+      expect: { reasoning: "Need the weather.", calls: [weather] },
+    },
+    {
+      file: "muse-glimmer.jinja",
+      reasoning: "muse_glimmer",
+      tool: "muse_glimmer",
+      assistant: { role: "assistant", content: "Sunny in Paris.", reasoning_content: "Easy." },
+      stops: ["<|eot|>"],
+      expect: { reasoning: "Easy.", content: "Sunny in Paris." },
+    },
+    {
       // Granite 3.3 renders no reasoning either: with `thinking` its system prompt asks for
       // `<think></think>` and `<response></response>`, which the turn holds here.
       file: "ibm-granite-granite-3.3-2B-Instruct.jinja",
@@ -483,6 +554,10 @@ describe("reasoning families on their real templates", { skip: present ? false :
     assert.ok(template("Apertus-8B-Instruct.jinja").includes("'<|inner_prefix|>'"));
   });
 
+  it("MiMo-VL, whose template shows no <think>, reads <think> as qwen3 (vLLM's mimo)", () => {
+    assert.equal(detectReasoningParser(template("MiMo-VL.jinja")), "qwen3");
+  });
+
   it("Kimi-K2 Instruct (no thinking) gets no reasoning parser; the Thinking template does", () => {
     assert.equal(detectReasoningParser(template("moonshotai-Kimi-K2.jinja")), undefined);
     assert.equal(detectReasoningParser(template("Kimi-K2-Instruct.jinja")), undefined);
@@ -493,5 +568,77 @@ describe("reasoning families on their real templates", { skip: present ? false :
     assert.equal(thinkingMarkup("apertus").specialTokens, true);
     assert.equal(createReasoningParser("kimi_k2").inReasoning(), true);
     assert.equal(createReasoningParser("granite").inReasoning(), false);
+  });
+});
+
+describe("reasoning families: fuzz (seeded)", () => {
+  const fragments = [
+    "<think>",
+    "</think>",
+    "<|tool_calls_section_begin|>",
+    "<|open|>think<|sep|>",
+    "<|close|>think<|sep|>",
+    "<|open|>response<|sep|>",
+    "<|close|>response<|sep|>",
+    "<|think|>",
+    "<|end|>",
+    "<|begin|>assistant",
+    "<|content|>",
+    "Here is my thought process:",
+    "Here's my response:",
+    "<response>",
+    "[BEGIN FINAL RESPONSE]",
+    "[END FINAL RESPONSE]",
+    "<|inner_prefix|>",
+    "<|inner_suffix|>",
+    " to=self<|message|>",
+    " to=user<|message|>",
+    "<|eom|>",
+    "<|start|>assistant",
+    "<|",
+    "Here",
+    "[BEGIN",
+    "\n",
+    " ",
+    "x",
+    "hello",
+  ];
+  const parsers = ["kimi_k2", "kimi_k3", "solar_open", "granite", "apriel", "apertus", "muse_glimmer"];
+  let seed = 20261204;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+    return seed / 0x80000000;
+  };
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+
+  it("any split gives the whole-text result; text without markers is kept verbatim", () => {
+    for (let iteration = 0; iteration < 3000; iteration++) {
+      let output = "";
+      for (let n = 1 + Math.floor(random() * 8); n > 0; n--) output += pick(fragments);
+      const config = {
+        reasoningParser: pick(parsers),
+        ...(random() < 0.3 ? { startsInThinking: true } : {}),
+      };
+      const whole = runParser(config, [output]);
+      const chunks: string[] = [];
+      for (let i = 0; i < output.length; ) {
+        const length = 1 + Math.floor(random() * 5);
+        chunks.push(output.slice(i, i + length));
+        i += length;
+      }
+      assert.deepEqual(runParser(config, [...output]), whole, JSON.stringify({ config, output }));
+      assert.deepEqual(runParser(config, chunks), whole, JSON.stringify({ config, chunks }));
+    }
+    // Plain text is content, as written, except for the families whose output starts as reasoning.
+    for (const name of parsers) {
+      const plain = "plain words, no markup";
+      const parsed = runParser({ reasoningParser: name }, [plain]);
+      const startsInside = name === "apriel" || name === "kimi_k2";
+      assert.deepEqual(
+        [parsed.content, parsed.reasoning],
+        startsInside ? [null, plain] : [plain, null],
+        name,
+      );
+    }
   });
 });

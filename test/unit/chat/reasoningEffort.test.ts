@@ -37,6 +37,16 @@ describe("reasoning_effort", { skip: existsSync(dir) ? false : `no templates at 
     assert.match(render(name, {}), /Reasoning: medium\n/);
   });
 
+  it("sets Muse Glimmer's reasoning strength in its system message", () => {
+    const name = "muse-glimmer.jinja";
+    assert.match(render(name, reasoningEffortVariables(template(name), "low")), /Reasoning strength: low\./);
+    assert.match(
+      render(name, reasoningEffortVariables(template(name), "xhigh")),
+      /Reasoning strength: high\./,
+    );
+    assert.match(render(name, {}), /Reasoning strength: high\./);
+  });
+
   it("turns Qwen3's thinking off for none and leaves it on otherwise", () => {
     const name = "Qwen-Qwen3-0.6B.jinja";
     assert.deepEqual(reasoningEffortVariables(template(name), "none"), { enable_thinking: false });

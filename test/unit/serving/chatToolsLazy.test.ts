@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { thinkingMarkup } from "../../../src/chat/reasoningParsers/index.ts";
 import { ApiError } from "../../../src/errors.ts";
 import type { ChatCompletionRequest } from "../../../src/protocol/chat.ts";
 import { chatGrammar } from "../../../src/serving/chatGrammar.ts";
@@ -174,6 +175,26 @@ describe("strict tools under tool_choice auto: a lazy grammar from the call mark
     assert.deepEqual(open?.lazy?.thinking, { open: "<think>", close: "</think>", opened: true });
     const optional = await chatGrammar(requestFields(body as CommonRequest), calling, "optional");
     assert.deepEqual(optional?.lazy?.thinking, { open: "<think>", close: "</think>", opened: false });
+  });
+
+  it("Kimi-K2 Thinking: the triggers are watched from the start, as a tool-call section also ends its reasoning", async () => {
+    const body = request();
+    const calling = resolveToolCalling(body, undefined, template("Kimi-K2-Thinking.jinja"));
+    const markup = thinkingMarkup("kimi_k2");
+    const grammar = await chatGrammar(
+      requestFields(body as CommonRequest),
+      calling,
+      "open",
+      undefined,
+      markup,
+    );
+    assert.deepEqual(grammar?.lazy?.thinking, { open: "<think>", close: "</think>", opened: false });
+    // The parser reads such a call after reasoning without </think>: the grammar's triggers are live there.
+    const text =
+      'Hm.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city":"Rome","days":2}<|tool_call_end|><|tool_calls_section_end|>';
+    const parsed = runParser({ reasoningParser: "kimi_k2", toolParser: "kimi_k2", tools }, [text]);
+    assert.equal(parsed.reasoning, "Hm.");
+    assert.equal(parsed.toolCalls[0]?.function.name, "get_weather");
   });
 
   it("parallel_tool_calls false: exactly one call", async () => {

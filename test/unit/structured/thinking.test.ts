@@ -79,7 +79,7 @@ describe("allowThinking", () => {
 
   it("wraps with every family's markers: the block closes only at its own close marker", async () => {
     for (const [name, markup] of Object.entries(REASONING_FAMILIES)) {
-      if (name === "openai_gptoss") continue;
+      if (name === "openai_gptoss" || name === "muse_glimmer") continue;
       const wrapped = allowThinking(answer, false, markup);
       checkGbnfText(wrapped.gbnf);
       const matches = await matcherOf(wrapped);
@@ -90,6 +90,14 @@ describe("allowThinking", () => {
       assert.ok(!matches(`${open}a ${close} b ${close}yes`), `${name}: no close inside`);
       assert.ok(!matches(`${open}a${close}maybe`), `${name}: the answer is constrained`);
     }
+  });
+
+  it("Muse Glimmer: the answer is the to=user channel, after an optional to=self message", async () => {
+    const matches = await matcherOf(allowThinking(answer, false, REASONING_FAMILIES.muse_glimmer));
+    assert.ok(matches(" to=user<|message|>yes"));
+    assert.ok(matches(" to=self<|message|>Think.<|eom|><|start|>assistant to=user<|message|>no"));
+    assert.ok(!matches("yes"), "the answer is a to=user message");
+    assert.ok(!matches(" to=self<|message|>a<|eom|><|start|>assistant to=user<|message|>maybe"));
   });
 
   it("Harmony: the answer is the final channel, after an optional analysis message", async () => {
