@@ -3,7 +3,8 @@
 #   docker run --rm -p 8000:8000 -v /path/to/models:/models:ro lmserve:0.1.0 /models/model.gguf
 # See docs/deployment.md.
 
-# --- build: install every dependency, build the native engine and the web UI, then drop the dev dependencies ---
+# --- build: install every dependency, build the native engine, compile the server (dist/) and build the web UI,
+#     then drop the dev dependencies (TypeScript, tsx, Vite: none runs at run time) ---
 FROM node:20-bookworm-slim AS build
 # The native engine (native/) compiles with g++ against the llama.cpp headers in node-llama-cpp's git bundle.
 RUN apt-get update && apt-get install -y --no-install-recommends g++ git ca-certificates \
@@ -26,7 +27,8 @@ COPY --from=build --chown=root:root /app/package.json /app/package-lock.json ./
 COPY --from=build --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/bin ./bin
 COPY --from=build --chown=root:root /app/scripts/healthcheck.mjs ./scripts/healthcheck.mjs
-COPY --from=build --chown=root:root /app/src ./src
+# The server compiled to plain JavaScript (`npm run build:server`): no TypeScript loader at run time.
+COPY --from=build --chown=root:root /app/dist ./dist
 # The compiled addon and where it finds node-llama-cpp's prebuilt libraries (an rpath into node_modules).
 COPY --from=build --chown=root:root /app/native/build/lmserve_engine.node /app/native/build/paths.json ./native/build/
 COPY --from=build --chown=root:root /app/ui/dist ./ui/dist

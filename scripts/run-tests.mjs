@@ -4,6 +4,9 @@
 // --model-free leaves out the files that read a model (stories260K, a llama.cpp vocabulary GGUF, a
 // generated one), themselves or through the test helpers they import: `npm run test:fast` is
 // `--model-free test/unit test/http`, the tier a contributor runs without ../shared/models.
+// The servers the tests start (`node bin/lmserve.js`) run the TypeScript sources through tsx, unless
+// LMSERVE_FROM_SOURCE=0 is set: then they run the compiled build (dist/, `npm run build:server`), as
+// `npm test` does after building (see bin/lmserve.js).
 import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -51,6 +54,6 @@ const concurrency = process.env.TEST_CONCURRENCY ?? "2";
 const result = spawnSync(
   process.execPath,
   ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, "--test-reporter=spec", ...files],
-  { stdio: "inherit" },
+  { stdio: "inherit", env: { ...process.env, LMSERVE_FROM_SOURCE: process.env.LMSERVE_FROM_SOURCE ?? "1" } },
 );
 process.exit(result.status ?? 1);

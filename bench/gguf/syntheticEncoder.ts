@@ -6,6 +6,9 @@
  * - `nomic-bert` (nomic-embed-text-v1.5): rotary positions (`rope.freq_base` 1000), one fused
  *   `attn_qkv` without bias, a SwiGLU FFN (`ffn_up`, `ffn_gate`, `ffn_down`) without biases; no reranker
  *   head (llama.cpp loads `cls` only for `bert`).
+ * - `nomic-bert-moe` (nomic-embed-text-v2-moe): nomic-bert's rotary attention and fused QKV, a plain GELU
+ *   FFN (`ffn_up` / `ffn_down` with biases), and every `moeEvery`-th layer a mixture of GELU experts
+ *   (`ffn_gate_inp` router, `ffn_up_exps` / `ffn_down_exps`), as llama.cpp's `nomic-bert-moe.cpp` loads it;
  * - `jina-bert-v2` (jina-embeddings-v2-small-en): ALiBi (no position tensor), Q/K/V with biases, a GEGLU
  *   FFN (`ffn_up` and `ffn_gate` without bias, `ffn_down` with); with `rerank`, jina-reranker-v1's
  *   one-row head `cls` (`[hidden, 1]`, no `cls.output`).
@@ -23,7 +26,7 @@ import type { TensorPlan, WrittenPlan } from "./syntheticModel.ts";
 import { writeTensorPlan } from "./syntheticModel.ts";
 
 /** The encoder architectures this writer produces (`general.architecture`). */
-export type EncoderArchitecture = "bert" | "nomic-bert" | "jina-bert-v2";
+export type EncoderArchitecture = "bert" | "nomic-bert" | "nomic-bert-moe" | "jina-bert-v2";
 
 /** Shape of a BERT encoder; sizes are element counts. */
 export interface EncoderShape {
@@ -37,6 +40,15 @@ export interface EncoderShape {
   ffn: number;
   /** `n_ctx_train` (for `bert`, the position-embedding rows), in tokens. */
   context: number;
+  /** `nomic-bert-moe`: experts of a mixture-of-experts layer (`expert_count`). Defaults to 4. */
+  experts?: number;
+  /** `nomic-bert-moe`: experts each token is routed to (`expert_used_count`). Defaults to 2. */
+  expertsUsed?: number;
+  /**
+   * `nomic-bert-moe`: every this many layers one is a mixture of experts (`moe_every_n_layers`; llama.cpp
+   * makes layer `i` one when `i % n == 1`). Defaults to 2, as nomic-embed-text-v2-moe.
+   */
+  moeEvery?: number;
 }
 
 /** bge-small-en-v1.5's shape: 12 layers, 384 wide, 12 heads, 1536 ffn, 512 positions. */
@@ -85,7 +97,7 @@ export interface SyntheticEncoderOptions {
 /**
  * The tensors of an `architecture` GGUF of `shape` over `vocabSize` tokens and `tokenTypes` token types
  * (the rows of `token_types.weight`), F32 throughout.
- * @throws {RangeError} for `rerank` on `nomic-bert`, whose loader has no classification head.
+ * @throws {RangeError} for `rerank` on `nomic-bert` or `nomic-bert-moe`, whose loaders have no classification head.
  */
 export function planEncoderTensors(
   shape: EncoderShape,
@@ -94,9 +106,9 @@ export function planEncoderTensors(
   architecture: EncoderArchitecture = "bert",
   tokenTypes = 2,
 ): TensorPlan[] {
-  if (rerank && architecture === "nomic-bert")
+  if (rerank && architecture.startsWith("nomic-bert"))
     throw new RangeError(
-      "nomic-bert has no classification head in llama.cpp; rerank needs bert or jina-bert-v2",
+      `${architecture} has no classification head in llama.cpp; rerank needs bert or jina-bert-v2`,
     );
   const f32 = GgmlType.F32;
   const { hidden: h, ffn } = shape;
@@ -109,9 +121,12 @@ export function planEncoderTensors(
   ];
   if (architecture === "bert") plan.push(normal("position_embd.weight", [h, shape.context]));
   plan.push(ones("token_embd_norm.weight"), zeros("token_embd_norm.bias"));
+  const nomic = architecture === "nomic-bert" || architecture === "nomic-bert-moe";
+  const experts = shape.experts ?? 4;
+  const moeEvery = shape.moeEvery ?? 2;
   for (let i = 0; i < shape.layers; i++) {
     const p = `blk.${i}`;
-    if (architecture === "nomic-bert") {
+    if (nomic) {
       plan.push(normal(`${p}.attn_qkv.weight`, [h, 3 * h]), normal(`${p}.attn_output.weight`, [h, h]));
     } else {
       for (const part of ["attn_q", "attn_k", "attn_v", "attn_output"]) {
@@ -119,7 +134,11 @@ export function planEncoderTensors(
       }
     }
     plan.push(ones(`${p}.attn_output_norm.weight`), zeros(`${p}.attn_output_norm.bias`));
-    if (architecture === "bert") {
+    if (architecture === "nomic-bert-moe" && i % moeEvery === 1) {
+      plan.push(normal(`${p}.ffn_gate_inp.weight`, [h, experts]));
+      plan.push(normal(`${p}.ffn_up_exps.weight`, [h, ffn, experts]));
+      plan.push(normal(`${p}.ffn_down_exps.weight`, [ffn, h, experts]));
+    } else if (architecture === "bert" || architecture === "nomic-bert-moe") {
       plan.push(normal(`${p}.ffn_up.weight`, [h, ffn]), normal(`${p}.ffn_up.bias`, [ffn]));
       plan.push(normal(`${p}.ffn_down.weight`, [ffn, h]), normal(`${p}.ffn_down.bias`, [h]));
     } else {
@@ -140,7 +159,7 @@ export function planEncoderTensors(
 
 /**
  * Writes a random-weight encoder GGUF (see the file's header).
- * @throws {RangeError} when `hidden` is not divisible by `heads`, or for `rerank` on `nomic-bert`;
+ * @throws {RangeError} when `hidden` is not divisible by `heads`, or for `rerank` on `nomic-bert` / `nomic-bert-moe`;
  *   readVocab's errors; I/O errors.
  */
 export async function writeSyntheticEncoder(options: SyntheticEncoderOptions): Promise<WrittenPlan> {
@@ -149,9 +168,9 @@ export async function writeSyntheticEncoder(options: SyntheticEncoderOptions): P
     throw new RangeError(`hidden ${shape.hidden} not divisible by heads ${shape.heads}`);
   const architecture = options.architecture ?? "bert";
   const rerank = options.rerank ?? false;
-  if (rerank && architecture === "nomic-bert")
+  if (rerank && architecture.startsWith("nomic-bert"))
     throw new RangeError(
-      "nomic-bert has no classification head in llama.cpp; rerank needs bert or jina-bert-v2",
+      `${architecture} has no classification head in llama.cpp; rerank needs bert or jina-bert-v2`,
     );
   const vocab = readVocab(options.vocabPath);
   const u32 = GgufValueType.UINT32;
@@ -175,7 +194,14 @@ export async function writeSyntheticEncoder(options: SyntheticEncoderOptions): P
     .addScalar(`${a}.attention.layer_norm_epsilon`, GgufValueType.FLOAT32, 1e-12)
     .addScalar(`${a}.attention.causal`, GgufValueType.BOOL, false)
     .addScalar(`${a}.pooling_type`, u32, options.pooling ?? (rerank ? 4 : a === "bert" ? 2 : 1));
-  if (a === "nomic-bert") writer.addScalar(`${a}.rope.freq_base`, GgufValueType.FLOAT32, 1000);
+  if (a === "nomic-bert" || a === "nomic-bert-moe")
+    writer.addScalar(`${a}.rope.freq_base`, GgufValueType.FLOAT32, 1000);
+  if (a === "nomic-bert-moe") {
+    writer
+      .addScalar(`${a}.expert_count`, u32, shape.experts ?? 4)
+      .addScalar(`${a}.expert_used_count`, u32, shape.expertsUsed ?? 2)
+      .addScalar(`${a}.moe_every_n_layers`, u32, shape.moeEvery ?? 2);
+  }
   const typeCount = vocab.tokenizerKvs.find((kv) => kv.key === "tokenizer.ggml.token_type_count");
   for (const kv of vocab.tokenizerKvs) writer.addKv(kv.key, { kind: "raw", bytes: kv.raw });
   if (!typeCount) writer.addScalar("tokenizer.ggml.token_type_count", u32, 2);

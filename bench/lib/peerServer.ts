@@ -29,11 +29,16 @@ export type PeerServer = {
 };
 
 /**
- * Starts `node bin/lmserve.js serve MODEL FLAGS --port 0` (no batch probe).
+ * Starts `node bin/lmserve.js serve MODEL FLAGS --port 0` (no batch probe), with environment `env`
+ * (default: this process's).
  * @throws Error when it exits or does not listen within 300 s.
  */
-export async function startLmserve(modelPath: string, flags: string[]): Promise<PeerServer> {
-  const target = await ServerTarget.start({ modelPath, flags, probe: false });
+export async function startLmserve(
+  modelPath: string,
+  flags: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<PeerServer> {
+  const target = await ServerTarget.start({ modelPath, flags, probe: false, ...(env ? { env } : {}) });
   return {
     name: "lmserve",
     url: target.url,
@@ -100,6 +105,25 @@ export async function startLlamaServer(
     command,
     stop: () => stopProcess(child),
   };
+}
+
+/**
+ * Resident memory of process `pid` in MiB, from `/proc/PID/status`: `rss` (`VmRSS`), its anonymous
+ * part `anon` (`RssAnon`: heaps, KV cache, compute buffers) and its file-backed part `file` (`RssFile`:
+ * code, shared libraries, the memory-mapped model's touched pages); NaN off Linux.
+ */
+export function residentBreakdown(pid: number): { rss: number; anon: number; file: number } {
+  let status = "";
+  try {
+    status = readFileSync(`/proc/${pid}/status`, "utf8");
+  } catch {
+    // not Linux, or the process has gone
+  }
+  const field = (name: string) => {
+    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status);
+    return match ? Number(match[1]) / 1024 : Number.NaN;
+  };
+  return { rss: field("VmRSS"), anon: field("RssAnon"), file: field("RssFile") };
 }
 
 /** Resident set size of process `pid` in MiB (`VmRSS` of `/proc/PID/status`); NaN off Linux. */

@@ -24,6 +24,8 @@ export type ServerOptions = {
   probe: boolean;
   /** Milliseconds to wait for "listening". Defaults to 300,000. */
   timeoutMs?: number;
+  /** The process's environment. Defaults to this one's (e.g. `LMSERVE_FROM_SOURCE`, see `bin/lmserve.js`). */
+  env?: NodeJS.ProcessEnv;
 };
 
 /** One streamed completion's timings plus what its usage said. */
@@ -75,7 +77,11 @@ export class ServerTarget {
       "--port",
       "0",
     ];
-    const child = spawn(process.execPath, args, { cwd: projectRoot, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, args, {
+      cwd: projectRoot,
+      env: options.env ?? process.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stderr = "";
     const waiters: ((stats: BatchStats) => void)[] = [];
     createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (line) => {

@@ -25,8 +25,12 @@
  * Paths (models, chat templates) are taken as on the command line: relative to the working directory.
  */
 import { readFileSync } from "node:fs";
-import { parseDocument } from "yaml";
+import { createRequire } from "node:module";
 import { ConfigError } from "./ConfigError.ts";
+
+// yaml is loaded on the first --config file (synchronously, its CommonJS build): a server without one
+// does not hold it (~4 MiB resident, `npm run bench:rss`).
+let yaml: typeof import("yaml") | undefined;
 
 /** A flag value as the file gives it: scalars become strings (booleans stay booleans), lists string lists. */
 export type FileFlagValue = string | string[] | boolean;
@@ -97,7 +101,8 @@ export function readConfigFile(path: string, knownFlags?: ReadonlySet<string>): 
       `Cannot read the config file ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`,
     );
   }
-  const document = parseDocument(text);
+  yaml ??= createRequire(import.meta.url)("yaml") as typeof import("yaml");
+  const document = yaml.parseDocument(text);
   const firstError = document.errors[0];
   if (firstError) throw new ConfigError(`${path} is not valid YAML: ${firstError.message.split("\n")[0]}`);
   const root: unknown = document.toJS();

@@ -1,7 +1,7 @@
 import { stat } from "node:fs/promises";
 import { basename } from "node:path";
-import { readGgufFileInfo } from "node-llama-cpp";
 import { type DeviceKind, type DevicePlan, planDevices } from "./devices.ts";
+import { readGgufFileInfo } from "./ggufFiles.ts";
 import type { FlashAttn, KvCacheType } from "./kvCacheTypes.ts";
 import {
   type NativeContext,

@@ -130,7 +130,8 @@ export class Scheduler {
   private readonly waiting: Job[] = [];
   private readonly running: Running[] = [];
   private readonly maxWaiting: number;
-  private readonly prefixCaching: boolean;
+  /** Whether a request may reuse the KV cells of a slot's earlier prompt (`--no-prefix-caching` turns it off). */
+  readonly prefixCaching: boolean;
   private readonly events: SchedulerEvents | undefined;
   private readonly requestTimeoutSeconds: number | undefined;
   private readonly maxNumBatchedTokens: number;

@@ -7,7 +7,64 @@
  * `StatusCodeError` are what `models/resolveModel.ts` maps to one-line errors); they add no retries, probes
  * or checks of their own.
  */
-import { GgmlType, readGgufFileInfo, resolveModelFile } from "node-llama-cpp";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type {
+  readGgufFileInfo as ReadGgufFileInfo,
+  resolveModelFile as ResolveModelFile,
+} from "node-llama-cpp";
+
+// node-llama-cpp is imported on first use, and only its GGUF reader where that is all a call needs: the
+// package's index (its model downloader, ipull, the CLI's modules) costs ~40 MiB resident and ~1.7 s of
+// CPU to import, its GGUF reader alone ~13 MiB; a server of local files never needs the rest
+// (`npm run bench:rss`, docs/ARCHITECTURE.md#memory).
+let ggufReader: Promise<typeof ReadGgufFileInfo> | undefined;
+
+/**
+ * node-llama-cpp 3.21's `readGgufFileInfo` (same arguments, result and errors), from its module
+ * `dist/gguf/readGgufFileInfo.js` alone rather than the package's index, imported on the first call.
+ */
+export async function readGgufFileInfo(
+  ...args: Parameters<typeof ReadGgufFileInfo>
+): ReturnType<typeof ReadGgufFileInfo> {
+  ggufReader ??= (async () => {
+    // The package's `exports` name only its index: its folder is found from where the index resolves.
+    const index = createRequire(import.meta.url).resolve("node-llama-cpp");
+    const url = pathToFileURL(join(dirname(index), "gguf", "readGgufFileInfo.js")).href;
+    return ((await import(url)) as { readGgufFileInfo: typeof ReadGgufFileInfo }).readGgufFileInfo;
+  })();
+  return (await ggufReader)(...args);
+}
+
+/** node-llama-cpp's `resolveModelFile`, from the package's index, imported on the first call. */
+async function resolveModelFile(
+  ...args: Parameters<typeof ResolveModelFile>
+): ReturnType<typeof ResolveModelFile> {
+  return (await import("node-llama-cpp")).resolveModelFile(...args);
+}
+
+/** ggml's type ids (`enum ggml_type`, `ggml.h`; node-llama-cpp's `GgmlType`) of {@link blockLayout}. */
+const GgmlType = {
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q5_0: 6,
+  Q5_1: 7,
+  Q8_0: 8,
+  Q2_K: 10,
+  Q3_K: 11,
+  Q4_K: 12,
+  Q5_K: 13,
+  Q6_K: 14,
+  I8: 24,
+  I16: 25,
+  I32: 26,
+  I64: 27,
+  F64: 28,
+  BF16: 30,
+} as const;
 
 /** Where a model file is looked up or downloaded to, and how Hugging Face is reached. */
 export type ModelFileLocation = {
@@ -121,7 +178,7 @@ export type GgufLayout = {
 };
 
 /** `[elements per block, bytes per block]` of the ggml types whose layout is fixed and well known. */
-const blockLayout: Partial<Record<GgmlType, readonly [number, number]>> = {
+const blockLayout: Partial<Record<number, readonly [number, number]>> = {
   [GgmlType.F32]: [1, 4],
   [GgmlType.F16]: [1, 2],
   [GgmlType.BF16]: [1, 2],

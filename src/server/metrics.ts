@@ -27,6 +27,28 @@ const STEP_BUCKETS = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0
 const LOAD_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640];
 const E2E_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960];
 
+/**
+ * The labels of `vllm:cache_config_info` for one model, as vLLM writes its CacheConfig (every value a
+ * string, booleans as Python's `True`/`False`, an unset count as `None`). The Gateway API Inference
+ * Extension's prefix-cache scorer auto-tunes from `block_size` and `num_gpu_blocks` (llm-d-router's
+ * docs/plugin-metric-protocol.md). A llama.cpp KV cell holds one token, and our prefix cache reuses
+ * any number of them, so a block here is one cell.
+ */
+function cacheConfigLabels(scheduler: Scheduler): Record<string, string> {
+  const { host } = scheduler;
+  return {
+    model_name: host.id,
+    block_size: "1",
+    num_gpu_blocks: String(host.encoder ? 0 : host.contextSize * host.sequences),
+    num_cpu_blocks: "None",
+    cache_dtype:
+      host.kvCache.typeK === host.kvCache.typeV
+        ? host.kvCache.typeK
+        : `${host.kvCache.typeK}/${host.kvCache.typeV}`,
+    enable_prefix_caching: scheduler.prefixCaching && !host.encoder ? "True" : "False",
+  };
+}
+
 /** The server's Prometheus registry and vLLM-named metrics for every served model. */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -89,6 +111,23 @@ export class ServerMetrics {
           this.set({ model_name: scheduler.host.id, part: "k" }, kBytes);
           this.set({ model_name: scheduler.host.id, part: "v" }, vBytes);
         }
+      },
+    });
+    new Gauge({
+      name: "vllm:cache_config_info",
+      help: "Information of the LLMEngine CacheConfig: a KV block is one cell (block_size 1, prefix caching matches single tokens); num_gpu_blocks is every slot's cells (0 for an encoder, which has no KV cache).",
+      labelNames: [
+        "model_name",
+        "block_size",
+        "num_gpu_blocks",
+        "num_cpu_blocks",
+        "cache_dtype",
+        "enable_prefix_caching",
+      ],
+      registers,
+      collect(this: Gauge<string>) {
+        this.reset();
+        for (const scheduler of schedulers) this.set(cacheConfigLabels(scheduler), 1);
       },
     });
     const maskCacheCounter = (name: string, help: string, read: (stats: MaskCacheStats) => number) =>

@@ -88,7 +88,9 @@ export async function chatGrammar(
   }
   if (thinking === "none" || !compiled.answerOnly)
     return grammarForGbnf(compiled.gbnf, compiled.param, compiled.root);
-  const wrapped = allowThinking(compiled.gbnf, thinking === "open", markup, compiled.root);
+  // A Harmony call is a message of its own (`<|channel|>commentary to=functions.…`), not the final answer.
+  const answer = tools.native?.family === "openai" ? { ...markup, grammarAnswerPrefix: "" } : markup;
+  const wrapped = allowThinking(compiled.gbnf, thinking === "open", answer, compiled.root);
   return grammarForGbnf(wrapped.gbnf, compiled.param, wrapped.root);
 }
 

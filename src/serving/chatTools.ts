@@ -31,7 +31,7 @@ import {
  *   When the family's parser has a native forced format (`markup`; today `hermes` and, for one call,
  *   `llama3_json`) the grammar writes the calls in that markup and that parser reads them back, so the
  *   model writes what it was trained on. The XML and token families of `toolGrammars.ts` (`qwen3_coder`,
- *   `glm45`/`glm47`, `minimax_m2`, `mistral` v11+, `deepseek_v3`/`deepseek_v31`, `kimi_k2`) have a
+ *   `glm45`/`glm47`, `minimax_m2`, `minicpm5`, `mistral` v11+, `deepseek_v3`/`deepseek_v31`, `kimi_k2`) have a
  *   grammar of their own (`native`) when their tools' schemas fit it; every other family (or tools that
  *   do not fit) falls back to the `generic` JSON form,
  *   which the `generic` parser reads back. It forces exactly one call unless `parallel_tool_calls` is
@@ -101,11 +101,31 @@ const LAZY_TRIGGERS: Partial<Record<string, readonly string[]>> = {
   glm45: ["<tool_call>"],
   glm47: ["<tool_call>"],
   minimax_m2: ["<minimax:tool_call>"],
+  minicpm5: ['<function name="'],
   mistral: ["[TOOL_CALLS]"],
   deepseek_v3: ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
   deepseek_v31: ["<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>"],
   kimi_k2: ["<|tool_calls_section_begin|>", "<|tool_call_section_begin|>", "<|tool_call_begin|>"],
+  openai: ["<|channel|>commentary to=functions."],
 };
+
+/**
+ * True when family `name` (a resolved tool-parser name) enforces `strict: true` tools under
+ * `tool_choice: "auto"` with a lazy grammar (it has call openings to start one from); the others refuse
+ * them with a 400 naming `tools[i].function.strict`.
+ */
+export function hasLazyToolGrammar(name: string): boolean {
+  return LAZY_TRIGGERS[name] !== undefined;
+}
+
+/**
+ * True when a forced `tool_choice` (`"required"` or named) in family `name` is written in the family's
+ * own markup (`NATIVE_MARKUP`, Mistral's forms, or a grammar of `toolGrammars.ts`) when its tools fit;
+ * the others are forced in the `generic` JSON form.
+ */
+export function hasNativeForcedForm(name: string): boolean {
+  return isToolGrammarFamily(name) || name === "mistral" || NATIVE_MARKUP[name] !== undefined;
+}
 
 /**
  * The lazy grammar for the `strict: true` tools of an `auto` request in family `name`'s markup

@@ -1,10 +1,10 @@
 /**
  * Grammars for forced tool calls (`tool_choice` `"required"` or a named function) written in a model
  * family's own tool-call markup, beyond the JSON-bodied `hermes` / `llama3_json` forms of `chatTools.ts`:
- * the XML-parameter families (`qwen3_coder`, `glm45` / `glm47`, `minimax_m2`), whose parameter values are
+ * the XML-parameter families (`qwen3_coder`, `glm45` / `glm47`, `minimax_m2`, `minicpm5`), whose parameter values are
  * raw text for plain strings and JSON for every other type, and the families that name the function in
  * markup and write its arguments as one JSON object (`mistral` v11+, `deepseek_v3` / `deepseek_v31`,
- * `kimi_k2`). Each grammar writes exactly what that family's parser (`src/chat/toolParsers/`) reads back.
+ * `kimi_k2`, and gpt-oss's Harmony `openai`). Each grammar writes exactly what that family's parser (`src/chat/toolParsers/`) reads back.
  * Follows the shape of llama.cpp's `common/chat.cpp` grammars for these formats (one alternative per
  * function, required parameters in order, then the optional ones); the code is our own.
  *
@@ -22,10 +22,12 @@ export const TOOL_GRAMMAR_FAMILIES = [
   "glm45",
   "glm47",
   "minimax_m2",
+  "minicpm5",
   "mistral",
   "deepseek_v3",
   "deepseek_v31",
   "kimi_k2",
+  "openai",
 ] as const;
 
 /** A family with a native forced-call grammar here. */
@@ -144,6 +146,8 @@ function safeName(name: string): boolean {
 export function toolGrammarFits(family: ToolGrammarFamily, tools: readonly ForcedTool[]): boolean {
   return tools.every(({ tool, free }) => {
     if (!safeName(tool.function.name)) return false;
+    // Harmony's recipient (`to=functions.NAME`) ends at the first space.
+    if (family === "openai" && /\s/.test(tool.function.name)) return false;
     if (!XML_FAMILIES.has(family) || free) return true;
     const parameters = asRecord(tool.function.parameters);
     const properties = asRecord(parameters.properties);
@@ -154,7 +158,13 @@ export function toolGrammarFits(family: ToolGrammarFamily, tools: readonly Force
 }
 
 /** The XML-parameter families. */
-const XML_FAMILIES: ReadonlySet<ToolGrammarFamily> = new Set(["qwen3_coder", "glm45", "glm47", "minimax_m2"]);
+const XML_FAMILIES: ReadonlySet<ToolGrammarFamily> = new Set([
+  "qwen3_coder",
+  "glm45",
+  "glm47",
+  "minimax_m2",
+  "minicpm5",
+]);
 
 /**
  * An XML family's markup: the block around the call(s), each call's open (given the name) and close, each
@@ -229,6 +239,24 @@ const MINIMAX_M2_MARKUP: XmlMarkup = {
   separator: "",
 };
 
+/**
+ * MiniCPM5 (template `openbmb-MiniCPM5-1B.jinja`, vLLM's `minicpm5`, `xmlFamilies.ts` `MINICPM5`):
+ * `<function name="NAME"><param name="K">V</param></function>`, one element per call, calls one per line.
+ * The parser reads a value up to `</param>`, or a `<![CDATA[…]]>` one without its markers, so a raw value
+ * has no `</` nor `<!` (the grammar never writes CDATA).
+ */
+const MINICPM5_MARKUP: XmlMarkup = {
+  blockOpen: "",
+  blockClose: "",
+  blockPerCall: true,
+  callOpen: (name) => `<function name="${name}">`,
+  callClose: "</function>",
+  paramOpen: (key) => `<param name="${key}">`,
+  paramClose: "</param>",
+  notAfterLt: "/!",
+  separator: "\n",
+};
+
 /** A GBNF string literal of `text`. */
 function lit(text: string): string {
   return text === "" ? "" : JSON.stringify(text);
@@ -279,7 +307,9 @@ export async function toolGrammar(
         ? QWEN3_CODER_MARKUP
         : family === "minimax_m2"
           ? MINIMAX_M2_MARKUP
-          : glmMarkup(family === "glm45");
+          : family === "minicpm5"
+            ? MINICPM5_MARKUP
+            : glmMarkup(family === "glm45");
     const raw = "lmserve-tg-raw";
     const notAfter = [...new Set(["/", "<", ...markup.notAfterLt])].map(classChar).join("");
     rules.push(`${raw} ::= ( [^<] | "<"+ [^${notAfter}] )*`);
@@ -339,7 +369,8 @@ export async function toolGrammar(
   }
   const call = "lmserve-tg-call";
   rules.unshift(`${call} ::= ${calls.length === 1 ? calls[0] : `( ${calls.join(" | ")} )`}`);
-  const body = repeat ? `${call} ( ${seq(lit(separator), call)} )*` : call;
+  // A Harmony call ends its generation (`<|call|>` is an end-of-generation token): one call only.
+  const body = repeat && family !== "openai" ? `${call} ( ${seq(lit(separator), call)} )*` : call;
   return [`root ::= ${seq(lit(begin), body, lit(end))}`, ...rules].join("\n");
 }
 
@@ -352,7 +383,12 @@ export async function toolGrammar(
  * - `deepseek_v31` (V3.1, template `deepseek-ai-DeepSeek-V3.1.jinja`): `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>`;
  * - `kimi_k2` (template `moonshotai-Kimi-K2.jinja`; `kimiCall`):
  *   `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}<|tool_call_end|>` (the index is
- *   dropped by the parser, so every call writes `0`).
+ *   dropped by the parser, so every call writes `0`);
+ * - `openai` (gpt-oss's Harmony, template `openai-gpt-oss-120b.jinja`; `harmony.ts`):
+ *   `<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{…}`, as the model writes a call
+ *   after `<|start|>assistant`. The grammar stops after the arguments: the model's `<|call|>` is an
+ *   end-of-generation token, which llama.cpp's grammar admits only once the grammar is complete (a
+ *   literal `<|call|>` could never be matched by it), and the parser ends the message where generation ends.
  */
 function jsonArgsCall(family: ToolGrammarFamily, name: string, args: string): string {
   switch (family) {
@@ -370,6 +406,8 @@ function jsonArgsCall(family: ToolGrammarFamily, name: string, args: string): st
         args,
         lit("<|tool_call_end|>"),
       );
+    case "openai":
+      return seq(lit(`<|channel|>commentary to=functions.${name} <|constrain|>json<|message|>`), args);
     default:
       return seq(lit(`[TOOL_CALLS]${name}[ARGS]`), args);
   }

@@ -1,7 +1,8 @@
 /**
  * Encoder families beyond `bert`, end to end: random-weight GGUFs written by the project's GGUF writer
  * as llama.cpp's `nomic-bert` (rotary positions, fused QKV, SwiGLU; over the XLM-RoBERTa sentencepiece
- * tokenizer of nomic-embed-text-v2's vocabulary) and `jina-bert-v2` (ALiBi, GEGLU; over the bge
+ * tokenizer of nomic-embed-text-v2's vocabulary), `nomic-bert-moe` (nomic-embed-text-v2-moe: the same
+ * attention, GELU FFNs and a mixture-of-experts layer every second layer; same tokenizer) and `jina-bert-v2` (ALiBi, GEGLU; over the bge
  * WordPiece tokenizer), an embedding model of each and a jina-reranker-v1-style reranker (one-row `cls`
  * head). Each loads, reports its task and pooling in `/v1/models`, and serves: unit vectors of the
  * model's width, a batch equal to one by one, word order that changes the vector (the positions are
@@ -36,7 +37,7 @@ function cosine(a: number[], b: number[]): number {
   return a.reduce((sum, value, index) => sum + value * (b[index] as number), 0) / (norm(a) * norm(b));
 }
 
-describe("encoder families: nomic-bert and jina-bert-v2", {
+describe("encoder families: nomic-bert, nomic-bert-moe and jina-bert-v2", {
   skip: !existsSync(BGE_VOCAB) || !existsSync(NOMIC_VOCAB),
 }, () => {
   let dir: string;
@@ -48,6 +49,14 @@ describe("encoder families: nomic-bert and jina-bert-v2", {
       vocabPath: NOMIC_VOCAB,
       outPath: join(dir, "nomic-tiny.gguf"),
       seed: 11,
+      std: STD,
+    });
+    await writeSyntheticEncoder({
+      architecture: "nomic-bert-moe",
+      shape: { ...NOMIC_SHAPE, experts: 4, expertsUsed: 2, moeEvery: 2 },
+      vocabPath: NOMIC_VOCAB,
+      outPath: join(dir, "nomic-moe-tiny.gguf"),
+      seed: 14,
       std: STD,
     });
     await writeSyntheticEncoder({
@@ -69,6 +78,7 @@ describe("encoder families: nomic-bert and jina-bert-v2", {
   });
   const server = useTestServer(() => [
     join(dir, "nomic-tiny.gguf"),
+    join(dir, "nomic-moe-tiny.gguf"),
     join(dir, "jina-tiny.gguf"),
     join(dir, "jina-reranker-tiny.gguf"),
   ]);
@@ -79,12 +89,14 @@ describe("encoder families: nomic-bert and jina-bert-v2", {
     };
     const capabilities = (id: string) => models.data.find((model) => model.id === id)?.capabilities;
     assert.deepEqual(capabilities("nomic-tiny"), { vision: false, task: "embed", pooling: "mean" });
+    assert.deepEqual(capabilities("nomic-moe-tiny"), { vision: false, task: "embed", pooling: "mean" });
     assert.deepEqual(capabilities("jina-tiny"), { vision: false, task: "embed", pooling: "mean" });
     assert.deepEqual(capabilities("jina-reranker-tiny"), { vision: false, task: "rerank", pooling: "rank" });
   });
 
   for (const [model, width] of [
     ["nomic-tiny", NOMIC_SHAPE.hidden],
+    ["nomic-moe-tiny", NOMIC_SHAPE.hidden],
     ["jina-tiny", JINA_SHAPE.hidden],
   ] as const) {
     it(`${model}: unit vectors of width ${width}, a batch equal to one by one, word order matters`, async () => {

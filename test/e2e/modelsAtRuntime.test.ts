@@ -140,3 +140,47 @@ describe("models at run time (real server, --models-dir)", () => {
     assert.match(metrics, /lmserve:model_load_seconds_count\{model_name="random"\} 1/);
   });
 });
+
+describe("a Matryoshka width too wide for a model loaded at run time", () => {
+  let narrowDir: string;
+
+  before(async () => {
+    narrowDir = await mkdtemp(join(tmpdir(), "lmserve-models-narrow-"));
+    const made = await runProcess(process.execPath, [
+      "--import",
+      "tsx",
+      "bench/make-model.ts",
+      ...["--arch", "llama", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1"],
+      ...["--ffn", "64", "--context", "256", "--out", join(narrowDir, "narrow.gguf"), "--quiet"],
+    ]);
+    assert.equal(made.status, 0, made.stderr);
+  });
+  // 48 fits stories260K (64 wide), loaded at startup; not the 32-wide model of the directory.
+  const narrowServer = useTestServer(() => ["--models-dir", narrowDir, "--matryoshka-dimensions", "48"]);
+  after(() => rm(narrowDir, { recursive: true, force: true }));
+
+  it("fails that load with the numbers (503 model_load_failed, status failed); the startup model keeps its width", async () => {
+    const response = await narrowServer.post("/v1/embeddings", {
+      model: "narrow",
+      input: "Once upon a time",
+    });
+    assert.equal(response.status, 503);
+    const body = (await response.json()) as { error: { code: string; message: string } };
+    assert.equal(body.error.code, "model_load_failed");
+    const listed = (await (await fetch(`${narrowServer.url}/v1/models`)).json()) as { data: ModelObject[] };
+    const narrow = listed.data.find((model) => model.id === "narrow");
+    assert.equal(narrow?.status?.value, "failed");
+    assert.match(
+      narrow?.status?.reason ?? "",
+      /--matryoshka-dimensions 48: wider than narrow's embeddings \(32 dimensions\)/,
+    );
+    const fits = await narrowServer.post("/v1/embeddings", {
+      model: TEST_MODEL,
+      input: "Hi",
+      dimensions: 48,
+    });
+    assert.equal(fits.status, 200);
+    const vector = ((await fits.json()) as { data: { embedding: number[] }[] }).data[0]?.embedding ?? [];
+    assert.equal(vector.length, 48);
+  });
+});

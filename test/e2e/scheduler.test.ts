@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { parsePrometheus } from "../../src/shared/prometheus.ts";
 import { TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
 
@@ -20,6 +21,24 @@ function streamAll(server: TestServer, prompts: string[], maxTokens: number): Pr
       return chunks;
     }),
   );
+}
+
+/**
+ * The labels of the model's `vllm:cache_config_info` sample, read as the inference gateway reads it
+ * (the info gauge's labels, value 1), and the model's context length from /v1/models.
+ */
+async function cacheConfig(
+  server: TestServer,
+): Promise<{ labels: Record<string, string>; maxModelLen: number }> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  assert.ok(text.includes("# TYPE vllm:cache_config_info gauge"), text);
+  const info = parsePrometheus(text).filter((entry) => entry.name === "vllm:cache_config_info");
+  assert.equal(info.length, 1, JSON.stringify(info));
+  assert.equal(info[0]?.value, 1);
+  const models = (await (await fetch(`${server.url}/v1/models`)).json()) as {
+    data: { max_model_len: number }[];
+  };
+  return { labels: info[0]?.labels ?? {}, maxModelLen: models.data[0]?.max_model_len ?? 0 };
 }
 
 function sample(text: string, name: string, labels = ""): number | undefined {
@@ -222,10 +241,29 @@ describe("the step loop with 8 slots", () => {
     assert.ok((sample(text, "lmserve:step_seconds_count", 'phase="decode"') ?? 0) >= steps);
     assert.ok((sample(text, "lmserve:step_seconds_count", 'phase="sample"') ?? 0) >= steps);
   });
+
+  it("vllm:cache_config_info gives the gateway block_size (one cell) and num_gpu_blocks (every slot's cells)", async () => {
+    const { labels, maxModelLen } = await cacheConfig(server);
+    assert.ok(maxModelLen > 0);
+    assert.deepEqual(labels, {
+      model_name: TEST_MODEL,
+      block_size: "1",
+      num_gpu_blocks: String(8 * maxModelLen),
+      num_cpu_blocks: "None",
+      cache_dtype: "f16",
+      enable_prefix_caching: "True",
+    });
+  });
 });
 
 describe("scheduler with one slot", () => {
   const server = useTestServer(["--max-num-seqs", "1", "--no-prefix-caching"]);
+
+  it("vllm:cache_config_info says prefix caching is off", async () => {
+    const { labels, maxModelLen } = await cacheConfig(server);
+    assert.equal(labels.enable_prefix_caching, "False");
+    assert.equal(labels.num_gpu_blocks, String(maxModelLen));
+  });
 
   it("runs waiting requests by priority (lower first), then in arrival order", async () => {
     const finished: string[] = [];

@@ -15,6 +15,7 @@ import { after, before, describe, it } from "node:test";
 import type OpenAI from "openai";
 import { writeSyntheticModel } from "../../bench/gguf/syntheticModel.ts";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
+import { type AssembledCall, chatWholeAndStreamed } from "../helpers/chatToolRun.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
 import type { TestServer } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
@@ -36,7 +37,7 @@ const tools: OpenAI.ChatCompletionFunctionTool[] = [
 const template = (file: string) =>
   readFileSync(join(projectRoot, "native/build/llama.cpp/models/templates", file), "utf8");
 
-type Call = { name: string; arguments: string };
+type Call = AssembledCall;
 
 let dir: string;
 let model: string;
@@ -44,34 +45,6 @@ let model: string;
 let marker: number;
 // Set in the describe (hooks at the top level of a file run side by side under Node 20).
 let server: TestServer;
-
-/** The whole response's calls and content, and the stream's, of one request. */
-async function both(body: Record<string, unknown>) {
-  const plain = await server.client.chat.completions.create(
-    body as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming,
-  );
-  const choice = plain.choices[0];
-  const calls: Call[] = (choice?.message.tool_calls ?? [])
-    .filter((call) => call.type === "function")
-    .map((call) => ({ name: call.function.name, arguments: call.function.arguments }));
-  const streamed: Call[] = [];
-  let content = "";
-  const stream = await server.client.chat.completions.create({
-    ...(body as unknown as OpenAI.ChatCompletionCreateParamsStreaming),
-    stream: true,
-  });
-  for await (const chunk of stream) {
-    const delta = chunk.choices[0]?.delta;
-    content += delta?.content ?? "";
-    for (const fragment of delta?.tool_calls ?? []) {
-      streamed[fragment.index] ??= { name: "", arguments: "" };
-      const entry = streamed[fragment.index] as Call;
-      entry.name += fragment.function?.name ?? "";
-      entry.arguments += fragment.function?.arguments ?? "";
-    }
-  }
-  return { choice, calls, streamed, content };
-}
 
 describe("strict tools under tool_choice auto (generated Qwen2-vocabulary model)", () => {
   before(async () => {
@@ -121,7 +94,7 @@ describe("strict tools under tool_choice auto (generated Qwen2-vocabulary model)
         parallel_tool_calls: false,
         logit_bias: { [marker]: 100 },
       };
-      const { choice, calls, streamed, content } = await both(body);
+      const { choice, calls, streamed, content } = await chatWholeAndStreamed(server, body);
       assert.equal(choice?.finish_reason, "tool_calls", JSON.stringify(choice));
       assert.equal(calls.length, 1);
       const call = calls[0] as Call;

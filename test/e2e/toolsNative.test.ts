@@ -1,6 +1,6 @@
 // Forced tool calls in the family's own markup end to end on stories260K (issue 26 item 4): with a
 // real template of llama.cpp's models/templates (Qwen2.5 → hermes, Llama 3.1 → llama3_json, Qwen3-Coder
-// → qwen3_coder, MiniMax-M2 → minimax_m2, Devstral → mistral, Kimi K2 → kimi_k2), a
+// → qwen3_coder, MiniMax-M2 → minimax_m2, Devstral → mistral, MiniCPM5 → minicpm5, Kimi K2 → kimi_k2), a
 // `required`, named or parallel `tool_choice` is forced by the native-markup grammar, comes back as
 // `tool_calls` whose arguments validate against the tool's parameters (ajv), with no content, and the
 // stream assembles to the same calls (temperature 0, seed).
@@ -117,6 +117,23 @@ describe("forced tool calls in the native markup (stories260K, real templates)",
         messages: [{ role: "system", content: "Use the tools." }, ...messages],
       },
       many: false,
+    },
+    {
+      title: "MiniCPM5 (minicpm5), required",
+      file: "openbmb-MiniCPM5-1B.jinja",
+      family: "minicpm5",
+      extra: { tool_choice: "required" },
+      many: false,
+    },
+    {
+      title: "MiniCPM5 (minicpm5), named with parallel_tool_calls",
+      file: "openbmb-MiniCPM5-1B.jinja",
+      family: "minicpm5",
+      extra: {
+        tool_choice: { type: "function", function: { name: "get_forecast" } },
+        parallel_tool_calls: true,
+      },
+      many: true,
     },
     {
       title: "Kimi K2 (kimi_k2), required",

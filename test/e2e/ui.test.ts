@@ -4,8 +4,12 @@
  * when `ui/dist` is missing (`npm test` builds it before the tests).
  */
 import assert from "node:assert/strict";
+import { copyFile, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
+import { defaultModelPath } from "../../src/paths.ts";
 import { ensureUiBuilt, findChromium, launchChromium } from "../helpers/browser.ts";
 import { TEST_MODEL, type TestServer } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
@@ -365,6 +369,61 @@ describe("web UI with --api-key --protect-metrics", { skip: chromiumPath ? false
     // "Forget API key" removes it from the tab.
     await page.getByRole("button", { name: "Forget API key" }).click();
     assert.equal(await page.evaluate(() => sessionStorage.getItem("lmserve.apiKey")), null);
+    await page.close();
+  });
+});
+
+describe("web UI with --models-dir", { skip: chromiumPath ? false : SKIP_REASON }, () => {
+  let dir: string;
+  let browser: Browser;
+
+  before(async () => {
+    ensureUiBuilt();
+    dir = await mkdtemp(join(tmpdir(), "lmserve-ui-models-"));
+    await copyFile(defaultModelPath, join(dir, "tiny.gguf"));
+  });
+  const server = useTestServer(() => ["--models-dir", dir, "--idle-unload", "600"]);
+  before(async () => {
+    browser = await launchChromium(chromiumPath!);
+  });
+  after(async () => {
+    await browser?.close();
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it("the dashboard shows which models are loaded, their memory and expiry; the playground loads an unloaded one", async () => {
+    const page = await browser.newPage();
+    page.setDefaultTimeout(60_000);
+    await page.goto(`${server.url}/`);
+    const option = page.locator('select[name="model"] option[value="tiny"]');
+    await option.waitFor({ state: "attached" });
+    assert.equal(await option.textContent(), "tiny (unloaded: loads on first use)");
+
+    await page.getByRole("link", { name: "Dashboard" }).click();
+    const cell = (model: string, field: string) =>
+      page.locator(`[data-model-row="${model}"] [data-field="${field}"]`);
+    await cell("tiny", "state").filter({ hasText: "unloaded" }).waitFor();
+    assert.equal(await cell(TEST_MODEL, "state").textContent(), "loaded");
+    assert.match((await cell(TEST_MODEL, "memory").textContent()) ?? "", /^\d+(\.\d+)? (KiB|MiB|GiB)$/);
+    assert.match((await cell(TEST_MODEL, "expires").textContent()) ?? "", /^in \d+ min \d+ s$/);
+    assert.equal(await cell("tiny", "memory").textContent(), "–");
+
+    await page.getByRole("link", { name: "Playground" }).click();
+    await page.locator('select[name="model"]').selectOption("tiny");
+    await page.getByLabel("Max tokens", { exact: true }).fill("4");
+    await page.getByLabel("Message", { exact: true }).fill("Hi");
+    const [request] = await Promise.all([
+      page.waitForRequest((r) => r.url().endsWith("/v1/chat/completions")),
+      page.getByRole("button", { name: "Send" }).click(),
+    ]);
+    assert.equal((request.postDataJSON() as { model: string }).model, "tiny");
+    await page.locator('.message.assistant [data-stat="finish"]').waitFor();
+
+    await page.getByRole("link", { name: "Dashboard" }).click();
+    await cell("tiny", "state")
+      .filter({ hasText: /^loaded$/ })
+      .waitFor();
+    assert.match((await cell("tiny", "memory").textContent()) ?? "", /^\d+(\.\d+)? (KiB|MiB|GiB)$/);
     await page.close();
   });
 });

@@ -68,6 +68,18 @@ export const FAMILIES: Record<string, { file: string; write: (calls: Call[]) => 
         )
         .join("")}</minimax:tool_call>`,
   },
+  minicpm5: {
+    file: "openbmb-MiniCPM5-1B.jinja",
+    write: (calls) =>
+      calls
+        .map(
+          (call) =>
+            `<function name="${call.name}">${Object.entries(call.args)
+              .map(([k, v]) => `<param name="${k}">${typeof v === "string" ? v : JSON.stringify(v)}</param>`)
+              .join("")}</function>`,
+        )
+        .join("\n"),
+  },
   mistral: {
     file: "unsloth-mistral-Devstral-Small-2507.jinja",
     write: (calls) =>

@@ -70,8 +70,24 @@ export async function postJson(path: string, body: unknown, signal?: AbortSignal
   return response;
 }
 
-/** One entry of `GET /v1/models`; `capabilities.vision` marks a model served with a projector (`--mmproj`). */
-export type ModelInfo = { id: string; max_model_len?: number; capabilities?: { vision?: boolean } };
+/**
+ * One entry of `GET /v1/models`; `capabilities.vision` marks a model served with a projector
+ * (`--mmproj`); `status` is its residency (absent on servers without one); `parent` the base model of
+ * a LoRA adapter.
+ */
+export type ModelInfo = {
+  id: string;
+  max_model_len?: number;
+  capabilities?: { vision?: boolean };
+  parent?: string | null;
+  status?: {
+    value: string;
+    reason?: string;
+    memory_bytes?: number;
+    in_flight?: number;
+    expires_at?: string | null;
+  };
+};
 
 /** Whether `model` takes images (`image_url` content parts): its entry says `capabilities.vision: true`. */
 export function takesImages(model: ModelInfo | undefined): boolean {

@@ -7,9 +7,10 @@ import {
   POLL_MS,
 } from "../../src/shared/metricsHistory.ts";
 import { parsePrometheus } from "../../src/shared/prometheus.ts";
-import { ApiRequestError, apiFetch } from "./api.ts";
+import { ApiRequestError, apiFetch, listModels, type ModelInfo } from "./api.ts";
 import { barList, lineChart } from "./chart.ts";
 import { h, replaceChildren } from "./dom.ts";
+import { residencyRows, residencyTable } from "./modelResidency.ts";
 
 /** The live dashboard: polls /metrics while shown and draws per-model cards and charts. */
 export type Dashboard = { element: HTMLElement; start(): void; stop(): void };
@@ -86,11 +87,14 @@ export function createDashboard(): Dashboard {
     }
     if (!response.ok) throw new Error(`HTTP ${response.status}`);
     history.add(Date.now(), parsePrometheus(await response.text()));
+    // The residency table is a convenience beside the metrics: a failed /v1/models leaves it out.
+    const served: ModelInfo[] | undefined = await listModels().catch(() => undefined);
     element.dataset.state = "live";
     status.textContent = `Updated ${new Date().toLocaleTimeString()} · every ${POLL_MS / 1000} s`;
     const models = history.models();
     replaceChildren(
       content,
+      ...(served && served.length > 0 ? [residencyTable(residencyRows(served, Date.now()))] : []),
       ...(models.length === 0
         ? [h("p", { class: "hint" }, "No per-model metrics yet: send a request from the playground.")]
         : models.map((model) => modelSection(model, history.series(model)))),

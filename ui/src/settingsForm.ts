@@ -192,9 +192,19 @@ export function createSettingsForm(onChange: () => void): SettingsForm {
       model.replaceChildren(
         ...(models.length === 0
           ? [h("option", { value: "" }, "no models")]
-          : models.map((info) => h("option", { value: info.id }, info.id))),
+          : models.map((info) => h("option", { value: info.id }, modelLabel(info)))),
       );
       if (models.some((info) => info.id === selected)) model.value = selected;
     },
   };
+}
+
+/**
+ * A model's entry in the model picker: its id, and its state when it is not loaded (an unloaded model
+ * loads on its first request, with `--models-autoload`).
+ */
+function modelLabel(info: ModelInfo): string {
+  const state = info.status?.value;
+  if (state === undefined || state === "loaded") return info.id;
+  return state === "unloaded" ? `${info.id} (unloaded: loads on first use)` : `${info.id} (${state})`;
 }

@@ -28,6 +28,8 @@ export type ThinkingMarkup = {
   specialTokens: boolean;
   /** Whether the output starts inside the block when the prompt does not say (see `promptThinkingState`). */
   startsInThinking: boolean;
+  /** The parser's other markers (`ThinkParserOptions`: `opens`, `closes`, `ends`, `drop`); absent: none. */
+  parse?: Pick<ThinkParserOptions, "opens" | "closes" | "ends" | "drop">;
 };
 
 const think = (open: string, close: string, extra: Partial<ThinkingMarkup> = {}): ThinkingMarkup => ({
@@ -45,10 +47,21 @@ const think = (open: string, close: string, extra: Partial<ThinkingMarkup> = {})
  * Every reasoning parser by its name (vLLM's `--reasoning-parser` names where vLLM has the family):
  * - `qwen3` (`<think>…</think>`, the model opens the block: Qwen3, QwQ, GLM-4.x, Nemotron, SmolLM3, …) and
  *   `deepseek_r1` (the same markers; output before `</think>` is reasoning even without `<think>`);
+ * - `kimi_k2` (Kimi-K2 Thinking, as vLLM's `kimi_k2`: `<think>…</think>`, reasoning from the output's
+ *   start, also ended by a tool-call section `<|tool_calls_section_begin|>`, which stays content);
  * - `seed_oss` (`<seed:think>…</seed:think>`), `mistral` (`[THINK]…[/THINK]`, Magistral / Ministral
  *   reasoning), `command_a` (Command-A Reasoning / R7B `<|START_THINKING|>…<|END_THINKING|>`),
  *   `minimax_m3` (`<mm:think>…</mm:think>`), `hy_v3` (Hunyuan 3 `<think:opensource>…</think:opensource>`),
- *   `gemma4` (`<|channel>thought…<channel|>`);
+ *   `gemma4` (`<|channel>thought…<channel|>`), `apertus` (`<|inner_prefix|>…<|inner_suffix|>`);
+ * - `kimi_k3` (Kimi K3 XTML, as vLLM's `kimi_k3`: `<|open|>think<|sep|>…<|close|>think<|sep|>`, the
+ *   `response` element's tags removed from the content);
+ * - `solar_open` (Upstage Solar Open, as vLLM's `solar_open`: `<|think|>…<|end|>`, then
+ *   `<|begin|>assistant<|content|>` before the answer, removed; `<|tool_calls|>` is left to the tool parser);
+ * - `granite` (IBM Granite, as vLLM's `granite`: `Here is my thought process:` … `Here is my response:`
+ *   (or `Here's`), and Granite 3.3's `<think>…</think><response>…</response>` as its template asks);
+ * - `apriel` (ServiceNow Apriel 1.5 / 1.6 Thinker, as llama.cpp reads its template: reasoning from the
+ *   output's start, an optional `Here are my reasoning steps:` swallowed, up to `[BEGIN FINAL RESPONSE]`;
+ *   `[END FINAL RESPONSE]` and `<|end|>` removed from the content);
  * - `openai_gptoss` (gpt-oss Harmony channels, `./../toolParsers/harmony.ts`).
  * The prompt decides where the output starts when it opened or closed a block (`promptThinkingState`).
  */
@@ -64,6 +77,44 @@ export const REASONING_FAMILIES = {
   minimax_m3: think("<mm:think>", "</mm:think>"),
   hy_v3: think("<think:opensource>", "</think:opensource>"),
   gemma4: think("<|channel>thought", "<channel|>", { closeText: "\n<channel|>", specialTokens: true }),
+  kimi_k2: think("<think>", "</think>", {
+    closeText: "</think>",
+    startsInThinking: true,
+    parse: { ends: ["<|tool_calls_section_begin|>"] },
+  }),
+  kimi_k3: think("<|open|>think<|sep|>", "<|close|>think<|sep|>", {
+    closeText: "<|close|>think<|sep|>",
+    specialTokens: true,
+    parse: {
+      drop: [
+        "<|open|>response<|sep|>",
+        "<|close|>response<|sep|>",
+        "<|close|>message<|sep|>",
+        "<|end_of_msg|>",
+      ],
+    },
+  }),
+  solar_open: think("<|think|>", "<|end|>", {
+    closeText: "<|end|><|begin|>assistant<|content|>",
+    grammarAfterClose: '"<|begin|>assistant<|content|>"',
+    parse: { drop: ["<|begin|>assistant", "<|content|>", "<|end|>"] },
+  }),
+  granite: think("<think>", "</think>", {
+    parse: {
+      opens: ["Here is my thought process:", "Here's my thought process:"],
+      closes: ["Here is my response:", "Here's my response:"],
+      drop: ["<response>", "</response>"],
+    },
+  }),
+  apriel: think("Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]", {
+    closeText: "\n[BEGIN FINAL RESPONSE]\n",
+    startsInThinking: true,
+    parse: { drop: ["[END FINAL RESPONSE]", "<|end|>"] },
+  }),
+  apertus: think("<|inner_prefix|>", "<|inner_suffix|>", {
+    closeText: "<|inner_suffix|>",
+    specialTokens: true,
+  }),
   openai_gptoss: {
     open: "<|channel|>analysis<|message|>",
     close: "<|end|>",
@@ -82,13 +133,13 @@ export const REASONING_PARSER_NAMES = Object.keys(REASONING_FAMILIES) as Reasoni
 export type ReasoningParserName = keyof typeof REASONING_FAMILIES;
 
 /**
- * Other projects' names for the same parsers: vLLM's `glm45`, `kimi_k2`, `hunyuan_a13b`, `step3p5` and
+ * Other projects' names for the same parsers: vLLM's `glm45`, `hunyuan_a13b`, `step3p5`, `mimo` and
  * `olmo3` read `<think>` as `qwen3` does; `deepseek_v3` and `minimax_m2` as `deepseek_r1`; `gpt_oss` and
  * `harmony` are `openai_gptoss`; `magistral` is `mistral`, `seed` is `seed_oss`, `cohere` `command_a`.
  */
 const ALIASES: Record<string, ReasoningParserName> = {
   glm45: "qwen3",
-  kimi_k2: "qwen3",
+  mimo: "qwen3",
   hunyuan_a13b: "qwen3",
   step3p5: "qwen3",
   olmo3: "qwen3",
@@ -147,6 +198,7 @@ export function createReasoningParser(name: string, options: ReasoningParserOpti
     open: markup.open,
     close: markup.close,
     closeText: markup.closeText,
+    ...(markup.parse ?? {}),
     startsInThinking: options.startsInThinking ?? markup.startsInThinking,
     ...(options.thinkingClosed !== undefined ? { thinkingClosed: options.thinkingClosed } : {}),
   });
@@ -156,8 +208,12 @@ export function createReasoningParser(name: string, options: ReasoningParserOpti
  * Chooses a reasoning parser from the chat template (Jinja comments ignored; `<think>` only in its code),
  * by the markup it writes: Harmony's `<|channel|>` → `openai_gptoss`; `<seed:think>` → `seed_oss`; `[THINK]` → `mistral`;
  * `<|START_THINKING|>` → `command_a`; `<mm:think>` → `minimax_m3`; `<think{}>` with Hunyuan's `HYTK`
- * suffix → `hy_v3`; `<|channel>thought` → `gemma4`; `<think>` → `deepseek_r1` for a DeepSeek template
- * (its `<｜Assistant｜>` marker) and `qwen3` otherwise; else `undefined` (no reasoning parsing).
+ * suffix → `hy_v3`; `<|channel>thought` → `gemma4`; XTML `<|open|>` with a `think` element → `kimi_k3`;
+ * `<|begin|>assistant<|think|>` → `solar_open`; `[BEGIN FINAL RESPONSE]` → `apriel`; `<|inner_prefix|>` →
+ * `apertus`; `<|start_of_role|>` with `<think>` or `thought process` → `granite`; `<|im_assistant|>`
+ * with `<think>` (written as text) → `kimi_k2`; `<think>` (or `</think>`) in the code → `deepseek_r1`
+ * for a DeepSeek template (its `<｜Assistant｜>` marker) and `qwen3` otherwise; else `undefined` (no
+ * reasoning parsing).
  */
 export function detectReasoningParser(template: string): ReasoningParserName | undefined {
   const code = jinjaCode(template);
@@ -170,7 +226,15 @@ export function detectReasoningParser(template: string): ReasoningParserName | u
   if (text.includes("<mm:think>")) return "minimax_m3";
   if (text.includes("<think{}>") && text.includes("HYTK")) return "hy_v3";
   if (text.includes("<|channel>thought")) return "gemma4";
-  if (!code.includes("<think>")) return undefined;
+  if (text.includes("<|open|>") && text.includes("'think'")) return "kimi_k3";
+  if (text.includes("<|begin|>assistant<|think|>")) return "solar_open";
+  if (text.includes("[BEGIN FINAL RESPONSE]")) return "apriel";
+  if (text.includes("<|inner_prefix|>")) return "apertus";
+  if (text.includes("<|start_of_role|>") && (text.includes("<think>") || text.includes("thought process"))) {
+    return "granite";
+  }
+  if (text.includes("<|im_assistant|>") && text.includes("<think>")) return "kimi_k2";
+  if (!code.includes("<think>") && !code.includes("</think>")) return undefined;
   return code.includes("<｜Assistant｜>") ? "deepseek_r1" : "qwen3";
 }
 

@@ -29,12 +29,13 @@ import {
 } from "./tokenFormats.ts";
 
 // --- end token-delimited families ---
-// XML-style families (qwen3_coder, seed_oss, glm45/glm47, minimax_m2, minimax_m3, minimax, muse_glimmer, hy_v3, nemotron_json)
+// XML-style families (qwen3_coder, seed_oss, glm45/glm47, minimax_m2, minimax_m3, minimax, muse_glimmer, hy_v3, nemotron_json, minicpm5)
 import { XmlBlockToolParser } from "./xmlBlock.ts";
 import {
   GLM,
   HY_V3,
   KIMI_K3,
+  MINICPM5,
   MINIMAX_M1,
   MINIMAX_M2,
   MINIMAX_M3,
@@ -74,7 +75,8 @@ export { XmlBlockToolParser } from "./xmlBlock.ts";
  * `minimax_m2` (`<minimax:tool_call><invoke name=…>`), `minimax_m3` (`]<]minimax[>[`-prefixed nested
  * elements), `minimax` (MiniMax-M1 `<tool_calls>` JSON lines), `hy_v3` (Hunyuan 3 `<tool_calls:opensource>`),
  * `kimi_k3` (Kimi K3 XTML `<|open|>tools<|sep|>`), `solar_open` (`<|tool_call:begin|>…<|tool_call:end|>`),
- * `muse_glimmer` (`<atem:function_calls><atem:invoke …>`), `nemotron_json` (`<TOOLCALL>[…]</TOOLCALL>`).
+ * `muse_glimmer` (`<atem:function_calls><atem:invoke …>`), `nemotron_json` (`<TOOLCALL>[…]</TOOLCALL>`),
+ * `minicpm5` (`<function name="NAME"><param name="K">V</param></function>`).
  * Harmony (`harmony.ts`): `openai` (gpt-oss `<|channel|>commentary to=functions.NAME … <|message|>{…}`; it
  * also splits the analysis channel off as reasoning).
  */
@@ -113,6 +115,7 @@ export const TOOL_PARSER_NAMES = [
   "kimi_k3",
   "solar_open",
   "nemotron_json",
+  "minicpm5",
   // Harmony (gpt-oss)
   "openai",
 ] as const;
@@ -219,6 +222,8 @@ export function createToolParser(name: string, options: ToolParserOptions = {}):
       return new XmlBlockToolParser(MUSE_GLIMMER, options);
     case "nemotron_json":
       return new XmlBlockToolParser(NEMOTRON_JSON, options);
+    case "minicpm5":
+      return new XmlBlockToolParser(MINICPM5, options);
     case "openai":
       return new HarmonyParser(options.newId !== undefined ? { newId: options.newId } : {});
     default:
@@ -287,7 +292,8 @@ export function detectToolParser(template: string): ToolParserName | undefined {
 /**
  * The XML-style family a chat template writes its calls in, looked for in the whole template text
  * (Jinja comments removed), since some write the markup as literal text (GLM's `<arg_key>`):
- * `]<]minimax[>[` → `minimax_m3`; `<tool_sep` → `hy_v3`; `'<|open|>'` with a `call` tag → `kimi_k3`;
+ * `<function name="` with `<param name="` → `minicpm5` (before Hunyuan: MiniCPM5's template also splits
+ * content at a `<tool_sep>`); `]<]minimax[>[` → `minimax_m3`; `<tool_sep` → `hy_v3`; `'<|open|>'` with a `call` tag → `kimi_k3`;
  * `<|tool_call:begin|>` → `solar_open`; `<minimax:tool_call>` → `minimax_m2`; `<seed:tool_call>` → `seed_oss`; `<atem:function_calls>` →
  * `muse_glimmer`; `<tool_call>` with `<function=` → `qwen3_coder`; `<arg_key>` → `glm45` when a line
  * break (raw or a `\n` escape) comes right before it, as GLM-4.5/4.6 write, else `glm47`;
@@ -295,6 +301,7 @@ export function detectToolParser(template: string): ToolParserName | undefined {
  */
 export function detectXmlToolParser(template: string): ToolParserName | undefined {
   const text = template.replace(/\{#[\s\S]*?#\}/g, "");
+  if (text.includes('<function name="') && text.includes('<param name="')) return "minicpm5";
   if (text.includes("]<]minimax[>[")) return "minimax_m3";
   if (text.includes("<tool_sep")) return "hy_v3";
   if (text.includes("<|open|>") && text.includes("open_tag('call'")) return "kimi_k3";

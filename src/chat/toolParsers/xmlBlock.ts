@@ -219,7 +219,7 @@ export function stripNewlines(text: string): string {
 
 /**
  * A cursor over a block body (from offset `at`, defaults to 0) for the readers: `expect(tag)` skips whitespace and then `tag` (false when
- * something else comes), `until(tag)` returns the text up to `tag` and moves past it (undefined when
+ * something else comes), `take(tag)` the same without skipping whitespace, `until(tag)` returns the text up to `tag` and moves past it (undefined when
  * `tag` never comes), `untilClose` the same, tolerating a forgotten close tag, `done()` is true when only
  * whitespace is left.
  */
@@ -234,6 +234,13 @@ export class BodyCursor {
     const from = skipSpace(this.text, this.at);
     if (!this.text.startsWith(tag, from)) return false;
     this.at = from + tag.length;
+    return true;
+  }
+
+  /** `tag` if it comes right at the cursor (no whitespace skipped); returns whether it did. */
+  take(tag: string): boolean {
+    if (!this.text.startsWith(tag, this.at)) return false;
+    this.at += tag.length;
     return true;
   }
 

@@ -3,7 +3,8 @@
  * and Seed-OSS (`<function=NAME>` / `<parameter=KEY>`), GLM-4.5/4.7 (`NAME<arg_key>…<arg_value>…`),
  * MiniMax-M2 and Muse Glimmer (`<invoke name="…">` / `<parameter name="…">`), MiniMax-M3 (nested
  * namespaced elements), Hunyuan 3 (`<tool_call:opensource>NAME<tool_sep:opensource>…`), and the JSON-bodied
- * blocks of MiniMax-M1 (`<tool_calls>` JSON lines) and Nemotron Nano v2 (`<TOOLCALL>[…]</TOOLCALL>`).
+ * blocks of MiniMax-M1 (`<tool_calls>` JSON lines) and Nemotron Nano v2 (`<TOOLCALL>[…]</TOOLCALL>`), and
+ * MiniCPM5 (`<function name="NAME"><param name="KEY">VALUE</param></function>`).
  * Parameter values are converted to their schema types from the request's tools (`convertParameter`).
  */
 import type { ChatTool } from "../../protocol/tools.ts";
@@ -394,4 +395,42 @@ export const SOLAR_OPEN: BlockFormat = {
   close: "<|tool_call:end|>",
   read: (body) => readSolarOpen(body),
   drop: ["<|content|>", "<|end|>", "<|tool_calls|>", "<|calls|>"],
+};
+
+/**
+ * Reads one MiniCPM5 call, the body after `<function name="`: `NAME">` then `<param name="KEY">VALUE</param>`
+ * elements, a value either written as is or wrapped in `<![CDATA[…]]>` (the template wraps values holding
+ * `<`, `&` or a line break; the CDATA markers are not part of the value). Values are converted to the
+ * tools' schema types (`convertParameter`); a call without parameters has `{}`.
+ */
+function readMiniCpm5(body: string, tools: readonly ChatTool[]): ParsedCall[] | undefined {
+  const cursor = new BodyCursor(body);
+  const name = validName(cursor.until('">'));
+  if (!name) return undefined;
+  const params: [string, string][] = [];
+  while (!cursor.done()) {
+    if (!cursor.expect('<param name="')) return undefined;
+    const key = validName(cursor.until('">'));
+    if (key === undefined) return undefined;
+    let value: string | undefined;
+    if (cursor.take("<![CDATA[")) {
+      value = cursor.until("]]>");
+      if (value === undefined || !cursor.take("</param>")) return undefined;
+    } else value = cursor.until("</param>");
+    if (value === undefined) return undefined;
+    params.push([key, value]);
+  }
+  return [typedCall(name, params, tools)];
+}
+
+/**
+ * OpenBMB MiniCPM5: `<function name="NAME"><param name="KEY">VALUE</param>…</function>`, one element per
+ * call (several calls one per line), values raw or in `<![CDATA[…]]>`, as vLLM's `minicpm5` and llama.cpp's
+ * MiniCPM5 format read them. A CDATA value that holds `</function>` itself ends the block early, so the
+ * call falls back to content (never lost).
+ */
+export const MINICPM5: BlockFormat = {
+  open: '<function name="',
+  close: "</function>",
+  read: readMiniCpm5,
 };

@@ -50,7 +50,7 @@ export function unusedRulePrefix(gbnf: string, base: string): string {
  * the start rule:
  *
  * ```
- * T-root ::= ( "<think>" T-body "</think>" T-ws )? root      (opened: T-body "</think>" T-ws root)
+ * T-root ::= ( T-ws "<think>" T-body "</think>" T-ws )? root   (opened: T-body "</think>" T-ws root)
  * T-body ::= ( [^<] | T-lt )*                                 any text without "</think>"
  * T-lt ::= "<"+ ( [^/<] | "/" ( [^t<] | "t" ( … "k" [^<>] ) ) )
  * T-ws ::= [ \t\n]{0,4}
@@ -62,8 +62,8 @@ export function unusedRulePrefix(gbnf: string, base: string): string {
  * prefix of `</think>` (a `<` must be followed by a character that does not continue the tag): a small loss
  * that keeps the rule regular. The whitespace after the block is bounded (as the JSON grammars bound
  * theirs) and admits the `max_thinking_tokens` close text `"\n</think>\n\n"`. Follows the reasoning
- * parsers' reading: the optional block must start the output (no leading whitespace), as the grammar's own
- * output would.
+ * parsers' reading: the optional block starts the output, after at most the same bounded whitespace (a
+ * model may write a line break before `<think>` when thinking is optional, which the parsers skip).
  * @param markup defaults to {@link THINK_MARKUP}.
  * @param root the grammar's start rule; defaults to "root".
  */
@@ -89,7 +89,7 @@ export function allowThinking(
   return {
     gbnf: [
       gbnf,
-      `${start} ::= ${opened ? block : `( ${gbnfString(markup.open)} ${block} )?`} ${answerStart}`,
+      `${start} ::= ${opened ? block : `( ${prefix}-ws ${gbnfString(markup.open)} ${block} )?`} ${answerStart}`,
       `${prefix}-body ::= ( ${notIn(first, first)} | ${prefix}-lt )*`,
       `${prefix}-lt ::= ${gbnfString(first)}+ ( ${head} )`,
       `${prefix}-ws ::= [ \\t\\n]{0,4}`,

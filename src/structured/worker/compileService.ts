@@ -33,8 +33,11 @@ export const COMPILER_YOUNG_GENERATION_MB = 192;
 
 type Task = Omit<CompileJob, "id">;
 
-const WORKER_URL = new URL("./tsWorker.mjs", import.meta.url);
-const THREAD_MODULE = new URL("./compileThread.ts", import.meta.url).href;
+// From the compiled build (dist/, plain JavaScript) the worker runs `compileThread.js` itself; from the
+// TypeScript sources it starts through `tsWorker.mjs`, which registers tsx in the worker first.
+const COMPILED = import.meta.url.endsWith(".js");
+const THREAD_MODULE = new URL(COMPILED ? "./compileThread.js" : "./compileThread.ts", import.meta.url);
+const WORKER_URL = COMPILED ? THREAD_MODULE : new URL("./tsWorker.mjs", import.meta.url);
 
 /**
  * One compiler worker thread and a FIFO queue of constraints for it. Idle, the worker does not keep the
@@ -47,7 +50,7 @@ export class ConstraintCompiler {
     this.worker = new WorkerSupervisor({
       url: WORKER_URL,
       options: {
-        workerData: { module: THREAD_MODULE },
+        workerData: { module: THREAD_MODULE.href },
         resourceLimits: {
           maxOldGenerationSizeMb: limits.heapMb,
           maxYoungGenerationSizeMb: COMPILER_YOUNG_GENERATION_MB,

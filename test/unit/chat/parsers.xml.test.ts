@@ -37,6 +37,8 @@ const MARKUP = [
   "<|tool_call:begin|>",
   "<|tool_calls|>",
   "<|calls|>",
+  "<function name=",
+  "<param",
 ];
 
 /** MiniMax-M3's namespace token. */
@@ -303,6 +305,49 @@ const suites: Record<string, Suite> = {
       '<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Paris"}}',
     ),
   },
+  minicpm5: {
+    parser: { toolParser: "minicpm5", tools: TOOLS },
+    cases: [
+      ...familyCases(
+        (calls) =>
+          calls
+            .map(
+              ([name, params]) =>
+                `<function name="${name}">${params.map(([k, v]) => `<param name="${k}">${v}</param>`).join("")}</function>`,
+            )
+            .join("\n"),
+        '<function name="get_weather"><param name="city">Par',
+      ),
+      {
+        title: "a CDATA value (the template wraps <, & and line breaks) holding </param>",
+        output:
+          '<function name="get_weather"><param name="code"><![CDATA[<a href="/x">hi</a> </param>\nx]]></param></function>',
+        expect: { calls: [{ name: "get_weather", args: { code: '<a href="/x">hi</a> </param>\nx' } }] },
+      },
+      {
+        title: "a call without parameters",
+        output: '<function name="get_time"></function>',
+        expect: { calls: [{ name: "get_time", args: {} }] },
+      },
+      {
+        title: "an unclosed CDATA falls back to content",
+        output: '<function name="get_weather"><param name="code"><![CDATA[x</param></function>',
+        expect: { content: '<function name="get_weather"><param name="code"><![CDATA[x</param></function>' },
+        leaksAllowed: true,
+      },
+    ],
+  },
+  "minicpm5 + qwen3 reasoning (MiniCPM5's prompt opens <think>)": {
+    parser: { toolParser: "minicpm5", tools: TOOLS, reasoningParser: "qwen3", startsInThinking: true },
+    cases: [
+      {
+        title: "reasoning, then a call",
+        output:
+          'I\'m thinking\n</think>\n\n<function name="get_weather"><param name="city">Paris</param></function>',
+        expect: { reasoning: "I'm thinking", calls: [weatherCall] },
+      },
+    ],
+  },
   hy_v3: {
     parser: { toolParser: "hy_v3", tools: TOOLS },
     cases: familyCases(
@@ -472,6 +517,7 @@ describe("XML tool parsers: detection from the real templates", () => {
     "MiniMax-M2.jinja": "minimax_m2",
     "MiniMax-M3.jinja": "minimax_m3",
     "tencent-Hy3.jinja": "hy_v3",
+    "openbmb-MiniCPM5-1B.jinja": "minicpm5",
     "Kimi-K3.jinja": "kimi_k3",
     "upstage-Solar-Open-100B.jinja": "solar_open",
     "muse-glimmer.jinja": "muse_glimmer",
@@ -531,6 +577,11 @@ describe("XML tool parsers: fuzz (seeded)", () => {
     "<|tool_call:name|>f<|tool_call:args|>",
     "<|tool_call:end|>",
     "<|end|>",
+    '<function name="f">',
+    '<param name="a">',
+    "</param>",
+    "<![CDATA[",
+    "]]>",
     '{"name": "f", "arguments": {"a": 1}}',
     "\n",
     " ",
@@ -550,6 +601,7 @@ describe("XML tool parsers: fuzz (seeded)", () => {
     "kimi_k3",
     "solar_open",
     "nemotron_json",
+    "minicpm5",
   ];
   let seed = 20261203;
   const random = () => {

@@ -136,6 +136,37 @@ describe("strict tools under tool_choice auto: a lazy grammar from the call mark
     });
   }
 
+  it("gpt-oss (Harmony): a commentary message to=functions.NAME, one call, after any analysis", async () => {
+    const { calling, grammar, matches } = await lazy(request(), "openai-gpt-oss-120b.jinja");
+    assert.equal(calling.parser, "openai");
+    assert.deepEqual(grammar.lazy?.triggers, ["<|channel|>commentary to=functions."]);
+    const write = (call: Call) =>
+      `<|channel|>commentary to=functions.${call.name} <|constrain|>json<|message|>${JSON.stringify(call.args)}`;
+    for (const call of [
+      { name: "get_weather", args: { city: "Paris", days: 3 } },
+      { name: "note", args: { other: "x" } },
+    ]) {
+      assert.ok(matches(write(call)), write(call));
+      const text = `<|channel|>analysis<|message|>Look it up.<|end|><|start|>assistant${write(call)}`;
+      const parsed = runParser({ reasoningParser: "openai_gptoss", toolParser: "openai", tools }, [text]);
+      assert.equal(parsed.reasoning, "Look it up.");
+      assert.deepEqual(
+        parsed.toolCalls.map((entry) => ({
+          name: entry.function.name,
+          args: JSON.parse(entry.function.arguments),
+        })),
+        [call],
+      );
+    }
+    for (const call of [
+      { name: "get_weather", args: { city: "Paris" } },
+      { name: "get_weather", args: { city: "Paris", days: 0 } },
+      { name: "nope", args: {} },
+    ]) {
+      assert.ok(!matches(write(call)), write(call));
+    }
+  });
+
   it("the thinking block is skipped: the lazy start carries the reasoning markup", async () => {
     const body = request();
     const calling = resolveToolCalling(body, undefined, template(HERMES.file));

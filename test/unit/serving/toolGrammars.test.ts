@@ -187,6 +187,43 @@ describe("forced tool calls in the XML and token families' markup", () => {
     assert.equal(kimi.native?.family, "kimi_k2");
   });
 
+  it("gpt-oss (Harmony): one commentary message to=functions.NAME, read back by the Harmony parser; never two", async () => {
+    const file = "openai-gpt-oss-120b.jinja";
+    const write = (call: Call) =>
+      `<|channel|>commentary to=functions.${call.name} <|constrain|>json<|message|>${JSON.stringify(call.args)}`;
+    for (const parallel of [false, true]) {
+      const { calling, matches } = await forced(
+        request({ tool_choice: "required", parallel_tool_calls: parallel }),
+        file,
+      );
+      assert.equal(calling.parser, "openai");
+      assert.equal(calling.native?.family, "openai");
+      for (const [call] of GOOD) {
+        assert.ok(call);
+        const text = write(call);
+        assert.ok(matches(text), text);
+        const parsed = runParser({ reasoningParser: "openai_gptoss", toolParser: "openai", tools }, [text]);
+        assert.equal(parsed.content ?? "", "");
+        assert.deepEqual(
+          parsed.toolCalls.map((entry) => ({
+            name: entry.function.name,
+            args: JSON.parse(entry.function.arguments),
+          })),
+          [call],
+        );
+      }
+      for (const [call] of BAD) assert.ok(call && !matches(write(call)), JSON.stringify(call));
+      // The model's <|call|> ends generation: the grammar admits one call, and no literal <|call|>.
+      const first = write(GOOD[0]?.[0] as Call);
+      assert.ok(!matches(`${first}<|call|>`));
+      assert.ok(!matches(`${first}<|start|>assistant${write(GOOD[3]?.[0] as Call)}`));
+    }
+    // A name with a space cannot be a Harmony recipient: the generic JSON form is forced instead.
+    const spaced = [{ type: "function" as const, function: { name: "get weather", parameters: weather } }];
+    const body = { ...request({ tool_choice: "required" }), tools: spaced } as ChatCompletionRequest;
+    assert.equal(resolveToolCalling(body, undefined, template(file)).parser, "generic");
+  });
+
   it("Mistral's tokenizer v3 templates (no [ARGS]) force [TOOL_CALLS][{…}], read back by the mistral parser", async () => {
     const calling = resolveToolCalling(
       request({ tool_choice: "required" }),

@@ -18,13 +18,22 @@ describe("allowThinking", () => {
     const wrapped = allowThinking(answer, false);
     checkGbnfText(wrapped.gbnf);
     const matches = await matcherOf(wrapped);
-    for (const text of ["yes", "no", "<think>\nHmm, a <b> tag.\n</think>\n\nyes", "<think></think>no"]) {
+    for (const text of [
+      "yes",
+      "no",
+      "<think>\nHmm, a <b> tag.\n</think>\n\nyes",
+      "<think></think>no",
+      // Leading whitespace before an optional block, as the reasoning parsers skip it (issue 26).
+      " <think>x</think>yes",
+      "\n\n<think>x</think>\nno",
+    ]) {
       assert.ok(matches(text), JSON.stringify(text));
     }
     for (const text of [
       "maybe",
       "<think>x</think>maybe",
-      " <think>x</think>yes",
+      " yes",
+      "\n\n\n\n\n<think>x</think>yes",
       "<think>x</think>\n\n\n\n\nyes",
     ]) {
       assert.ok(!matches(text), JSON.stringify(text));
