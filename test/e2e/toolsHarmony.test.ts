@@ -16,7 +16,7 @@ import { writeSyntheticModel } from "../../bench/gguf/syntheticModel.ts";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
 import { type AssembledCall, chatWholeAndStreamed } from "../helpers/chatToolRun.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
-import { startTestServer, type TestServer } from "../helpers/testServer.ts";
+import { useTestServer } from "../helpers/useTestServer.ts";
 
 const MODEL = "harmony-qwen";
 const forecast = {
@@ -47,22 +47,24 @@ const HARMONY_TOKENS = {
 type Call = AssembledCall;
 
 let dir: string;
-let server: TestServer;
+let model: string;
 /** The token that starts `commentary` after `<|channel|>`. */
 let commentary: number;
 
-before(async () => {
-  dir = mkdtempSync(join(tmpdir(), "lmserve-harmony-"));
-  const model = join(dir, `${MODEL}.gguf`);
-  await writeSyntheticModel({
-    shape: { arch: "qwen2", hidden: 64, layers: 1, heads: 2, kvHeads: 1, ffn: 128, context: 4096 },
-    vocabPath: join(sharedModelsDir, "ggml-vocab-qwen2.gguf"),
-    outPath: model,
-    weightType: "q8_0",
-    seed: 27,
-    addedTokens: HARMONY_TOKENS,
+describe("gpt-oss Harmony tool calls (generated Qwen2-vocabulary model, real gpt-oss template)", () => {
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "lmserve-harmony-"));
+    model = join(dir, `${MODEL}.gguf`);
+    await writeSyntheticModel({
+      shape: { arch: "qwen2", hidden: 64, layers: 1, heads: 2, kvHeads: 1, ffn: 128, context: 4096 },
+      vocabPath: join(sharedModelsDir, "ggml-vocab-qwen2.gguf"),
+      outPath: model,
+      weightType: "q8_0",
+      seed: 27,
+      addedTokens: HARMONY_TOKENS,
+    });
   });
-  server = await startTestServer([
+  const server = useTestServer(() => [
     model,
     "--served-model-name",
     MODEL,
@@ -71,18 +73,16 @@ before(async () => {
     "--max-model-len",
     "4096",
   ]);
-  const response = await server.post("/tokenize", { model: MODEL, prompt: "<|channel|>commentary" });
-  const tokens = ((await response.json()) as { tokens: number[] }).tokens;
-  assert.equal(tokens[0], 151647, "<|channel|> is one token");
-  commentary = tokens[1] ?? -1;
-});
+  before(async () => {
+    const response = await server.post("/tokenize", { model: MODEL, prompt: "<|channel|>commentary" });
+    const tokens = ((await response.json()) as { tokens: number[] }).tokens;
+    assert.equal(tokens[0], 151647, "<|channel|> is one token");
+    commentary = tokens[1] ?? -1;
+  });
+  after(() => {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
 
-after(async () => {
-  await server?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
-
-describe("gpt-oss Harmony tool calls (generated Qwen2-vocabulary model, real gpt-oss template)", () => {
   for (const [label, toolChoice] of [
     ["required", "required"],
     ["a named function", { type: "function", function: { name: "get_forecast" } }],
