@@ -15,16 +15,18 @@ describe("checkJsonSchema", () => {
   it("accepts a value that matches and names each problem of one that does not", () => {
     assert.deepEqual(checkJsonSchema(schema, { name: "Tom", mood: "happy", age: 3 }), []);
     assert.deepEqual(checkJsonSchema(schema, { name: "Tom", mood: "angry", age: 30, extra: 1 }), [
-      '$.mood: must be one of ["happy","sad","sleepy"]',
-      "$.age: greater than 9",
+      '$.mood: Instance does not match any of ["happy","sad","sleepy"]',
+      "$.age: 30 is greater than 9",
       "$.extra: no value is allowed here",
     ]);
     assert.deepEqual(checkJsonSchema(schema, { name: 5 }), [
-      '$: missing "mood"',
-      '$: missing "age"',
-      "$.name: expected string, got integer",
+      '$: Instance does not have required property "mood"',
+      '$: Instance does not have required property "age"',
+      '$.name: Instance type "number" is invalid. Expected "string"',
     ]);
-    assert.deepEqual(checkJsonSchema(schema, [1]), ["$: expected object, got array"]);
+    assert.deepEqual(checkJsonSchema(schema, [1]), [
+      '$: Instance type "array" is invalid. Expected "object"',
+    ]);
   });
 
   it("follows local $ref, arrays, lengths, patterns and anyOf", () => {
@@ -36,13 +38,13 @@ describe("checkJsonSchema", () => {
     };
     assert.deepEqual(checkJsonSchema(listSchema, ["ab", "cd"]), []);
     assert.deepEqual(checkJsonSchema(listSchema, ["abcd", "A"]), [
-      "$[0]: longer than 3 characters",
-      "$[1]: does not match /^[a-z]+$/",
+      "$[0]: String is too long (4 > 3)",
+      "$[1]: String does not match pattern",
     ]);
-    assert.deepEqual(checkJsonSchema(listSchema, []), ["$: fewer than 1 items"]);
+    assert.deepEqual(checkJsonSchema(listSchema, []), ["$: Array has too few items (0 < 1)"]);
     assert.deepEqual(checkJsonSchema({ anyOf: [{ type: "integer" }, { type: "null" }] }, null), []);
     assert.deepEqual(checkJsonSchema({ anyOf: [{ type: "integer" }, { type: "null" }] }, "x"), [
-      "$: matches none of anyOf",
+      "$: Instance does not match any subschemas",
     ]);
   });
 });
@@ -69,7 +71,7 @@ describe("structured output", () => {
     const json = { kind: "json_schema" as const, text: STRUCTURED_EXAMPLES.json_schema };
     assert.equal(checkStructured(json, '{"name":"Tom","mood":"sad","age":4}')?.valid, true);
     assert.match(checkStructured(json, '{"name":"Tom"')?.message ?? "", /^not valid JSON/);
-    assert.match(checkStructured(json, '{"name":"Tom"}')?.message ?? "", /missing "mood"/);
+    assert.match(checkStructured(json, '{"name":"Tom"}')?.message ?? "", /required property "mood"/);
     const regex = { kind: "regex" as const, text: "a|b" };
     assert.equal(checkStructured(regex, "a")?.valid, true);
     assert.equal(checkStructured(regex, "ab")?.valid, false, "anchored: ^(?:a|b)$");
