@@ -2,8 +2,9 @@
  * The models of `--models-dir DIR`, laid out as llama-server's router reads them: each `NAME.gguf` at
  * the top is the model `NAME`; a subfolder `NAME/` holding a model GGUF (and optionally a projector
  * whose file name starts with `mmproj`, and the shards `-00001-of-0000N.gguf` of one model) is the
- * model `NAME`. Projector files and shards after the first are not models of their own. Reads only
- * folder listings and `stat`s; never parses models.
+ * model `NAME`. Projector files and shards after the first are not models of their own. Symbolic links
+ * count as what they point to; broken ones are skipped. Reads only folder listings and `stat`s; never
+ * parses models.
  */
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
@@ -31,7 +32,10 @@ export async function listModelsDir(dir: string): Promise<DirectoryModel[]> {
   const found: DirectoryModel[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
-    if (entry.isFile() && GGUF.test(entry.name) && !isProjector(entry.name)) {
+    // A symbolic link counts as what it points to (models are often linked in, e.g. from a download cache).
+    const kind = entry.isSymbolicLink() ? await linkTarget(path) : entry;
+    if (kind === undefined) continue;
+    if (kind.isFile() && GGUF.test(entry.name) && !isProjector(entry.name)) {
       const shard = SHARD.exec(entry.name);
       if (shard && shard[1] !== "00001") continue;
       const size = await sizeOf(path);
@@ -44,12 +48,21 @@ export async function listModelsDir(dir: string): Promise<DirectoryModel[]> {
         sizeBytes += (await sizeOf(join(dir, next))) ?? 0;
       }
       found.push({ id, path, sizeBytes });
-    } else if (entry.isDirectory()) {
+    } else if (kind.isDirectory()) {
       const model = await folderModel(entry.name, path);
       if (model) found.push(model);
     }
   }
   return found.sort((a, b) => a.id.localeCompare(b.id));
+}
+
+/** What a symbolic link points to (a file or a folder), or undefined when it is broken. */
+async function linkTarget(path: string): Promise<{ isFile(): boolean; isDirectory(): boolean } | undefined> {
+  try {
+    return await stat(path);
+  } catch {
+    return undefined;
+  }
 }
 
 function isProjector(name: string): boolean {

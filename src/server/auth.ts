@@ -14,7 +14,7 @@ export type AuthOptions = {
 /**
  * Whether a path needs the API key: every `/v1/*` route except the health probes (`/v1/health/*`),
  * `/rerank`, `/v2/rerank`, `/score`, vLLM's tokenizer routes `/tokenize` and `/detokenize` (open in vLLM; here they cost model CPU, so
- * they are protected), llama-server's `/models/load` and `/models/unload`, and `/metrics` with `--protect-metrics`. `/health`, `/openapi.json`, `/docs`
+ * they are protected), llama-server's `/models`, `/models/load` and `/models/unload`, and `/metrics` with `--protect-metrics`. `/health`, `/openapi.json`, `/docs`
  * and the web UI's files stay open. `url` may carry a query string.
  */
 export function requiresApiKey(url: string, protectMetrics: boolean): boolean {
@@ -22,8 +22,8 @@ export function requiresApiKey(url: string, protectMetrics: boolean): boolean {
   if (path.startsWith("/v1/health/") || path === "/v1/health") return false;
   if (path === "/v1" || path.startsWith("/v1/")) return true;
   if (path === "/tokenize" || path === "/detokenize") return true;
-  // llama-server's router routes: loading and unloading models.
-  if (path === "/models/load" || path === "/models/unload") return true;
+  // llama-server's router routes: the model list, loading and unloading models.
+  if (path === "/models" || path === "/models/load" || path === "/models/unload") return true;
   // llama-server's and vLLM's rerank and score paths run the model, as the /v1 ones do.
   if (path === "/rerank" || path === "/v2/rerank" || path === "/score") return true;
   return protectMetrics && (path === "/metrics" || path.startsWith("/metrics/"));

@@ -288,6 +288,14 @@ export const API_ROUTES: readonly RouteDoc[] = [
   },
   {
     method: "GET",
+    path: "/models",
+    summary: "List the served models, as GET /v1/models (llama-server's router path)",
+    tag: "Models",
+    auth: true,
+    response: "ModelList",
+  },
+  {
+    method: "GET",
     path: "/v1/models/{model}",
     route: "/v1/models/*",
     summary: "Retrieve a served model",

@@ -38,6 +38,12 @@ describe("models, health, metrics, version (in-process, fake engine)", () => {
     );
   });
 
+  it("GET /models (llama-server's router path) lists the same models", async () => {
+    const response = await fake.get("/models");
+    assert.equal(response.statusCode, 200);
+    assert.deepEqual(response.json(), (await fake.get("/v1/models")).json());
+  });
+
   it("answers one model at GET /v1/models/{id}, and 404 naming the served ones for another", async () => {
     const alias = await fake.get("/v1/models/fake-alias");
     assert.equal(alias.statusCode, 200);

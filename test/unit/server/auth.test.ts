@@ -14,6 +14,9 @@ describe("requiresApiKey", () => {
       "/v1/healthz",
       "/tokenize",
       "/detokenize?x",
+      "/models",
+      "/models/load",
+      "/models/unload",
     ]) {
       assert.equal(requiresApiKey(path, false), true, path);
     }

@@ -1,6 +1,6 @@
 /** `keep_alive` parsing (Ollama's semantics) and the `--models-dir` layout (llama-server's router). */
 import assert from "node:assert/strict";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -76,6 +76,26 @@ describe("listModelsDir", () => {
       ]);
     } finally {
       await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("follows symbolic links to model files and folders; skips broken ones", async () => {
+    const store = await mkdtemp(join(tmpdir(), "lmserve-store-"));
+    const dir = await mkdtemp(join(tmpdir(), "lmserve-dir-"));
+    try {
+      await writeFile(join(store, "blob"), "123456");
+      await mkdir(join(store, "vision"));
+      await writeFile(join(store, "vision", "model.gguf"), "12");
+      await symlink(join(store, "blob"), join(dir, "linked.gguf"));
+      await symlink(join(store, "vision"), join(dir, "seeing"));
+      await symlink(join(store, "missing"), join(dir, "broken.gguf"));
+      assert.deepEqual(await listModelsDir(dir), [
+        { id: "linked", path: join(dir, "linked.gguf"), sizeBytes: 6 },
+        { id: "seeing", path: join(dir, "seeing", "model.gguf"), sizeBytes: 2 },
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await rm(store, { recursive: true, force: true });
     }
   });
 });
