@@ -24,6 +24,14 @@ import type {
 } from "./types.ts";
 
 /**
+ * Steps an adapter group runs in a row before the next group's turn: each change of the context's adapter
+ * set costs llama.cpp a graph reservation (measured in docs/ARCHITECTURE.md, "LoRA adapters"), so a turn
+ * of a few steps amortizes it, while a sequence of another group waits at most this many steps per
+ * other group.
+ */
+const ADAPTER_TURN_STEPS = 8;
+
+/**
  * The states of a slot (one sequence of the context):
  *
  * ```
@@ -153,8 +161,9 @@ export class Scheduler {
   private readonly adapters = new Map<string, LoraAdapter>();
   /** The adapter set on the context now (undefined: the base alone). */
   private activeAdapter: LoraAdapter | undefined;
-  /** The group (adapter id, 0 for the base) the last step ran; the next step takes the next group. */
+  /** The group (adapter id, 0 for the base) the last step ran, and how many steps in a row it has run. */
   private lastGroup = -1;
+  private groupSteps = 0;
   /** Unloaded adapters waiting for their generations to end before they are freed. */
   private readonly retiring: { adapter: LoraAdapter; done: () => void }[] = [];
   private nextAdapterId = 1;
@@ -299,8 +308,8 @@ export class Scheduler {
 
   /**
    * The adapter group the next step runs (llama.cpp applies adapters per context, so one step holds the
-   * sequences of one adapter set): the groups with running sequences take turns, one step each, in
-   * order of adapter id (the base first).
+   * sequences of one adapter set): the groups with running sequences take turns of
+   * {@link ADAPTER_TURN_STEPS} steps each, in order of adapter id (the base first).
    */
   private nextGroup(): LoraAdapter | undefined {
     const groups = new Map<number, LoraAdapter | undefined>();
@@ -308,9 +317,14 @@ export class Scheduler {
       const adapter = running.job.request.adapter;
       groups.set(adapter?.id ?? 0, adapter);
     }
+    if (groups.has(this.lastGroup) && (this.groupSteps < ADAPTER_TURN_STEPS || groups.size === 1)) {
+      this.groupSteps++;
+      return groups.get(this.lastGroup);
+    }
     const ids = [...groups.keys()].sort((a, b) => a - b);
     const id = ids.find((candidate) => candidate > this.lastGroup) ?? (ids[0] as number);
     this.lastGroup = id;
+    this.groupSteps = 1;
     return groups.get(id);
   }
 

@@ -30,7 +30,7 @@ type Completion = {
 };
 
 /** A greedy completion on `model`; the whole response body. */
-async function complete(model: string, prompt = "Once upon a time", maxTokens = 24): Promise<Completion> {
+async function complete(model: string, prompt = "The little dog", maxTokens = 24): Promise<Completion> {
   const response = await server.post(
     "/v1/completions",
     { model, prompt, max_tokens: maxTokens, temperature: 0 },
@@ -64,13 +64,16 @@ async function scrape(name: string): Promise<Series[]> {
 describe("LoRA adapters (real server, --lora)", () => {
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), "lmserve-lora-"));
-    for (const [name, seed] of [
-      ["a", 1],
-      ["b", 2],
-      ["c", 3],
+    // Strengths and seeds whose greedy texts differ from the base's and each other's while every step's
+    // top two candidates stay apart (a margin of at least 0.05 nats over 24 tokens, measured): what shares
+    // a batch moves a logit by ~1e-4, which must not flip a near tie.
+    for (const [name, seed, std] of [
+      ["a", 2, 0.08],
+      ["b", 1, 0.08],
+      ["c", 4, 0.1],
     ] as const) {
       paths[name] = join(dir, `${name}.gguf`);
-      await writeSyntheticLora({ basePath: defaultModelPath, outPath: paths[name], seed });
+      await writeSyntheticLora({ basePath: defaultModelPath, outPath: paths[name], seed, std });
     }
     server = await startTestServer([
       "--lora",
@@ -104,8 +107,11 @@ describe("LoRA adapters (real server, --lora)", () => {
   });
 
   it("an adapter changes its base's output, and not the output of requests without it", async () => {
+    assert.match(
+      (await textOf(TEST_MODEL, "Once upon a time")) ?? "",
+      /^, there was a little girl named Lily/,
+    );
     const base = await textOf(TEST_MODEL);
-    assert.match(base ?? "", /^, there was a little girl named Lily/);
     const a = await complete("a");
     assert.equal(a.model, "a", "the response names the adapter, as vLLM");
     const b = await textOf("b");
