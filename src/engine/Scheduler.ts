@@ -138,7 +138,9 @@ type StepOutputFor =
  * generation handles its token here (text, stop strings, deltas). Requests join and leave between steps;
  * an abort takes effect before the next step. Requests beyond the slots wait in a queue ordered by
  * priority (lower first, as vLLM's `priority`) then arrival. A new request takes the idle slot whose
- * cached tokens share the longest prefix with its prompt (see `pickSlot`).
+ * cached tokens share the longest prefix with its prompt (see `pickSlot`). LoRA adapters: llama.cpp
+ * applies them per context, so a step holds the sequences of one adapter set only, and the sets with
+ * running sequences take turns (see `nextGroup`; at most `maxLoras` adapters run at once).
  */
 export class Scheduler {
   readonly host: ModelHost;

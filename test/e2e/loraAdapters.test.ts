@@ -61,20 +61,26 @@ async function scrape(name: string): Promise<Series[]> {
   return series;
 }
 
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), "lmserve-lora-"));
+  // Strengths and seeds whose greedy texts differ from the base's and each other's while every step's
+  // top two candidates stay apart (a margin of at least 0.05 nats over 24 tokens, measured): what shares
+  // a batch moves a logit by ~1e-4, which must not flip a near tie.
+  for (const [name, seed, std] of [
+    ["a", 2, 0.08],
+    ["b", 1, 0.08],
+    ["c", 4, 0.1],
+  ] as const) {
+    paths[name] = join(dir, `${name}.gguf`);
+    await writeSyntheticLora({ basePath: defaultModelPath, outPath: paths[name], seed, std });
+  }
+});
+after(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
 describe("LoRA adapters (real server, --lora)", () => {
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), "lmserve-lora-"));
-    // Strengths and seeds whose greedy texts differ from the base's and each other's while every step's
-    // top two candidates stay apart (a margin of at least 0.05 nats over 24 tokens, measured): what shares
-    // a batch moves a logit by ~1e-4, which must not flip a near tie.
-    for (const [name, seed, std] of [
-      ["a", 2, 0.08],
-      ["b", 1, 0.08],
-      ["c", 4, 0.1],
-    ] as const) {
-      paths[name] = join(dir, `${name}.gguf`);
-      await writeSyntheticLora({ basePath: defaultModelPath, outPath: paths[name], seed, std });
-    }
     server = await startTestServer([
       "--lora",
       `a=${paths.a}`,
@@ -90,7 +96,6 @@ describe("LoRA adapters (real server, --lora)", () => {
   });
   after(async () => {
     await server?.stop();
-    await rm(dir, { recursive: true, force: true });
   });
 
   it("lists each adapter in /v1/models with its base as parent and its file as root", async () => {
@@ -264,5 +269,36 @@ describe("LoRA adapters (real server, --lora)", () => {
     // Earlier series keep the adapters that ran (comma-separated names), with their last time.
     const ran = new Set(series.flatMap((entry) => entry.labels.running_lora_adapters?.split(",") ?? []));
     assert.ok(ran.has("a") && ran.has("b"), [...ran].join(" "));
+  });
+});
+
+describe("LoRA adapters under --max-loras 1", () => {
+  let one: TestServer;
+  before(async () => {
+    one = await startTestServer(["--lora", `a=${paths.a}`, "--lora", `b=${paths.b}`, "--max-loras", "1"]);
+  });
+  after(async () => {
+    await one?.stop();
+  });
+
+  it("runs one adapter at a time, each request giving its text alone, and says max_lora 1", async () => {
+    const text = async (model: string) => {
+      const response = await one.post("/v1/completions", {
+        model,
+        prompt: "The little dog",
+        max_tokens: 24,
+        temperature: 0,
+      });
+      assert.equal(response.status, 200);
+      return ((await response.json()) as Completion).choices[0]?.text;
+    };
+    const alone = { a: await text("a"), b: await text("b"), base: await text(TEST_MODEL) };
+    const models = ["a", "b", TEST_MODEL, "b", "a", TEST_MODEL];
+    const together = await Promise.all(models.map(text));
+    models.forEach((model, index) => {
+      assert.equal(together[index], model === TEST_MODEL ? alone.base : alone[model as "a" | "b"], model);
+    });
+    const metrics = await (await fetch(`${one.url}/metrics`)).text();
+    assert.match(metrics, /^vllm:lora_requests_info\{max_lora="1",/m);
   });
 });
