@@ -8,10 +8,12 @@
  *     [--layers 24] [--heads 14] [--kv-heads 2] [--ffn 4864] [--type q8_0|f32|f16] [--context 32768]
  *     [--seed N] [--untied] [--quiet] [--help]
  *   npx tsx bench/make-model.ts --mmproj-for TEXT_MODEL.gguf [--out FILE] [--seed N]
+ *   npx tsx bench/make-model.ts --lora-for BASE_MODEL.gguf [--rank 8] [--out FILE] [--seed N]
  *
  * With `--mmproj-for`, writes a tiny random-weight vision projector (an mmproj for llama.cpp's `mtmd`)
  * whose output width is that text model's `*.embedding_length` (see `gguf/syntheticProjector.ts`);
- * the shape flags do not apply to it.
+ * the shape flags do not apply to it. With `--lora-for`, writes a random-weight LoRA adapter of rank
+ * `--rank` on the base's attn_q and attn_v (see `gguf/syntheticLora.ts`).
  *
  * Relative paths are resolved against the current directory; the defaults against the project root
  * (`--vocab` defaults to `../shared/models/ggml-vocab-qwen2.gguf`, or `ggml-vocab-llama-bpe.gguf`
@@ -22,6 +24,7 @@ import { basename, dirname, relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { projectRoot, sharedModelsDir } from "../src/paths.ts";
+import { writeSyntheticLora } from "./gguf/syntheticLora.ts";
 import {
   ARCH_DEFAULTS,
   type ModelArch,
@@ -61,6 +64,10 @@ export interface MakeModelArgs {
   help: boolean;
   /** `--mmproj-for`: absolute path of the text model to write a vision projector for, instead of a model. */
   mmprojFor?: string;
+  /** `--lora-for`: absolute path of the base model to write a LoRA adapter for, instead of a model. */
+  loraFor?: string;
+  /** `--rank`: the adapter's rank. Defaults to 8. */
+  rank: number;
 }
 
 /** Usage text printed by `--help`. */
@@ -78,6 +85,9 @@ export const USAGE = `Usage: npx tsx bench/make-model.ts [options]
   --mmproj-for FILE instead of a model, write a tiny random-weight vision projector (mmproj, "mlp" type:
                     32 px images in 8 px patches, 16 image tokens each) for the text model FILE,
                     sized to its embedding width (default --out bench/models/<FILE's name>-mmproj.gguf)
+  --lora-for FILE   instead of a model, write a random-weight LoRA adapter (attn_q, attn_v) for the model
+                    FILE (default --out bench/models/<FILE's name>-lora-<seed>.gguf)
+  --rank N          the adapter's rank (8)
 `;
 
 /** Default file name: the spec's name for the default shape, otherwise one describing the shape. */
@@ -116,6 +126,8 @@ export function parseMakeModelArgs(argv: string[]): MakeModelArgs {
       quiet: { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
       "mmproj-for": { type: "string" },
+      "lora-for": { type: "string" },
+      rank: { type: "string", default: "8" },
     },
   });
   const int = (name: string, text: string): number => {
@@ -139,6 +151,7 @@ export function parseMakeModelArgs(argv: string[]): MakeModelArgs {
   };
   const tied = !values.untied;
   const mmprojFor = values["mmproj-for"] === undefined ? undefined : resolve(values["mmproj-for"]);
+  const loraFor = values["lora-for"] === undefined ? undefined : resolve(values["lora-for"]);
   return {
     shape,
     weightType,
@@ -146,13 +159,17 @@ export function parseMakeModelArgs(argv: string[]): MakeModelArgs {
       ? resolve(values.out)
       : values["mmproj-for"] !== undefined
         ? resolve(benchModelsDir, `${basename(values["mmproj-for"], ".gguf")}-mmproj.gguf`)
-        : resolve(benchModelsDir, defaultFileName(shape, weightType, tied)),
+        : values["lora-for"] !== undefined
+          ? resolve(benchModelsDir, `${basename(values["lora-for"], ".gguf")}-lora-${values.seed}.gguf`)
+          : resolve(benchModelsDir, defaultFileName(shape, weightType, tied)),
     vocabPath: values.vocab ? resolve(values.vocab) : resolve(sharedModelsDir, ARCH_DEFAULTS[arch].vocab),
     seed: int("seed", values.seed),
     tied,
     quiet: values.quiet,
     help: values.help,
     ...(mmprojFor === undefined ? {} : { mmprojFor }),
+    ...(loraFor === undefined ? {} : { loraFor }),
+    rank: int("rank", values.rank),
   };
 }
 
@@ -161,7 +178,7 @@ export function parseMakeModelArgs(argv: string[]): MakeModelArgs {
  * progress to stderr and a summary line (path, size in MB, tensors, parameters, seconds) to stdout.
  * With `--help`, prints {@link USAGE}.
  *
- * @returns The written file's summary, or undefined for `--help`.
+ * @returns The written file's summary, or undefined for `--help` and `--lora-for`.
  * @throws {Error} as {@link parseMakeModelArgs}, `writeSyntheticModel` and `writeSyntheticProjector`.
  */
 export async function main(
@@ -174,6 +191,18 @@ export async function main(
   }
   mkdirSync(dirname(args.outPath), { recursive: true });
   if (args.mmprojFor !== undefined) return makeProjector(args.mmprojFor, args.outPath, args.seed);
+  if (args.loraFor !== undefined) {
+    const adapter = await writeSyntheticLora({
+      basePath: args.loraFor,
+      outPath: args.outPath,
+      seed: args.seed,
+      rank: args.rank,
+    });
+    process.stdout.write(
+      `${shownPath(args.outPath)}: ${(adapter.bytes / 1e6).toFixed(2)} MB, ${adapter.tensors.length} tensors, rank ${args.rank}\n`,
+    );
+    return undefined;
+  }
   const started = performance.now();
   let lastReport = 0;
   const result = await writeSyntheticModel({

@@ -5,6 +5,7 @@
  * fields) or into a final SSE event.
  */
 import {
+  AdapterUnloadedError,
   CapacityExceededError,
   EngineClosedError,
   EngineError,
@@ -67,6 +68,8 @@ export const API_ERROR_CODES = [
   "model_unloaded",
   "model_load_failed",
   "model_capacity",
+  "lora_not_found",
+  "lora_load_failed",
 ] as const;
 
 /**
@@ -164,6 +167,29 @@ export function modelNotFound(model: string, available: readonly string[]): ApiE
     "model_not_found",
     `The model \`${model}\` does not exist. Available models: ${available.join(", ")}.`,
     { param: "model" },
+  );
+}
+
+/**
+ * 404: no LoRA adapter is served under this name (vLLM's `NotFoundError` of `/v1/unload_lora_adapter`),
+ * or it was unloaded before the request was queued; `param` names the field that gave it.
+ */
+export function loraNotFound(
+  name: string,
+  param = "lora_name",
+  message = `The lora adapter '${name}' cannot be found.`,
+): ApiError {
+  return new ApiError(404, "not_found_error", "lora_not_found", message, { param });
+}
+
+/** 400: the LoRA adapter file does not load (llama.cpp's reason follows: not an adapter, another base model). */
+export function loraLoadFailed(name: string, reason: string): ApiError {
+  return new ApiError(
+    400,
+    "invalid_request_error",
+    "lora_load_failed",
+    `The lora adapter '${name}' could not be loaded: ${reason}`,
+    { param: "lora_path" },
   );
 }
 
@@ -355,6 +381,7 @@ export function toApiError(error: unknown): ApiError {
     );
   }
   if (error instanceof EngineClosedError) return overloaded("The server is shutting down.");
+  if (error instanceof AdapterUnloadedError) return loraNotFound(error.adapter, "model");
   if (error instanceof ConstraintError) return badRequest(error.message, error.param);
   if (error instanceof CompilerFailureError) return internalError(error.message);
   if (error instanceof GrammarUnenforceableError) {

@@ -2,6 +2,7 @@ import { stat } from "node:fs/promises";
 import { type AddressInfo, createServer } from "node:net";
 import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { type Logger as PinoLogger, pino } from "pino";
+import type { LoraModule } from "./config/loraModules.ts";
 import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.ts";
 import { summariseSkippedBackends } from "./engine/devices.ts";
 import { EncoderScheduler } from "./engine/EncoderScheduler.ts";
@@ -21,6 +22,29 @@ import { type LoadedModel, ModelRegistry } from "./serving/ModelRegistry.ts";
 import { sharedCompiler } from "./structured/worker/compileService.ts";
 
 /** A model's own settings (a config file's `models` entry, or a `--models-dir` folder's projector). */
+/**
+ * Loads a model's configured LoRA adapters (`--lora`, a config entry's `lora`) onto its scheduler.
+ * @throws ConfigError naming the adapter when it cannot be served (an encoder model, a name another model
+ *   has, a file llama.cpp refuses); the scheduler is closed first.
+ */
+async function loadLoras(
+  scheduler: Scheduler | EncoderScheduler,
+  loras: readonly LoraModule[],
+  nameTaken: (name: string) => boolean,
+): Promise<void> {
+  for (const lora of loras) {
+    try {
+      if (!(scheduler instanceof Scheduler))
+        throw new Error("an embedding or rerank model takes no adapters");
+      if (nameTaken(lora.name)) throw new Error("a model or another adapter is served under that name");
+      await scheduler.loadAdapter(lora.name, lora.path, lora.scale);
+    } catch (error) {
+      await scheduler.close();
+      throw new ConfigError(`--lora ${lora.name}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+}
+
 type ModelSettings = Partial<Omit<ServeConfig["models"][number], "source" | "servedModelNames">>;
 
 /** A running server: its address and how to stop it. */
@@ -51,6 +75,7 @@ export async function startServer(
       ? pino(logOptions, prettyLogStream(process.stdout))
       : pino(logOptions);
   const metrics = new ServerMetrics();
+  if (config.enableLora) metrics.enableLora();
   const registry = new ModelRegistry<Scheduler>({
     autoload: config.modelsAutoload,
     ...(config.modelsMax !== undefined ? { maxModels: config.modelsMax } : {}),
@@ -128,8 +153,10 @@ export async function startServer(
       jumpForward: config.jumpForward,
       ...(config.maxWaiting !== undefined ? { maxWaiting: config.maxWaiting } : {}),
       ...(config.requestTimeout !== undefined ? { requestTimeoutSeconds: config.requestTimeout } : {}),
+      ...(config.maxLoras !== undefined ? { maxLoras: config.maxLoras } : {}),
       events: metrics.eventsFor(host.id),
     });
+    await loadLoras(scheduler, own?.loras ?? [], (name) => registry.has(name));
     const projectorBytes = mmproj !== undefined ? await fileSize(mmproj) : 0;
     logModelLoaded(logger, config, model, own, host, mmproj);
     return {

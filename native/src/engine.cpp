@@ -284,9 +284,12 @@ class Model : public Napi::ObjectWrap<Model> {
 
   llama_model* get() const { return model_; }
   const llama_vocab* vocab() const { return vocab_; }
+  /** False once the model is freed (llama.cpp then frees the model's LoRA adapters with it). */
+  std::shared_ptr<bool> alive() const { return alive_; }
 
  private:
   void free() {
+    *alive_ = false;
     if (model_ != nullptr) llama_model_free(model_);
     model_ = nullptr;
   }
@@ -395,9 +398,100 @@ class Model : public Napi::ObjectWrap<Model> {
 
   llama_model* model_ = nullptr;
   const llama_vocab* vocab_ = nullptr;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 Napi::FunctionReference Model::constructor;
+
+// ---------------------------------------------------------------------------------------------------
+// LoRA adapters (llama.cpp's llama_adapter_lora): loaded per model, applied per context
+
+/**
+ * A LoRA adapter bound to its model. llama.cpp frees a model's adapters with the model, so the adapter
+ * is freed here only while the model lives; it may not be freed while a context has it set (`holders`).
+ */
+class Lora : public Napi::ObjectWrap<Lora> {
+ public:
+  static Napi::FunctionReference constructor;
+
+  static void Define(Napi::Env env, Napi::Object exports) {
+    Napi::Function fn = DefineClass(env, "Lora",
+                                    {
+                                        InstanceMethod("info", &Lora::Info),
+                                        InstanceMethod("dispose", &Lora::Dispose),
+                                    });
+    constructor = Napi::Persistent(fn);
+    constructor.SuppressDestruct();
+    exports.Set("Lora", fn);
+  }
+
+  explicit Lora(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Lora>(info) {
+    adapter_ = static_cast<llama_adapter_lora*>(info[0].As<Napi::External<llama_adapter_lora>>().Data());
+    Model* model = Model::Unwrap(info[1].As<Napi::Object>());
+    model_ = model->get();
+    alive_ = model->alive();
+    modelRef_ = Napi::Persistent(info[1].As<Napi::Object>());
+  }
+  ~Lora() override { free(); }
+
+  llama_adapter_lora* get() const { return adapter_; }
+  const llama_model* model() const { return model_; }
+  /** Contexts that have this adapter set. */
+  int holders = 0;
+
+ private:
+  void free() {
+    if (adapter_ != nullptr && alive_ && *alive_) llama_adapter_lora_free(adapter_);
+    adapter_ = nullptr;
+    if (!modelRef_.IsEmpty()) modelRef_.Reset();
+  }
+
+  /** info() -> {meta: {key: value}}: the adapter's GGUF scalar metadata as text. */
+  Napi::Value Info(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    if (adapter_ == nullptr) throw Napi::Error::New(env, "the adapter has been disposed");
+    Napi::Object meta = Napi::Object::New(env);
+    const int32_t count = llama_adapter_meta_count(adapter_);
+    std::vector<char> key(256), value(4096);
+    for (int32_t i = 0; i < count; i++) {
+      if (llama_adapter_meta_key_by_index(adapter_, i, key.data(), key.size()) < 0) continue;
+      if (llama_adapter_meta_val_str_by_index(adapter_, i, value.data(), value.size()) < 0) continue;
+      meta.Set(key.data(), value.data());
+    }
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("meta", meta);
+    return out;
+  }
+
+  /** dispose(): frees the adapter. @throws Error while a context has it set. */
+  Napi::Value Dispose(const Napi::CallbackInfo& info) {
+    if (holders > 0) throw Napi::Error::New(info.Env(), "the adapter is set on a context");
+    free();
+    return info.Env().Undefined();
+  }
+
+  llama_adapter_lora* adapter_ = nullptr;
+  const llama_model* model_ = nullptr;
+  std::shared_ptr<bool> alive_;
+  Napi::ObjectReference modelRef_;
+};
+
+Napi::FunctionReference Lora::constructor;
+
+/** loadLora(path, model) -> Promise<Lora>; rejects with llama.cpp's reason (wrong base, bad file). */
+Napi::Value LoadLora(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  Napi::Object model = info[1].As<Napi::Object>();
+  llama_model* base = Model::Unwrap(model)->get();
+  if (base == nullptr) throw Napi::Error::New(env, "the model has been disposed");
+  auto keep = std::make_shared<Napi::ObjectReference>(Napi::Persistent(model));
+  auto load = [path, base]() -> llama_adapter_lora* { return llama_adapter_lora_init(base, path.c_str()); };
+  auto wrap = [keep](Napi::Env env, llama_adapter_lora* adapter) -> Napi::Value {
+    return Lora::constructor.New({Napi::External<llama_adapter_lora>::New(env, adapter), keep->Value()});
+  };
+  return (new LoadWorker<llama_adapter_lora>(env, load, wrap, "llama.cpp could not load the LoRA adapter", 1))->start();
+}
 
 /** loadModel(path, {nGpuLayers, devices: string[], cpuOnly}) -> Promise<Model> */
 Napi::Value LoadModel(const Napi::CallbackInfo& info) {
@@ -766,6 +860,7 @@ class Context : public Napi::ObjectWrap<Context> {
                                         InstanceMethod("step", &Context::Step),
                                         InstanceMethod("evalImage", &Context::EvalImage),
                                         InstanceMethod("encode", &Context::Encode),
+                                        InstanceMethod("setAdapters", &Context::SetAdapters),
                                         InstanceMethod("dispose", &Context::Dispose),
                                     });
     exports.Set("Context", fn);
@@ -1082,6 +1177,7 @@ class Context : public Napi::ObjectWrap<Context> {
 
   void free() {
     samplers_.clear();
+    dropAdapters();
     if (ctx_ != nullptr) {
       llama_batch_free(batch_);
       llama_free(ctx_);
@@ -1264,11 +1360,60 @@ class Context : public Napi::ObjectWrap<Context> {
 
  private:
 
+  void dropAdapters() {
+    for (auto& ref : adapterRefs_) {
+      if (!ref.IsEmpty()) Lora::Unwrap(ref.Value())->holders--;
+      ref.Reset();
+    }
+    adapterRefs_.clear();
+    adapters_.clear();
+    adapterScales_.clear();
+  }
+
+  /**
+   * setAdapters(adapters: Lora[], scales: number[]) -> boolean: the LoRA adapters (of this context's
+   * model) the following steps run under, each at its scale; [] for the base alone. True when the set
+   * changed (llama.cpp then reserves its compute graph again on the next decode). @throws while a step runs,
+   * TypeError/Error for a disposed adapter or one of another model.
+   */
+  Napi::Value SetAdapters(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    check(env);
+    Napi::Array list = info[0].As<Napi::Array>();
+    std::vector<float> scales = toFloatVector(info[1]);
+    if (scales.size() != list.Length()) throw Napi::RangeError::New(env, "setAdapters: array lengths differ");
+    std::vector<llama_adapter_lora*> adapters;
+    std::vector<Napi::Object> objects;
+    for (uint32_t i = 0; i < list.Length(); i++) {
+      Napi::Object object = list.Get(i).As<Napi::Object>();
+      Lora* lora = Lora::Unwrap(object);
+      if (lora->get() == nullptr) throw Napi::Error::New(env, "setAdapters: the adapter has been disposed");
+      if (lora->model() != model_) throw Napi::Error::New(env, "setAdapters: the adapter belongs to another model");
+      adapters.push_back(lora->get());
+      objects.push_back(object);
+    }
+    if (adapters == adapters_ && scales == adapterScales_) return Napi::Boolean::New(env, false);
+    dropAdapters();
+    llama_set_adapters_lora(ctx_, adapters.empty() ? nullptr : adapters.data(), adapters.size(),
+                            scales.empty() ? nullptr : scales.data());
+    for (Napi::Object& object : objects) {
+      Lora::Unwrap(object)->holders++;
+      adapterRefs_.push_back(Napi::Persistent(object));
+    }
+    adapters_ = std::move(adapters);
+    adapterScales_ = std::move(scales);
+    return Napi::Boolean::New(env, true);
+  }
+
   Napi::Value Dispose(const Napi::CallbackInfo& info) {
     check(info.Env());
     free();
     return info.Env().Undefined();
   }
+
+  std::vector<llama_adapter_lora*> adapters_;
+  std::vector<float> adapterScales_;
+  std::vector<Napi::ObjectReference> adapterRefs_;
 
   llama_context* ctx_ = nullptr;
   const llama_vocab* vocab_ = nullptr;
@@ -1639,7 +1784,9 @@ Napi::Object Initialize(Napi::Env env, Napi::Object exports) {
   exports.Set("rowLogprobs", Napi::Function::New(env, RowLogprobsJs));
   exports.Set("grammarMatches", Napi::Function::New(env, GrammarMatches));
   exports.Set("loadProjector", Napi::Function::New(env, LoadProjector));
+  exports.Set("loadLora", Napi::Function::New(env, LoadLora));
   Model::Define(env, exports);
+  Lora::Define(env, exports);
   Context::Define(env, exports);
   MediaPrompt::Define(env, exports);
   Projector::Define(env, exports);

@@ -59,6 +59,16 @@ program
   .option("--chat-template <file>", "Jinja chat template file overriding the model's")
   .option("--mmproj <file>", "multimodal projector GGUF: the model takes images (image_url content parts)")
   .option(
+    "--lora <NAME=PATH[:SCALE]>",
+    "LoRA adapter GGUF served as model NAME on the (first) model, at SCALE (default 1); repeatable",
+    (value: string, previous: string[] | undefined) => [...(previous ?? []), value],
+  )
+  .option(
+    "--max-loras <n>",
+    "LoRA adapters with requests running at once per model (default: --max-num-seqs)",
+  )
+  .option("--enable-lora", "allow /v1/load_lora_adapter and export vllm:lora_requests_info (on with --lora)")
+  .option(
     "--max-image-bytes <size>",
     "largest image a request may send or name, e.g. 20000000 or 16mb (default: 20000000)",
   )

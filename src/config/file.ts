@@ -20,6 +20,7 @@
  *     cache-type-v: q8_0
  *     flash-attn: on
  *     max-num-batched-tokens: 1024
+ *     lora: [sql=/adapters/b-sql.gguf, chat=/adapters/b-chat.gguf:0.5]
  * ```
  *
  * Paths (models, chat templates) are taken as on the command line: relative to the working directory.
@@ -59,6 +60,8 @@ export type ModelFileEntry = {
   maxNumBatchedTokens?: string;
   /** `matryoshka-dimensions`: comma-separated widths, as text (or a YAML list). */
   matryoshkaDimensions?: string;
+  /** `lora`: the model's LoRA adapters, `NAME=PATH[:SCALE]` each (one value or a list). */
+  lora?: string[];
 };
 
 /** What a config file holds, keyed like the CLI parser's option attributes (`maxNumSeqs`). */
@@ -69,7 +72,7 @@ export type ConfigFileContents = {
 };
 
 /** Flags that take a list of values (a single value in the file becomes a one-item list). */
-const LIST_FLAGS = new Set(["servedModelName", "apiKey", "allowedOrigins"]);
+const LIST_FLAGS = new Set(["servedModelName", "apiKey", "allowedOrigins", "lora"]);
 
 const MODEL_ENTRY_KEYS: Record<string, keyof ModelFileEntry> = {
   model: "source",
@@ -83,6 +86,7 @@ const MODEL_ENTRY_KEYS: Record<string, keyof ModelFileEntry> = {
   "flash-attn": "flashAttn",
   "max-num-batched-tokens": "maxNumBatchedTokens",
   "matryoshka-dimensions": "matryoshkaDimensions",
+  lora: "lora",
 };
 
 /**
@@ -160,7 +164,12 @@ function modelEntries(path: string, key: string, value: unknown): ModelFileEntry
         );
       }
       if (fieldValue === null || fieldValue === undefined) continue;
-      entry[field] = flagValue(path, `${key}.${rawField}`, fieldValue, field === "servedModelNames");
+      entry[field] = flagValue(
+        path,
+        `${key}.${rawField}`,
+        fieldValue,
+        field === "servedModelNames" || field === "lora",
+      );
     }
     if (typeof entry.source !== "string" || entry.source.length === 0) {
       throw new ConfigError(`${where} has no 'model' (the model path, hf: URI or URL).`);

@@ -17,6 +17,7 @@ import { defaultDownloadDir } from "../models/defaultDownloadDir.ts";
 import { DEFAULT_MAX_IMAGE_BYTES } from "../serving/imageSource.ts";
 import { ConfigError } from "./ConfigError.ts";
 import { type ModelFileEntry, mergeFileFlags, readConfigFile } from "./file.ts";
+import { type LoraModule, LoraModuleSchema, loraModules } from "./loraModules.ts";
 import { OperationsConfigSchema, type OperationsFlags, operationsSettings } from "./operations.ts";
 import { parseByteSize, parseSeconds } from "./values.ts";
 
@@ -46,6 +47,11 @@ export type ModelConfig = {
   maxNumBatchedTokens?: number;
   /** This model's own `matryoshka-dimensions`; absent: the server-wide value. */
   matryoshkaDimensions?: number[];
+  /**
+   * The LoRA adapters this model serves (a config file entry's `lora`, else `--lora` for the first
+   * model); absent: none.
+   */
+  loras?: LoraModule[];
 };
 
 const KvCacheTypeSchema = z.enum(KV_CACHE_TYPES);
@@ -65,8 +71,19 @@ const ServeConfigSchema = z.object({
       flashAttn: FlashAttnSchema.optional(),
       maxNumBatchedTokens: z.number().int().min(1).max(1_048_576).optional(),
       matryoshkaDimensions: z.array(z.number().int().min(1)).min(1).optional(),
+      loras: z.array(LoraModuleSchema).optional(),
     }),
   ),
+  /**
+   * `--max-loras` (vLLM's): the most LoRA adapters with generations running at once per model (the
+   * gateway's `max_lora`); absent: the model's slots.
+   */
+  maxLoras: z.number().int().min(1).optional(),
+  /**
+   * `--enable-lora` (vLLM's), also on with any `--lora`: adapters may be loaded at run time and
+   * `vllm:lora_requests_info` is exported.
+   */
+  enableLora: z.boolean(),
   /** `--models-dir`: absolute folder whose GGUFs (and the download cache's) are served on demand; absent: none. */
   modelsDir: z.string().min(1).optional(),
   /** `--models-autoload` / `--no-models-autoload`: a request naming an unloaded model loads it. Defaults to on with `--models-dir`, else off. */
@@ -211,6 +228,10 @@ export type ServeFlags = {
   modelsMax?: string;
   memoryBudget?: string;
   idleUnload?: string;
+  /** `--lora NAME=PATH[:SCALE]`, repeatable: adapters of the first model. */
+  lora?: string[];
+  maxLoras?: string;
+  enableLora?: boolean;
   /** `--config FILE`: a YAML file of flags and models (see `file.ts`); command-line flags win. */
   config?: string;
 } & OperationsFlags;
@@ -274,6 +295,11 @@ export function loadServeConfig(
       `No model given: pass MODEL, --models-dir DIR, or list 'models' in the config file ${cliFlags.config}.`,
     );
   }
+  if (flags.lora !== undefined && entries.length === 0) {
+    throw new ConfigError(
+      "--lora needs a MODEL to serve the adapters on (or per-model 'lora' in the config file).",
+    );
+  }
   const chatTemplate = flags.chatTemplate === undefined ? undefined : readTemplateFile(flags.chatTemplate);
   const names = flags.servedModelName ?? [];
   refuseLeftoverNames(names, entries);
@@ -296,7 +322,16 @@ export function loadServeConfig(
         `models[${index}].max-num-batched-tokens`,
       ),
       matryoshkaDimensions: widthList(entry.matryoshkaDimensions, `models[${index}].matryoshka-dimensions`),
+      loras:
+        entry.lora !== undefined
+          ? loraModules(entry.lora, `models[${index}].lora`)
+          : index === 0
+            ? loraModules(flags.lora, "--lora")
+            : undefined,
     })),
+    maxLoras: optionalInteger(flags.maxLoras, "--max-loras"),
+    enableLora:
+      (flags.enableLora ?? false) || flags.lora !== undefined || entries.some((entry) => entry.lora),
     modelsDir: flags.modelsDir === undefined ? undefined : modelsDirPath(flags.modelsDir),
     modelsAutoload: flags.modelsAutoload ?? flags.modelsDir !== undefined,
     modelsMax: optionalInteger(flags.modelsMax, "--models-max"),

@@ -5,6 +5,7 @@ import { readGgufFileInfo } from "./ggufFiles.ts";
 import type { FlashAttn, KvCacheType } from "./kvCacheTypes.ts";
 import {
   type NativeContext,
+  type NativeLora,
   type NativeModel,
   type NativeModelInfo,
   type NativeProjector,
@@ -463,6 +464,20 @@ export class ModelHost {
   }
 
   /** Frees the context and the model. Call only when no step is running. */
+  /**
+   * Loads a LoRA adapter GGUF for this model (llama.cpp's `llama_adapter_lora_init`, off the JS thread).
+   * @throws ModelLoadError with llama.cpp's reason when the file is missing, not a LoRA adapter, or made
+   *   for another base model (architecture or tensor shapes differ).
+   */
+  async loadLora(path: string): Promise<NativeLora> {
+    try {
+      return await nativeAddon().loadLora(path, this.model);
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      throw new ModelLoadError(`The LoRA adapter ${path} could not be loaded: ${reason}`, { cause: error });
+    }
+  }
+
   async dispose(): Promise<void> {
     this.projector?.dispose();
     this.context.dispose();

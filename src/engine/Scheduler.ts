@@ -1,5 +1,6 @@
 import { commonPrefixLength } from "./commonPrefixLength.ts";
 import {
+  AdapterUnloadedError,
   CapacityExceededError,
   EngineClosedError,
   GrammarUnenforceableError,
@@ -7,6 +8,7 @@ import {
   RequestTimeoutError,
 } from "./errors.ts";
 import { Generation } from "./Generation.ts";
+import type { LoraAdapter } from "./LoraAdapter.ts";
 import type { ModelHost } from "./ModelHost.ts";
 import type { NativeStepInput, NativeStepOutput } from "./native.ts";
 import { samplerConfig } from "./samplerConfig.ts";
@@ -20,6 +22,14 @@ import type {
   SchedulerEvents,
   TokenLogprob,
 } from "./types.ts";
+
+/**
+ * Steps an adapter group runs in a row before the next group's turn: each change of the context's adapter
+ * set costs llama.cpp a graph reservation (measured in docs/ARCHITECTURE.md, "LoRA adapters"), so a turn
+ * of a few steps amortizes it, while a sequence of another group waits at most this many steps per
+ * other group.
+ */
+const ADAPTER_TURN_STEPS = 8;
 
 /**
  * The states of a slot (one sequence of the context):
@@ -81,6 +91,12 @@ export type SchedulerOptions = {
    * like a prompt chunk instead of one decode-and-sample round per token. Defaults to false.
    */
   jumpForward?: boolean;
+  /**
+   * The most LoRA adapters that may have generations running at once (vLLM's `--max-loras`, the
+   * gateway's `max_lora`); a request under another adapter waits while that many run. Defaults to the
+   * number of slots.
+   */
+  maxLoras?: number;
 };
 
 type Job = {
@@ -122,7 +138,9 @@ type StepOutputFor =
  * generation handles its token here (text, stop strings, deltas). Requests join and leave between steps;
  * an abort takes effect before the next step. Requests beyond the slots wait in a queue ordered by
  * priority (lower first, as vLLM's `priority`) then arrival. A new request takes the idle slot whose
- * cached tokens share the longest prefix with its prompt (see `pickSlot`).
+ * cached tokens share the longest prefix with its prompt (see `pickSlot`). LoRA adapters: llama.cpp
+ * applies them per context, so a step holds the sequences of one adapter set only, and the sets with
+ * running sequences take turns (see `nextGroup`; at most `maxLoras` adapters run at once).
  */
 export class Scheduler {
   readonly host: ModelHost;
@@ -142,6 +160,20 @@ export class Scheduler {
   /** The step loop, while it runs. */
   private loop: Promise<void> | undefined;
   private closed = false;
+  /** The LoRA adapters served on this model, by name. */
+  private readonly adapters = new Map<string, LoraAdapter>();
+  /** The adapter set on the context now (undefined: the base alone). */
+  private activeAdapter: LoraAdapter | undefined;
+  /** The group (adapter id, 0 for the base) the last step ran, and how many steps in a row it has run. */
+  private lastGroup = -1;
+  private groupSteps = 0;
+  /** Unloaded adapters waiting for their generations to end before they are freed. */
+  private readonly retiring: { adapter: LoraAdapter; done: () => void }[] = [];
+  private nextAdapterId = 1;
+  /** `--max-loras`: adapters with generations running at once. */
+  readonly maxLoras: number;
+  /** Times the step loop changed the context's adapter set (each costs a graph reservation in llama.cpp). */
+  adapterSwitches = 0;
 
   constructor(host: ModelHost, options: SchedulerOptions = {}) {
     this.host = host;
@@ -151,6 +183,7 @@ export class Scheduler {
     this.requestTimeoutSeconds = options.requestTimeoutSeconds;
     this.maxNumBatchedTokens = Math.min(options.maxNumBatchedTokens ?? host.stepBudget, host.batchSize);
     this.jumpForward = options.jumpForward ?? false;
+    this.maxLoras = options.maxLoras ?? host.sequences;
     this.slots = Array.from({ length: host.sequences }, (_, id) => ({
       id,
       state: SlotState.Idle,
@@ -191,6 +224,114 @@ export class Scheduler {
   }
 
   /**
+   * Loads a LoRA adapter GGUF for this model and serves it as `name` (a request's `model`), at `scale`.
+   * @throws Error when the name is taken on this model, or with llama.cpp's reason when the file does not
+   *   load (missing, not an adapter, another base model's shapes).
+   */
+  async loadAdapter(name: string, path: string, scale = 1): Promise<LoraAdapter> {
+    if (this.adapters.has(name)) throw new Error(`The LoRA adapter '${name}' is already loaded.`);
+    const native = await this.host.loadLora(path);
+    if (this.adapters.has(name) || this.closed) {
+      native.dispose();
+      throw new Error(`The LoRA adapter '${name}' is already loaded.`);
+    }
+    const adapter: LoraAdapter = { id: this.nextAdapterId++, name, path, scale, native };
+    this.adapters.set(name, adapter);
+    return adapter;
+  }
+
+  /**
+   * Stops serving the adapter `name` at once (new requests naming it are refused); the generations
+   * queued or running under it finish first, then it is freed. Resolves once it is freed.
+   * @throws Error when no adapter of that name is loaded on this model.
+   */
+  unloadAdapter(name: string): Promise<void> {
+    const adapter = this.adapters.get(name);
+    if (!adapter) throw new Error(`No LoRA adapter '${name}' is loaded.`);
+    this.adapters.delete(name);
+    const freed = new Promise<void>((resolve) => this.retiring.push({ adapter, done: resolve }));
+    // Between steps (or with no loop at all) the context is free to change.
+    if (!this.loop) this.retireAdapters();
+    return freed;
+  }
+
+  /** The adapter served as `name` on this model, or undefined. */
+  adapter(name: string): LoraAdapter | undefined {
+    return this.adapters.get(name);
+  }
+
+  /** Every adapter served on this model, in load order. */
+  adapterList(): LoraAdapter[] {
+    return [...this.adapters.values()];
+  }
+
+  /**
+   * The names of the adapters with generations running and with generations waiting (each once, in
+   * order of first appearance): vLLM's `running_lora_adapters` / `waiting_lora_adapters`.
+   */
+  loraStats(): { running: string[]; waiting: string[] } {
+    const names = (requests: GenerationRequest[]) => [
+      ...new Set(requests.flatMap((request) => (request.adapter ? [request.adapter.name] : []))),
+    ];
+    return {
+      running: names(this.running.map((entry) => entry.job.request)),
+      waiting: names(this.waiting.map((job) => job.request)),
+    };
+  }
+
+  /** Frees the unloaded adapters no generation uses any more; only between steps. */
+  private retireAdapters(): void {
+    for (const entry of [...this.retiring]) {
+      const { adapter } = entry;
+      const used =
+        this.running.some((running) => running.job.request.adapter === adapter) ||
+        this.waiting.some((job) => job.request.adapter === adapter);
+      if (used) continue;
+      this.retiring.splice(this.retiring.indexOf(entry), 1);
+      try {
+        if (this.activeAdapter === adapter) this.useAdapter(undefined);
+        adapter.native.dispose();
+      } catch {
+        // A disposed context or model freed it already.
+      }
+      entry.done();
+    }
+  }
+
+  /** Sets the context's adapter set to `adapter` alone (undefined: none) unless it is set already. */
+  private useAdapter(adapter: LoraAdapter | undefined): void {
+    if (adapter === this.activeAdapter) return;
+    const changed = this.host.context.setAdapters(
+      adapter ? [adapter.native] : [],
+      adapter ? Float32Array.of(adapter.scale) : new Float32Array(0),
+    );
+    this.activeAdapter = adapter;
+    if (changed) this.adapterSwitches++;
+  }
+
+  /**
+   * The adapter group the next step runs (llama.cpp applies adapters per context, so one step holds the
+   * sequences of one adapter set): the groups with running sequences take turns of
+   * {@link ADAPTER_TURN_STEPS} steps each, in order of adapter id (the base first).
+   */
+  private nextGroup(): LoraAdapter | undefined {
+    const groups = new Map<number, LoraAdapter | undefined>();
+    for (const running of this.running) {
+      const adapter = running.job.request.adapter;
+      groups.set(adapter?.id ?? 0, adapter);
+    }
+    if (groups.has(this.lastGroup) && (this.groupSteps < ADAPTER_TURN_STEPS || groups.size === 1)) {
+      this.groupSteps++;
+      return groups.get(this.lastGroup);
+    }
+    const ids = [...groups.keys()].sort((a, b) => a - b);
+    const id = ids.find((candidate) => candidate > this.lastGroup) ?? (ids[0] as number);
+    this.lastGroup = id;
+    this.groupSteps = 1;
+    return groups.get(id);
+  }
+
+  /**
    * Checks that `count` more requests can be taken now (each starts on an idle slot or waits).
    * @throws QueueFullError when the waiting queue would exceed `--max-waiting`; CapacityExceededError
    *   when `count` exceeds slots + `--max-waiting`, which no retry could fix.
@@ -219,6 +360,9 @@ export class Scheduler {
   ): Promise<GenerationResult> {
     try {
       if (this.closed) throw new EngineClosedError();
+      const { adapter } = request;
+      if (adapter && this.adapters.get(adapter.name) !== adapter)
+        throw new AdapterUnloadedError(adapter.name);
       this.assertCapacity(1);
     } catch (error) {
       return Promise.reject(error);
@@ -277,6 +421,8 @@ export class Scheduler {
     this.wake();
     await this.loop;
     await this.host.dispose();
+    // The model freed its adapters with it.
+    for (const { done } of this.retiring.splice(0)) done();
   }
 
   /**
@@ -320,6 +466,7 @@ export class Scheduler {
       })
       .finally(() => {
         this.loop = undefined;
+        this.retireAdapters();
         // A request that arrived while the loop was ending.
         const idle = this.slots.some((slot) => slot.state === SlotState.Idle);
         if (!this.closed && ((this.waiting.length > 0 && idle) || this.running.length > 0)) this.wake();
@@ -329,10 +476,13 @@ export class Scheduler {
   private async runLoop(): Promise<void> {
     for (;;) {
       this.reap();
+      this.retireAdapters();
       if (!this.closed) this.admit();
       if (this.running.length === 0) return;
       if (await this.evaluateImages()) continue;
-      const { input, outputs } = this.planStep();
+      const group = this.nextGroup();
+      this.useAdapter(group);
+      const { input, outputs } = this.planStep(group);
       if (input.tokens.length === 0) {
         // Nothing to decode (every sequence waits on an image that just failed, say): yield, then look again.
         await new Promise((resolve) => setImmediate(resolve));
@@ -379,14 +529,24 @@ export class Scheduler {
       if (this.exclusiveRunning) return;
       const idle = this.slots.filter((slot) => slot.state === SlotState.Idle);
       if (idle.length === 0) return;
-      const head = this.waiting[0] as Job;
+      // The first waiting job whose adapter may run now (`--max-loras` adapters at once).
+      const index = this.waiting.findIndex((job) => this.adapterMayRun(job.request.adapter));
+      if (index === -1) return;
+      const head = this.waiting[index] as Job;
       if (head.request.batchInvariant && idle.length < this.slots.length) return;
-      const job = this.waiting.shift() as Job;
+      const job = this.waiting.splice(index, 1)[0] as Job;
       job.detach();
       if (job.request.batchInvariant) this.exclusiveRunning = true;
       const slot = this.pickSlot(idle, job.request);
       this.start(slot, job);
     }
+  }
+
+  /** Whether a generation under `adapter` may start now: the base always, an adapter within `--max-loras`. */
+  private adapterMayRun(adapter: LoraAdapter | undefined): boolean {
+    if (!adapter) return true;
+    const running = new Set(this.running.flatMap((entry) => entry.job.request.adapter ?? []));
+    return running.has(adapter) || running.size < this.maxLoras;
   }
 
   /** Puts a job on a slot: trims the slot's KV cache to the reused prefix and configures its sampler. */
@@ -409,8 +569,9 @@ export class Scheduler {
       request.promptLogprobs === null &&
       !request.batchInvariant &&
       request.embed === undefined;
-    // Another isolation domain's cells are never reused (the time to first token would tell).
-    const domain = request.cacheDomain ?? "";
+    // Another isolation domain's cells are never reused (the time to first token would tell), nor cells
+    // computed under another adapter set (their keys and values differ).
+    const domain = cacheDomainOf(request);
     let cached = reuse && slot.cacheDomain === domain ? commonPrefixLength(slot.kvTokens, prompt) : 0;
     // At least one prompt token is evaluated, for the next token's logits.
     if (cached >= prompt.length) cached = prompt.length - 1;
@@ -466,7 +627,7 @@ export class Scheduler {
    */
   private pickSlot(idle: Slot[], request: GenerationRequest): Slot {
     const prompt = request.promptTokens;
-    const domain = request.cacheDomain ?? "";
+    const domain = cacheDomainOf(request);
     if (this.prefixCaching) {
       let best: Slot | undefined;
       let bestLength = 0;
@@ -503,6 +664,7 @@ export class Scheduler {
           throw new Error("a prompt must not end with an image");
         }
         const nPast = positionOf(slot, slot.kvTokens.length);
+        this.useAdapter(job.request.adapter);
         await this.host.context.evalImage(slot.id, projector, media.prompt, span.chunk, nPast);
         slot.kvImages.push(span);
         for (let index = 0; index < span.length; index++) {
@@ -523,8 +685,9 @@ export class Scheduler {
    * `--max-num-batched-tokens` (decodes first, then prompt chunks oldest first); the tokens it takes
    * enter the slots' KV bookkeeping here.
    */
-  private planStep(): { input: NativeStepInput; outputs: StepOutputFor[] } {
-    const candidates: StepCandidate<Running>[] = this.running.map((running) => {
+  private planStep(group: LoraAdapter | undefined): { input: NativeStepInput; outputs: StepOutputFor[] } {
+    const members = this.running.filter((running) => running.job.request.adapter === group);
+    const candidates: StepCandidate<Running>[] = members.map((running) => {
       const { generation, slot, job } = running;
       const position = positionOf(slot, slot.kvTokens.length);
       const topN = job.request.logprobs ?? -1;
@@ -663,6 +826,15 @@ export class Scheduler {
     slot.kvImages = [];
     slot.state = SlotState.Idle;
   }
+}
+
+/**
+ * The cache domain of a request's cells: its isolation domain, and the adapter they are computed under
+ * (by id, so an adapter loaded again under the same name never reuses the old one's cells).
+ */
+function cacheDomainOf(request: GenerationRequest): string {
+  const domain = request.cacheDomain ?? "";
+  return request.adapter ? `${domain}\u0000lora:${request.adapter.id}` : domain;
 }
 
 /**

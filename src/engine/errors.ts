@@ -74,3 +74,14 @@ export class GrammarUnenforceableError extends EngineError {
     this.generated = generated;
   }
 }
+
+/** A generation names a LoRA adapter that was unloaded before it could be queued. */
+export class AdapterUnloadedError extends EngineError {
+  /** The adapter's served name. */
+  readonly adapter: string;
+
+  constructor(adapter: string) {
+    super(`The LoRA adapter '${adapter}' has been unloaded.`);
+    this.adapter = adapter;
+  }
+}

@@ -1,3 +1,4 @@
+import type { LoraAdapter } from "./LoraAdapter.ts";
 import type { NativeMediaPrompt } from "./native.ts";
 
 /**
@@ -155,6 +156,12 @@ export type GenerationRequest = {
    * time another domain's prompts. Defaults to "" (the one shared domain).
    */
   cacheDomain?: string;
+  /**
+   * The LoRA adapter the generation runs under (its `model` named the adapter); absent: the base model.
+   * Steps run one adapter set at a time (see `Scheduler`), and cached prompt cells are only reused under
+   * the same adapter.
+   */
+  adapter?: LoraAdapter;
   /**
    * Return the prompt's pooled embedding instead of generating (`/v1/embeddings`): `mean` of every
    * position's final hidden state, the first position's (`cls`) or the last one's (`last`). Unnormalised.

@@ -49,6 +49,9 @@ function cacheConfigLabels(scheduler: Scheduler): Record<string, string> {
   };
 }
 
+/** The labels of `vllm:lora_requests_info`. */
+type LoraLabel = "max_lora" | "waiting_lora_adapters" | "running_lora_adapters";
+
 /** The server's Prometheus registry and vLLM-named metrics for every served model. */
 export class ServerMetrics {
   readonly registry = new Registry();
@@ -69,6 +72,9 @@ export class ServerMetrics {
   private readonly modelUnloads: Counter<"model_name" | "reason">;
   private readonly modelLoadSeconds: Histogram<"model_name">;
   private readonly modelMemory = new Map<string, number>();
+  private loraInfo: Gauge<LoraLabel> | undefined;
+  /** Sets the current `vllm:lora_requests_info` series to now (LoRA enabled), else nothing. */
+  private updateLoraInfo: () => void = () => undefined;
 
   constructor() {
     const registers = [this.registry];
@@ -268,6 +274,52 @@ export class ServerMetrics {
     });
   }
 
+  /**
+   * Exports vLLM's `vllm:lora_requests_info` (with `--enable-lora` or any `--lora`, as vLLM only with
+   * LoRA enabled): one series per combination of labels `max_lora` (`--max-loras`, the most of the
+   * models'), `waiting_lora_adapters` and `running_lora_adapters` (adapter names, comma-joined, across
+   * every model), whose value is the Unix time in seconds it was last seen, as vLLM's
+   * `set_to_current_time()`; series of earlier combinations stay with their last time (the gateway's
+   * LoRA-affinity scorer reads the newest). lmserve updates the current series at each engine step and at
+   * each scrape (vLLM at each step). Calling it again does nothing.
+   */
+  enableLora(): void {
+    if (this.loraInfo) return;
+    const schedulers = this.schedulers;
+    const update = (gauge: Gauge<LoraLabel>) => {
+      const running = new Set<string>();
+      const waiting = new Set<string>();
+      let maxLoras = 0;
+      for (const scheduler of schedulers) {
+        if (typeof scheduler.loraStats !== "function") continue;
+        const stats = scheduler.loraStats();
+        for (const name of stats.running) running.add(name);
+        for (const name of stats.waiting) waiting.add(name);
+        maxLoras = Math.max(maxLoras, scheduler.maxLoras);
+      }
+      // Labels in vLLM's order.
+      gauge.set(
+        {
+          max_lora: String(maxLoras),
+          waiting_lora_adapters: [...waiting].join(","),
+          running_lora_adapters: [...running].join(","),
+        },
+        Date.now() / 1000,
+      );
+    };
+    this.loraInfo = new Gauge({
+      name: "vllm:lora_requests_info",
+      help: "Running stats on lora requests.",
+      labelNames: ["max_lora", "waiting_lora_adapters", "running_lora_adapters"],
+      registers: [this.registry],
+      collect(this: Gauge<LoraLabel>) {
+        update(this);
+      },
+    });
+    const gauge = this.loraInfo;
+    this.updateLoraInfo = () => update(gauge);
+  }
+
   /** Reports the running/waiting/KV gauges of this scheduler's model. */
   track(scheduler: Scheduler): void {
     this.schedulers.push(scheduler);
@@ -309,6 +361,7 @@ export class ServerMetrics {
       },
       onIteration: (tokens, timing) => {
         this.iterationTokens.observe(labels, tokens);
+        this.updateLoraInfo();
         if (!timing) return;
         this.stepSeconds.observe({ ...labels, phase: "decode" }, timing.decodeMs / 1000);
         this.stepSeconds.observe({ ...labels, phase: "sample" }, timing.sampleMs / 1000);

@@ -17,6 +17,7 @@ import {
 import { ChatCompletionRequestSchema } from "../protocol/chat.ts";
 import { CompletionRequestSchema } from "../protocol/completions.ts";
 import { EmbeddingRequestSchema, EmbeddingResponseSchema } from "../protocol/embeddings.ts";
+import { LoadLoraAdapterRequestSchema, UnloadLoraAdapterRequestSchema } from "../protocol/loraAdapters.ts";
 import { ModelRequestSchema } from "../protocol/models.ts";
 import {
   ResponseCreateRequestSchema,
@@ -76,6 +77,8 @@ const SCHEMAS = {
   ModelList: { schema: ModelListSchema, io: "output" },
   Model: { schema: ModelObjectSchema, io: "output" },
   ModelRequest: { schema: ModelRequestSchema, io: "input" },
+  LoadLoraAdapterRequest: { schema: LoadLoraAdapterRequestSchema, io: "input" },
+  UnloadLoraAdapterRequest: { schema: UnloadLoraAdapterRequestSchema, io: "input" },
   ModelActionResponse: { schema: ModelActionResponseSchema, io: "output" },
   TokenizeResponse: { schema: TokenizeResponseSchema, io: "output" },
   DetokenizeResponse: { schema: DetokenizeResponseSchema, io: "output" },
@@ -326,6 +329,33 @@ export const API_ROUTES: readonly RouteDoc[] = [
     auth: true,
     request: ["ModelRequest"],
     response: "ModelActionResponse",
+    errors: [400, 404, 422],
+  },
+  {
+    method: "POST",
+    path: "/v1/load_lora_adapter",
+    summary: "Load a LoRA adapter (vLLM)",
+    description:
+      "Loads a LoRA adapter GGUF (`lora_path`, on the server) onto the first served model, or `base_model_name` (lmserve's extension), and serves it as `lora_name`: a request whose `model` is that name runs on the base model with the adapter. Answers vLLM's plain-text sentence. 400 when a name or path is missing, the name is already served, or the file is not a LoRA adapter for the model (`lora_load_failed`); 404 `lora_not_found` when no file is at the path.",
+    tag: "Models",
+    auth: true,
+    request: ["LoadLoraAdapterRequest"],
+    response: { mediaType: "text/plain", description: "`Success: LoRA adapter 'NAME' added successfully.`" },
+    errors: [400, 404, 422, 503],
+  },
+  {
+    method: "POST",
+    path: "/v1/unload_lora_adapter",
+    summary: "Unload a LoRA adapter (vLLM)",
+    description:
+      "Stops serving the adapter at once (new requests naming it get 404); requests already queued or running under it finish first, then it is freed. Answers vLLM's plain-text sentence at once. 404 `lora_not_found` when no adapter has that name.",
+    tag: "Models",
+    auth: true,
+    request: ["UnloadLoraAdapterRequest"],
+    response: {
+      mediaType: "text/plain",
+      description: "`Success: LoRA adapter 'NAME' removed successfully.`",
+    },
     errors: [400, 404, 422],
   },
   {

@@ -1,6 +1,10 @@
+import { statSync } from "node:fs";
+import type { LoraAdapter } from "../engine/LoraAdapter.ts";
 import {
   type ApiError,
   badRequest,
+  loraLoadFailed,
+  loraNotFound,
   modelCapacity,
   modelFileChanged,
   modelLoadFailed,
@@ -231,9 +235,66 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
     this.newEntry(servable.names, servable);
   }
 
-  /** True when some model is served under `name` (loaded or not). */
+  /** True when some model is served under `name` (loaded or not), or a loaded model's LoRA adapter. */
   has(name: string): boolean {
-    return this.byName.has(name);
+    return this.byName.has(name) || this.adapterHome(name) !== undefined;
+  }
+
+  /**
+   * Loads a LoRA adapter GGUF onto the model `base` (absent: the default model) and serves it as `name`
+   * (vLLM's `/v1/load_lora_adapter`, whose checks and messages these follow).
+   * @throws ApiError 400 when the name is taken (a model or an adapter), the model takes no adapters, or
+   *   the file is not an adapter for it (`lora_load_failed`); 404 (`lora_not_found`) when no file is at
+   *   `path`, `model_not_found` for an unknown base; 503 when the base is not loaded.
+   */
+  async loadAdapter(name: string, path: string, base?: string): Promise<void> {
+    if (this.has(name)) throw badRequest(`The lora adapter '${name}' has already been loaded.`, "lora_name");
+    const baseName = base ?? this.defaultName();
+    if (baseName === undefined) throw modelNotFound("(none)", []);
+    const scheduler = this.get(baseName);
+    if (!scheduler.loadAdapter) {
+      throw badRequest(`The model '${baseName}' does not take LoRA adapters.`, "base_model_name");
+    }
+    let isFile = false;
+    try {
+      isFile = statSync(path).isFile();
+    } catch {
+      // Absent or unreadable: the 404 below.
+    }
+    if (!isFile) {
+      throw loraNotFound(name, "lora_path", `No adapter found at lora_path '${path}'.`);
+    }
+    try {
+      await scheduler.loadAdapter(name, path);
+    } catch (error) {
+      if (this.has(name))
+        throw badRequest(`The lora adapter '${name}' has already been loaded.`, "lora_name");
+      throw loraLoadFailed(name, oneLine(error).replace(/^The LoRA adapter .* could not be loaded: /, ""));
+    }
+  }
+
+  /**
+   * Stops serving the LoRA adapter `name` at once (vLLM's `/v1/unload_lora_adapter`); requests already
+   * queued or running under it finish first, then it is freed (the returned promise).
+   * @throws ApiError 404 (`lora_not_found`) when no loaded model serves an adapter of that name.
+   */
+  unloadAdapter(name: string): Promise<void> {
+    const home = this.adapterHome(name);
+    if (!home?.scheduler.unloadAdapter) throw loraNotFound(name);
+    return home.scheduler.unloadAdapter(name);
+  }
+
+  /** The loaded model serving LoRA adapter `name` (model names first: an adapter never shadows one). */
+  private adapterHome(
+    name: string,
+  ): { entry: Entry<Model>; scheduler: Model; adapter: LoraAdapter } | undefined {
+    if (this.byName.has(name)) return undefined;
+    for (const entry of this.entries) {
+      const scheduler = entry.loaded?.scheduler;
+      const adapter = scheduler?.adapter?.(name);
+      if (scheduler && adapter) return { entry, scheduler, adapter };
+    }
+    return undefined;
   }
 
   /** One line per model whose file changed on disk (`modelFileWatch.ts`), checked now; empty when none. */
@@ -281,6 +342,12 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
   resolve(name: string | null | undefined, task?: "generate" | "embed" | "rerank"): ServedModel<Model> {
     const served = name ?? this.defaultName();
     if (served === undefined) throw modelNotFound("(none)", []);
+    const home = this.adapterHome(served);
+    if (home) {
+      // An adapter's name: its base model, every generation under the adapter.
+      const base = this.resolve(home.entry.id, task);
+      return { ...base, name: served, scheduler: withAdapter(base.scheduler, home.adapter) };
+    }
     const scheduler = this.get(served);
     if (task !== undefined) assertTask(served, scheduler.host.task ?? "generate", task);
     const loaded = this.entryOf(served).loaded;
@@ -300,7 +367,8 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
   acquire(name: string | null | undefined, options: AcquireOptions = {}): ModelLease | Promise<ModelLease> {
     const served = name ?? this.defaultName();
     if (served === undefined) throw modelNotFound("(none)", []);
-    const entry = this.entryOf(served);
+    // A LoRA adapter holds its base model.
+    const entry = this.adapterHome(served)?.entry ?? this.entryOf(served);
     if (entry.state === "loaded") return this.hold(entry, options);
     if (entry.state === "unloading") throw modelUnloading(served);
     if (!this.autoload || !entry.servable) throw this.notLoaded(entry, served);
@@ -356,7 +424,11 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
 
   /** OpenAI model objects, one per served name (aliases included, each with `root` = the model id). */
   modelObjects(): ModelObject[] {
-    return [...this.byName.entries()].map(([name, entry]) => this.toModelObject(name, entry));
+    const models = [...this.byName.entries()].map(([name, entry]) => this.toModelObject(name, entry));
+    const adapters = this.entries.flatMap((entry) =>
+      (entry.loaded?.scheduler.adapterList?.() ?? []).map((adapter) => adapterObject(entry, adapter)),
+    );
+    return [...models, ...adapters];
   }
 
   /**
@@ -364,6 +436,8 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
    * @throws ApiError 404 when no model has that name.
    */
   modelObject(name: string): ModelObject {
+    const home = this.adapterHome(name);
+    if (home) return adapterObject(home.entry, home.adapter);
     return this.toModelObject(name, this.entryOf(name));
   }
 
@@ -669,6 +743,31 @@ export function modelObjectOf(
     ...(fields.path !== undefined ? { path: fields.path } : {}),
     ...(fields.status ? { status: fields.status } : {}),
   };
+}
+
+/**
+ * The model object of a LoRA adapter, as vLLM lists one: `id` its name, `root` its file, `parent` the
+ * base model's id; the base's context and capabilities.
+ */
+function adapterObject<Model extends EngineModel>(entry: Entry<Model>, adapter: LoraAdapter): ModelObject {
+  const host = entry.loaded?.scheduler.host;
+  return modelObjectOf(adapter.name, { root: adapter.path, parent: entry.id, ...(host ? { host } : {}) });
+}
+
+/**
+ * The base model's scheduler as a LoRA adapter's requests see it: the same scheduler, whose `submit`
+ * runs every generation under `adapter`.
+ */
+function withAdapter<Model extends EngineModel>(scheduler: Model, adapter: LoraAdapter): Model {
+  const submit: EngineModel["submit"] = (request, observer, signal) =>
+    scheduler.submit({ ...request, adapter }, observer, signal);
+  return new Proxy(scheduler, {
+    get(target, property) {
+      if (property === "submit") return submit;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
 }
 
 /** An error's message, first line only. */

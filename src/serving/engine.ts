@@ -32,11 +32,15 @@ export type EngineHost = Pick<
 > &
   Partial<Pick<ModelHost, "task" | "encoder" | "batchSize" | "sequences" | "rerankPrompt">>;
 
-/** A loaded model's scheduler as serving uses it: admission, generations and the load figures. */
+/**
+ * A loaded model's scheduler as serving uses it: admission, generations and the load figures, and the
+ * LoRA adapters it serves (absent on engines without adapters: encoders, the tests' fake engine).
+ */
 export type EngineModel = Pick<
   Scheduler,
   "submit" | "assertCapacity" | "runningCount" | "waitingCount" | "kvCacheUsage"
-> & {
-  /** The model the scheduler runs. */
-  readonly host: EngineHost;
-};
+> &
+  Partial<Pick<Scheduler, "adapter" | "adapterList" | "loadAdapter" | "unloadAdapter">> & {
+    /** The model the scheduler runs. */
+    readonly host: EngineHost;
+  };

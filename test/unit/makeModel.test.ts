@@ -132,6 +132,12 @@ describe("make-model CLI arguments", () => {
     assert.equal(projector.mmprojFor, resolve("models/stories260K.gguf"));
     assert.ok(projector.outPath.endsWith(join("bench", "models", "stories260K-mmproj.gguf")));
     assert.equal(a.mmprojFor, undefined);
+    const lora = parseMakeModelArgs(["--lora-for", "models/stories260K.gguf", "--rank", "4", "--seed", "7"]);
+    assert.equal(lora.loraFor, resolve("models/stories260K.gguf"));
+    assert.equal(lora.rank, 4);
+    assert.ok(lora.outPath.endsWith(join("bench", "models", "stories260K-lora-7.gguf")));
+    assert.equal(a.loraFor, undefined);
+    assert.equal(a.rank, 8);
   });
 
   test("the default shape has ~494M parameters (~525 MB as Q8_0)", () => {

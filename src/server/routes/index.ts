@@ -9,6 +9,7 @@ import { registerChatRoutes } from "./chat.ts";
 import { registerCompletionRoutes } from "./completions.ts";
 import { registerEmbeddingRoutes } from "./embeddings.ts";
 import { registerHealthRoutes } from "./health.ts";
+import { registerLoraAdapterRoutes } from "./loraAdapters.ts";
 import { registerMessagesRoutes } from "./messages.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerModelRoutes } from "./models.ts";
@@ -33,6 +34,7 @@ export function registerRoutes(app: FastifyInstance, context: AppContext, option
     registerMetricsHistoryRoute(app, new MetricsSampler(context.metrics));
   }
   registerModelRoutes(app, context);
+  registerLoraAdapterRoutes(app, context);
   registerCompletionRoutes(app, context);
   registerEmbeddingRoutes(app, context);
   registerRerankRoutes(app, context);
