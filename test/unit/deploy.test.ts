@@ -92,12 +92,16 @@ describe("deploy/: the Kubernetes manifests and the inference gateway's chart va
   });
 
   it("lmserve exports the metrics the picker's scorers read (llm-d-router's plugin metric protocol)", async () => {
-    const text = await new ServerMetrics().registry.metrics();
+    const metrics = new ServerMetrics();
+    // The LoRA gauge exists once adapters are served (--lora, --enable-lora, or a run-time load).
+    metrics.enableLora();
+    const text = await metrics.registry.metrics();
     for (const name of [
       "vllm:num_requests_waiting",
       "vllm:num_requests_running",
       "vllm:kv_cache_usage_perc",
       "vllm:cache_config_info",
+      "vllm:lora_requests_info",
     ]) {
       assert.ok(text.includes(`# TYPE ${name} gauge`), name);
     }
