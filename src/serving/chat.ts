@@ -24,13 +24,13 @@ import { chatGrammar, type ThinkingStart } from "./chatGrammar.ts";
 import { ChoiceOutput } from "./chatOutput.ts";
 import { resolveToolCalling } from "./chatTools.ts";
 import type { EngineHost, EngineModel } from "./engine.ts";
-import { generationRequest, resolveMaxTokens, type SeedSource } from "./generationParams.ts";
 import { type ImageLimits, tokenizeWithImages } from "./images/chatImages.ts";
 import type { TokenNaming } from "./logprobs.ts";
 import type { ChatSettings, ModelRegistry } from "./ModelRegistry.ts";
-import { refusePeerFields } from "./peerFields.ts";
-import { checkRequest } from "./requestChecks.ts";
-import { requestFields } from "./requestFields.ts";
+import { generationRequest, resolveMaxTokens, type SeedSource } from "./request/generationParams.ts";
+import { refusePeerFields } from "./request/peerFields.ts";
+import { checkRequest } from "./request/requestChecks.ts";
+import { requestFields } from "./request/requestFields.ts";
 
 /**
  * A chat request resolved against its model: the rendered prompt, one engine request per choice and

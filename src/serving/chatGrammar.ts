@@ -19,7 +19,7 @@ import {
 } from "../structured/gbnf/thinking.ts";
 import type { LazyToolGrammar, ToolCalling, ToolCallMarkup } from "./chatTools.ts";
 import { compileGuided, grammarForGbnf } from "./guidedDecoding.ts";
-import type { RequestFields } from "./requestFields.ts";
+import type { RequestFields } from "./request/requestFields.ts";
 import { type CompileJson, toolGrammar } from "./toolGrammars.ts";
 
 /**

@@ -9,7 +9,7 @@ import { ApiError, badRequest, toApiError } from "../errors.ts";
 import { ConstraintError, confirmGbnf } from "../structured/index.ts";
 import { sharedCompiler } from "../structured/worker/compileService.ts";
 import { LruCache } from "../structured/worker/lru.ts";
-import type { GuidedConstraint } from "./requestFields.ts";
+import type { GuidedConstraint } from "./request/requestFields.ts";
 
 export type { GuidedConstraint };
 

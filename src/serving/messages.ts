@@ -37,10 +37,10 @@ import type { ReasoningEffort, Usage } from "../protocol/common.ts";
 import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
 import { type ChatPlan, planChat, renderPrompt } from "./chat.ts";
 import { completeChat, streamChat } from "./chatResponse.ts";
-import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 import { reasoningTokenCount } from "./reasoningUsage.ts";
+import type { SeedSource } from "./request/generationParams.ts";
 import type { ChunkSink } from "./streaming.ts";
 
 type StopReason = AnthropicMessageResponse["stop_reason"];

@@ -27,8 +27,8 @@ import type { ErrorBody } from "../../../src/server/errorBody.ts";
 import { ServerMetrics } from "../../../src/server/metrics.ts";
 import { API_ROUTES, openApiDocument, registeredRoutes, routeKey } from "../../../src/server/openapi.ts";
 import { serverVersion } from "../../../src/server/routes/meta.ts";
-import { SeedSource } from "../../../src/serving/generationParams.ts";
 import { ModelRegistry } from "../../../src/serving/ModelRegistry.ts";
+import { SeedSource } from "../../../src/serving/request/generationParams.ts";
 
 /** True when A and B are mutually assignable (same fields, same optionality, same value types). */
 type Equal<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;

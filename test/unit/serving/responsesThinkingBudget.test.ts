@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
 import { ResponseCreateRequestSchema } from "../../../src/protocol/openaiResponses.ts";
-import { requestFields } from "../../../src/serving/requestFields.ts";
+import { requestFields } from "../../../src/serving/request/requestFields.ts";
 import { responsesToChat } from "../../../src/serving/responses.ts";
 
 /** The thinking budget a Responses body runs with. */
