@@ -20,10 +20,10 @@ import {
 import type { GenerationRequest, PromptMedia } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import { chatGrammar, type ThinkingStart } from "./chatGrammar.ts";
 import { ChoiceOutput } from "./chatOutput.ts";
-import { resolveToolCalling } from "./chatTools.ts";
 import type { EngineHost, EngineModel } from "./engine.ts";
+import { chatGrammar, type ThinkingStart } from "./guided/chatGrammar.ts";
+import { resolveToolCalling } from "./guided/chatTools.ts";
 import { type ImageLimits, tokenizeWithImages } from "./images/chatImages.ts";
 import type { TokenNaming } from "./logprobs.ts";
 import type { ChatSettings, ModelRegistry } from "./ModelRegistry.ts";

@@ -8,7 +8,7 @@ import type { GenerationRequest, GenerationResult, TokenLogprob } from "../engin
 import { badRequest } from "../errors.ts";
 import type { CompletionChoice, CompletionRequest, CompletionResponse } from "../protocol/completions.ts";
 import type { EngineHost, EngineModel } from "./engine.ts";
-import { grammarForConstraint } from "./guidedDecoding.ts";
+import { grammarForConstraint } from "./guided/guidedDecoding.ts";
 import { completionLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
 import {
