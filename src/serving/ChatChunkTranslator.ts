@@ -7,7 +7,7 @@
 import type { ApiError } from "../errors.ts";
 import type { ChatCompletionChunk } from "../protocol/chat.ts";
 import type { Usage } from "../protocol/common.ts";
-import type { ChunkSink } from "./streaming.ts";
+import type { ChunkSink } from "./output/streaming.ts";
 
 /** A chat chunk stream translated into another API's events. */
 export abstract class ChatChunkTranslator implements ChunkSink {

@@ -20,13 +20,13 @@ import {
 import type { GenerationRequest, PromptMedia } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import { ChoiceOutput } from "./chatOutput.ts";
 import type { EngineHost, EngineModel } from "./engine.ts";
 import { chatGrammar, type ThinkingStart } from "./guided/chatGrammar.ts";
 import { resolveToolCalling } from "./guided/chatTools.ts";
 import { type ImageLimits, tokenizeWithImages } from "./images/chatImages.ts";
-import type { TokenNaming } from "./logprobs.ts";
 import type { ChatSettings, ModelRegistry } from "./ModelRegistry.ts";
+import { ChoiceOutput } from "./output/chatOutput.ts";
+import type { TokenNaming } from "./output/logprobs.ts";
 import { generationRequest, resolveMaxTokens, type SeedSource } from "./request/generationParams.ts";
 import { refusePeerFields } from "./request/peerFields.ts";
 import { checkRequest } from "./request/requestChecks.ts";

@@ -39,9 +39,9 @@ import { type ChatPlan, planChat, renderPrompt } from "./chat.ts";
 import { completeChat, streamChat } from "./chatResponse.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
+import type { ChunkSink } from "./output/streaming.ts";
 import { reasoningTokenCount } from "./reasoningUsage.ts";
 import type { SeedSource } from "./request/generationParams.ts";
-import type { ChunkSink } from "./streaming.ts";
 
 type StopReason = AnthropicMessageResponse["stop_reason"];
 

@@ -36,9 +36,9 @@ import { type ChatPlan, planChat } from "./chat.ts";
 import { completeChat, streamChat } from "./chatResponse.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
 import type { ModelRegistry } from "./ModelRegistry.ts";
+import type { ChunkSink } from "./output/streaming.ts";
 import { reasoningTokenCount } from "./reasoningUsage.ts";
 import type { SeedSource } from "./request/generationParams.ts";
-import type { ChunkSink } from "./streaming.ts";
 
 /** A planned response: the chat plan it runs on and what the response object echoes. */
 export type ResponsePlan = {
