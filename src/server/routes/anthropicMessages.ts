@@ -8,7 +8,7 @@ import {
   countMessageTokens,
   planMessages,
   streamMessages,
-} from "../../serving/messages.ts";
+} from "../../serving/adapters/anthropicMessages.ts";
 import { cacheDomain } from "../cacheDomain.ts";
 import type { AppContext } from "../context.ts";
 import { clientSignal, openStream, planUnder } from "../streamReply.ts";
