@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../appContext.ts";
 import { registerMetricsRoute } from "../metrics.ts";
 import { MetricsSampler, registerMetricsHistoryRoute } from "../metricsHistory.ts";
 import { registerModelResidency } from "../modelResidency.ts";
