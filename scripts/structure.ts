@@ -1,8 +1,8 @@
 #!/usr/bin/env -S npx tsx
 // The layout rules of src/, measured from the import statements (docs/ARCHITECTURE.md, "Layers"):
 // import circles, which files import node-llama-cpp or the native addon, loose files at the top of src/,
-// and which folder imports which. `test/unit/structure.test.ts` holds the rules; run this file to see the
-// figures: `npx tsx scripts/structure.ts`.
+// base names shared across folders, and which folder imports which. `test/unit/structure.test.ts` holds
+// the rules; run this file to see the figures: `npx tsx scripts/structure.ts`.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -112,6 +112,26 @@ export function engineLeaks(graph: ImportGraph): string[] {
     .map(([file]) => file);
 }
 
+/**
+ * The base names (a file's name without its extension, e.g. `chat` for `src/serving/chat.ts`) that files of
+ * `graph` in more than one folder share, each to those files sorted; `index` (a folder's entry) is left out.
+ * `test/unit/structure.test.ts` allows only the listed same-thing-at-two-layers groups.
+ */
+export function baseNameCollisions(graph: ImportGraph): Map<string, string[]> {
+  const byName = new Map<string, string[]>();
+  for (const file of graph.keys()) {
+    const name = file.slice(file.lastIndexOf("/") + 1).replace(/\.[^.]+$/, "");
+    if (name === "index") continue;
+    byName.set(name, [...(byName.get(name) ?? []), file]);
+  }
+  return new Map(
+    [...byName]
+      .filter(([, files]) => files.length > 1)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([name, files]) => [name, files.sort()]),
+  );
+}
+
 /** The files directly in `src/` (not in a folder). */
 export function looseFiles(graph: ImportGraph): string[] {
   return [...graph.keys()].filter((file) => file.split("/").length === 2);
@@ -182,6 +202,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   for (const file of leaks) console.log(`  ${file}`);
   const loose = looseFiles(graph);
   console.log(`${loose.length} loose files in src/: ${loose.join(", ")}`);
+  const collisions = baseNameCollisions(graph);
+  console.log(`${collisions.size} base names shared across folders:`);
+  for (const [name, files] of collisions) console.log(`  ${name}: ${files.join(", ")}`);
   console.log("structured/ rooms:");
   for (const [room, files] of structuredRooms(graph))
     console.log(`  ${room === "" ? "(entry)" : `${room}/`}: ${files.join(", ")}`);

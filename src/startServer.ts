@@ -17,8 +17,8 @@ import { buildApp } from "./server/app.ts";
 import { chooseLogFormat, LOG_HOOKS, prettyLogStream } from "./server/logFormat.ts";
 import { ServerMetrics } from "./server/metrics.ts";
 import { drainServer } from "./server/shutdown.ts";
-import { SeedSource } from "./serving/generationParams.ts";
 import { type LoadedModel, ModelRegistry } from "./serving/ModelRegistry.ts";
+import { SeedSource } from "./serving/request/generationParams.ts";
 import { sharedCompiler } from "./structured/worker/compileService.ts";
 
 /** A model's own settings (a config file's `models` entry, or a `--models-dir` folder's projector). */

@@ -14,7 +14,7 @@ import {
 } from "../chat/index.ts";
 import { type FlashAttn, KV_CACHE_TYPES, type KvCacheType } from "../engine/kvCacheTypes.ts";
 import { defaultDownloadDir } from "../models/defaultDownloadDir.ts";
-import { DEFAULT_MAX_IMAGE_BYTES } from "../serving/imageSource.ts";
+import { DEFAULT_MAX_IMAGE_BYTES } from "../serving/images/imageSource.ts";
 import { ConfigError } from "./ConfigError.ts";
 import { type ModelFileEntry, mergeFileFlags, readConfigFile } from "./file.ts";
 import { type LoraModule, LoraModuleSchema, loraModules } from "./loraModules.ts";

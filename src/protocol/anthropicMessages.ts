@@ -1,7 +1,7 @@
 /**
  * POST /v1/messages and /v1/messages/count_tokens (Anthropic Messages API): request schemas, the
  * message object, stream events and the error body, as zod schemas (the OpenAPI document is generated
- * from them) and types. Served on the chat serving by `serving/messages.ts`.
+ * from them) and types. Served on the chat serving by `serving/adapters/anthropicMessages.ts`.
  */
 import { z } from "zod";
 import { CacheSaltSchema } from "./common.ts";

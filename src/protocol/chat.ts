@@ -78,9 +78,9 @@ export type ChatCompletionResponse = {
   model: string;
   choices: ChatChoice[];
   usage: Usage;
-  /** lmserve version + engine build + backend + model file (`serving/systemFingerprint.ts`). */
+  /** lmserve version + engine build + backend + model file (`serving/output/systemFingerprint.ts`). */
   system_fingerprint: string;
-  /** vLLM: per prompt token logprobs, first entry null (see serving/logprobs.ts). */
+  /** vLLM: per prompt token logprobs, first entry null (see serving/output/logprobs.ts). */
   prompt_logprobs?: (Record<string, { logprob: number; rank: number; decoded_token: string }> | null)[];
 };
 

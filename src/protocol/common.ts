@@ -124,7 +124,7 @@ export const SamplingFieldsSchema = {
       grammar: z.string().nullish(),
       json_object: z.boolean().nullish(),
       whitespace_pattern: z.string().nullish(),
-      /** vLLM's other options: refused unless they change nothing (`serving/requestFields.ts`). */
+      /** vLLM's other options: refused unless they change nothing (`serving/request/requestFields.ts`). */
       structural_tag: z.unknown().optional(),
       disable_any_whitespace: z.boolean().nullish(),
       disable_additional_properties: z.boolean().nullish(),
@@ -138,7 +138,7 @@ export const SamplingFieldsSchema = {
   json_schema: z.record(z.string(), z.unknown()).nullish(),
   // --- NIM ---
   nvext: NvextSchema,
-  // --- peers' fields this server refuses or ignores on purpose (see `serving/peerFields.ts`) ---
+  // --- peers' fields this server refuses or ignores on purpose (see `serving/request/peerFields.ts`) ---
   ...PeerFieldsSchema,
 };
 

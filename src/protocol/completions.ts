@@ -54,6 +54,6 @@ export type CompletionResponse = {
   model: string;
   choices: CompletionChoice[];
   usage?: Usage | null;
-  /** lmserve version + engine build + backend + model file (`serving/systemFingerprint.ts`). */
+  /** lmserve version + engine build + backend + model file (`serving/output/systemFingerprint.ts`). */
   system_fingerprint: string;
 };

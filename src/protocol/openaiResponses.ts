@@ -2,7 +2,7 @@
  * POST /v1/responses (OpenAI Responses API, stateless): the request schema, the response object and the
  * stream events, as zod schemas (the OpenAPI document is generated from them) and types. Only what
  * the server honours is declared; `previous_response_id` and `store: true` are refused by the serving
- * (`serving/responses.ts`), other unknown fields are ignored as on the other routes.
+ * (`serving/adapters/openaiResponses.ts`), other unknown fields are ignored as on the other routes.
  */
 import { z } from "zod";
 import { CacheSaltSchema, REASONING_EFFORTS } from "./common.ts";

@@ -1,7 +1,7 @@
 /**
  * Request fields that other OpenAI-compatible servers give a meaning to and that this server cannot
  * honour. They are declared (as `unknown`) so that they reach the serving layer instead of being
- * dropped as unknown fields; `serving/peerFields.ts` refuses each one with a 400 unless it holds its
+ * dropped as unknown fields; `serving/request/peerFields.ts` refuses each one with a 400 unless it holds its
  * no-op value. Sources: OpenAI's deprecated function calling and audio output, llama-server's
  * samplers and `n_predict`, vLLM's sampling extensions.
  */
@@ -32,7 +32,7 @@ export const PEER_FIELD_NAMES = [
 /** One refused peer field's name. */
 export type PeerFieldName = (typeof PEER_FIELD_NAMES)[number];
 
-/** The peer fields as schema entries of any type (checked by `serving/peerFields.ts`). */
+/** The peer fields as schema entries of any type (checked by `serving/request/peerFields.ts`). */
 export const PeerFieldsSchema = Object.fromEntries(
   PEER_FIELD_NAMES.map((name) => [name, z.unknown().optional()]),
 ) as Record<PeerFieldName, z.ZodOptional<z.ZodUnknown>>;

@@ -83,7 +83,7 @@ export class InFlightRequests {
 
   /**
    * Aborts every request in flight with `reason`: their generations stop within one decode step; a
-   * stream then ends with `reason` as its final error event and `[DONE]` (`serving/streaming.ts`
+   * stream then ends with `reason` as its final error event and `[DONE]` (`serving/output/streaming.ts`
    * `finishStream`); a response not yet started is answered with `reason` as a JSON error.
    */
   abortAll(reason: ApiError): void {

@@ -15,7 +15,7 @@ import {
   toApiError,
   unsupportedMediaType,
 } from "../errors.ts";
-import type { AppContext } from "./context.ts";
+import type { AppContext } from "./appContext.ts";
 import { sendError } from "./errorBody.ts";
 import { answerClientError, answerFrameworkError } from "./frameworkErrors.ts";
 import { registerJsonBodyParser } from "./jsonBody.ts";

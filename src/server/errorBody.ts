@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ApiError } from "../errors.ts";
 import type { AnthropicErrorBody } from "../protocol/anthropicMessages.ts";
-import { anthropicErrorType } from "../serving/messages.ts";
+import { anthropicErrorType } from "../serving/adapters/anthropicMessages.ts";
 
 /**
  * The JSON error body: OpenAI's `{error: {message, type, param, code}}` (so the official SDKs raise

@@ -7,8 +7,8 @@
 import type { FastifyInstance } from "fastify";
 import { badRequest } from "../errors.ts";
 import { ModelRequestSchema } from "../protocol/models.ts";
-import { parseKeepAlive } from "../serving/keepAlive.ts";
 import type { ModelRegistry } from "../serving/ModelRegistry.ts";
+import { parseKeepAlive } from "../serving/request/keepAlive.ts";
 import { parseBody } from "./validation.ts";
 
 /** The POST routes whose body names a `model` (every one that runs one). */

@@ -40,7 +40,7 @@ import {
   ModelListSchema,
   ModelObjectSchema,
   VersionResponseSchema,
-} from "../protocol/responses.ts";
+} from "../protocol/responseSchemas.ts";
 import {
   DetokenizeRequestSchema,
   DetokenizeResponseSchema,

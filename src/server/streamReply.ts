@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../errors.ts";
 import { onGenerationStart } from "../serving/generationStart.ts";
-import type { ChunkSink } from "../serving/streaming.ts";
+import type { ChunkSink } from "../serving/output/streaming.ts";
 import { errorBody, errorHeaders } from "./errorBody.ts";
 import { observeStreamChunk, setRequestUsage } from "./requestLog.ts";
 import { type SseFraming, SseStream } from "./SseStream.ts";

@@ -16,7 +16,7 @@ import {
 import type { ModelFileWatch } from "../models/modelFileWatch.ts";
 import type { ModelObject, ModelState, ModelStatus } from "../protocol/models.ts";
 import type { EngineModel } from "./engine.ts";
-import type { KeepAliveMs } from "./keepAlive.ts";
+import type { KeepAliveMs } from "./request/keepAlive.ts";
 
 /**
  * A served model's chat settings, which belong to serving, not to the engine: from the model's entry of

@@ -20,17 +20,17 @@ import {
 import type { GenerationRequest, PromptMedia } from "../engine/types.ts";
 import { badRequest } from "../errors.ts";
 import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import { chatGrammar, type ThinkingStart } from "./chatGrammar.ts";
-import { type ImageLimits, tokenizeWithImages } from "./chatImages.ts";
-import { ChoiceOutput } from "./chatOutput.ts";
-import { resolveToolCalling } from "./chatTools.ts";
 import type { EngineHost, EngineModel } from "./engine.ts";
-import { generationRequest, resolveMaxTokens, type SeedSource } from "./generationParams.ts";
-import type { TokenNaming } from "./logprobs.ts";
+import { chatGrammar, type ThinkingStart } from "./guided/chatGrammar.ts";
+import { resolveToolCalling } from "./guided/chatTools.ts";
+import { type ImageLimits, tokenizeWithImages } from "./images/chatImages.ts";
 import type { ChatSettings, ModelRegistry } from "./ModelRegistry.ts";
-import { refusePeerFields } from "./peerFields.ts";
-import { checkRequest } from "./requestChecks.ts";
-import { requestFields } from "./requestFields.ts";
+import { ChoiceOutput } from "./output/chatOutput.ts";
+import type { TokenNaming } from "./output/logprobs.ts";
+import { generationRequest, resolveMaxTokens, type SeedSource } from "./request/generationParams.ts";
+import { refusePeerFields } from "./request/peerFields.ts";
+import { checkRequest } from "./request/requestChecks.ts";
+import { requestFields } from "./request/requestFields.ts";
 
 /**
  * A chat request resolved against its model: the rendered prompt, one engine request per choice and

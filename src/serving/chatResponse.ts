@@ -6,11 +6,11 @@
 import type { TokenLogprob } from "../engine/types.ts";
 import type { ChatChoice, ChatChunkChoice, ChatCompletionResponse } from "../protocol/chat.ts";
 import type { ChatPlan } from "./chat.ts";
-import type { ChatDeltaOut, ChoiceOutput } from "./chatOutput.ts";
-import { chatLogprobs, promptLogprobs } from "./logprobs.ts";
+import type { ChatDeltaOut, ChoiceOutput } from "./output/chatOutput.ts";
+import { chatLogprobs, promptLogprobs } from "./output/logprobs.ts";
+import { type ChunkSink, StreamAssembler, sumUsage } from "./output/streaming.ts";
+import { systemFingerprint } from "./output/systemFingerprint.ts";
 import { runChoices } from "./runChoices.ts";
-import { type ChunkSink, StreamAssembler, sumUsage } from "./streaming.ts";
-import { systemFingerprint } from "./systemFingerprint.ts";
 
 function outputOf(plan: ChatPlan, choice: number): ChoiceOutput {
   const output = plan.outputs[choice];

@@ -8,21 +8,21 @@ import type { GenerationRequest, GenerationResult, TokenLogprob } from "../engin
 import { badRequest } from "../errors.ts";
 import type { CompletionChoice, CompletionRequest, CompletionResponse } from "../protocol/completions.ts";
 import type { EngineHost, EngineModel } from "./engine.ts";
+import { grammarForConstraint } from "./guided/guidedDecoding.ts";
+import type { ModelRegistry } from "./ModelRegistry.ts";
+import { completionLogprobs, promptLogprobs, type TokenNaming } from "./output/logprobs.ts";
+import { type ChunkSink, finishReasonOf, StreamAssembler, sumUsage } from "./output/streaming.ts";
+import { systemFingerprint } from "./output/systemFingerprint.ts";
 import {
   generationRequest,
   type LogprobCounts,
   resolveMaxTokens,
   type SeedSource,
-} from "./generationParams.ts";
-import { grammarForConstraint } from "./guidedDecoding.ts";
-import { completionLogprobs, promptLogprobs, type TokenNaming } from "./logprobs.ts";
-import type { ModelRegistry } from "./ModelRegistry.ts";
-import { refusePeerFields } from "./peerFields.ts";
-import { checkRequest } from "./requestChecks.ts";
-import { requestFields } from "./requestFields.ts";
+} from "./request/generationParams.ts";
+import { refusePeerFields } from "./request/peerFields.ts";
+import { checkRequest } from "./request/requestChecks.ts";
+import { requestFields } from "./request/requestFields.ts";
 import { runChoices } from "./runChoices.ts";
-import { type ChunkSink, finishReasonOf, StreamAssembler, sumUsage } from "./streaming.ts";
-import { systemFingerprint } from "./systemFingerprint.ts";
 
 /** One prompt of the request: its tokens and the text `echo` gives back. */
 type PlannedPrompt = { tokens: number[]; text: string };

@@ -11,7 +11,7 @@ import { describe, it } from "node:test";
 import type OpenAI from "openai";
 import { projectRoot } from "../../src/paths.ts";
 import type { ChatCompletionRequest } from "../../src/protocol/chat.ts";
-import { resolveToolCalling } from "../../src/serving/chatTools.ts";
+import { resolveToolCalling } from "../../src/serving/guided/chatTools.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
 import { TEST_MODEL } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";

@@ -6,7 +6,7 @@
 import { after, before } from "node:test";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { buildApp } from "../../src/server/app.ts";
-import type { AppContext } from "../../src/server/context.ts";
+import type { AppContext } from "../../src/server/appContext.ts";
 import { type SseEvent, sseEvents } from "../../ui/src/sse.ts";
 import { FakeEngine, type FakeEngineOptions, fakeContext } from "./fakeEngine.ts";
 

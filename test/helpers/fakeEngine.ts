@@ -14,10 +14,10 @@ import type {
   ModelTask,
   TokenLogprob,
 } from "../../src/engine/types.ts";
-import type { AppContext } from "../../src/server/context.ts";
+import type { AppContext } from "../../src/server/appContext.ts";
 import type { EngineHost, EngineModel } from "../../src/serving/engine.ts";
-import { SeedSource } from "../../src/serving/generationParams.ts";
 import { ModelRegistry } from "../../src/serving/ModelRegistry.ts";
+import { SeedSource } from "../../src/serving/request/generationParams.ts";
 
 /** Options of {@link FakeEngine}. */
 export type FakeEngineOptions = {

@@ -1,5 +1,5 @@
 /**
- * Test helper: how each tool-call family of `src/serving/toolGrammars.ts` writes calls (its template's /
+ * Test helper: how each tool-call family of `src/serving/guided/toolGrammars.ts` writes calls (its template's /
  * documented form), and the chat template each family is detected from (llama.cpp's models/templates).
  */
 

@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { ErrorBody } from "../../src/server/errorBody.ts";
-import { SeedSource } from "../../src/serving/generationParams.ts";
 import { ModelRegistry } from "../../src/serving/ModelRegistry.ts";
+import { SeedSource } from "../../src/serving/request/generationParams.ts";
 import { useFakeApp, withFakeApp } from "../helpers/fakeApp.ts";
 import { FakeEngine, fakeDetokenize } from "../helpers/fakeEngine.ts";
 

@@ -11,8 +11,8 @@ import type { FastifyInstance } from "fastify";
 import type { GenerationObserver, GenerationRequest, GenerationResult } from "../../src/engine/types.ts";
 import type { ModelObject } from "../../src/protocol/models.ts";
 import { buildApp } from "../../src/server/app.ts";
-import { SeedSource } from "../../src/serving/generationParams.ts";
 import { ModelRegistry, type ResidencyOptions } from "../../src/serving/ModelRegistry.ts";
+import { SeedSource } from "../../src/serving/request/generationParams.ts";
 import { FakeEngine } from "../helpers/fakeEngine.ts";
 
 /** A fake engine whose generations wait for {@link open} (or their abort) before they start. */

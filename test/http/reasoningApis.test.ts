@@ -15,9 +15,9 @@ import { after, before, describe, it } from "node:test";
 import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { projectRoot } from "../../src/paths.ts";
 import { buildApp } from "../../src/server/app.ts";
-import { SeedSource } from "../../src/serving/generationParams.ts";
+import { decodeReasoning, encodeReasoning } from "../../src/serving/adapters/openaiResponses.ts";
 import { ModelRegistry } from "../../src/serving/ModelRegistry.ts";
-import { decodeReasoning, encodeReasoning } from "../../src/serving/responses.ts";
+import { SeedSource } from "../../src/serving/request/generationParams.ts";
 import { injectedEvents } from "../helpers/fakeApp.ts";
 import { FakeEngine, fakeDetokenize } from "../helpers/fakeEngine.ts";
 

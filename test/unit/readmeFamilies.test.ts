@@ -18,7 +18,7 @@ import {
   TOOL_PARSER_NAMES,
 } from "../../src/chat/toolParsers/index.ts";
 import { projectRoot } from "../../src/paths.ts";
-import { hasLazyToolGrammar, hasNativeForcedForm } from "../../src/serving/chatTools.ts";
+import { hasLazyToolGrammar, hasNativeForcedForm } from "../../src/serving/guided/chatTools.ts";
 
 const readme = readFileSync(join(projectRoot, "README.md"), "utf8");
 

@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import {
+  baseNameCollisions,
   engineLeaks,
   importCircles,
   importGraph,
@@ -61,6 +62,65 @@ describe("source layout (docs/ARCHITECTURE.md)", () => {
       );
       assert.deepEqual(upward, [], `${layer} imports ${upward.join(", ")}`);
     }
+  });
+});
+
+/**
+ * The files allowed to share a base name: each group is one thing at two or three layers. A new module
+ * whose name is taken by a different thing elsewhere gets a name of its own instead (e.g. the Anthropic
+ * API's `anthropicMessages.ts`, not a second `messages.ts` beside the chat messages).
+ */
+const SAME_THING_AT_LAYERS: Record<string, string[]> = {
+  // An endpoint: its schema (protocol/), its serving (serving/), its route (server/routes/).
+  anthropicMessages: [
+    "src/protocol/anthropicMessages.ts",
+    "src/server/routes/anthropicMessages.ts",
+    "src/serving/adapters/anthropicMessages.ts",
+  ],
+  chat: ["src/protocol/chat.ts", "src/server/routes/chat.ts", "src/serving/chat.ts"],
+  completions: [
+    "src/protocol/completions.ts",
+    "src/server/routes/completions.ts",
+    "src/serving/completions.ts",
+  ],
+  embeddings: ["src/protocol/embeddings.ts", "src/server/routes/embeddings.ts", "src/serving/embeddings.ts"],
+  loraAdapters: ["src/protocol/loraAdapters.ts", "src/server/routes/loraAdapters.ts"],
+  models: ["src/protocol/models.ts", "src/server/routes/models.ts"],
+  openaiResponses: [
+    "src/protocol/openaiResponses.ts",
+    "src/server/routes/openaiResponses.ts",
+    "src/serving/adapters/openaiResponses.ts",
+  ],
+  rerank: ["src/protocol/rerank.ts", "src/server/routes/rerank.ts", "src/serving/rerank.ts"],
+  tokenize: ["src/protocol/tokenize.ts", "src/server/routes/tokenize.ts"],
+  // Each layer's own error classes, and errors.ts, which maps them to ApiErrors.
+  errors: ["src/engine/errors.ts", "src/errors.ts", "src/structured/errors.ts"],
+  // Chat messages: their wire schema (protocol/) and their normalisation for the templates (chat/).
+  messages: ["src/chat/messages.ts", "src/protocol/messages.ts"],
+  // The dashboard's metrics history: the series (shared/, also run by the UI) and its server-side sampler.
+  metricsHistory: ["src/server/metricsHistory.ts", "src/shared/metricsHistory.ts"],
+  // Production operations: their configuration (config/) and the hooks that apply them (server/).
+  operations: ["src/config/operations.ts", "src/server/operations.ts"],
+  // The peers' fields we cannot honour: declared (protocol/) and refused (serving/).
+  peerFields: ["src/protocol/peerFields.ts", "src/serving/request/peerFields.ts"],
+};
+
+describe("names (issue 30)", () => {
+  it("gives no two modules one base name unless they are the same thing at two layers", () => {
+    assert.deepEqual(Object.fromEntries(baseNameCollisions(graph)), SAME_THING_AT_LAYERS);
+  });
+
+  it("keeps serving/'s endpoint modules at its top and the rest in five rooms", () => {
+    const serving = [...graph.keys()].filter((file) => file.startsWith("src/serving/"));
+    const rooms = new Set(
+      serving
+        .map((file) => file.split("/"))
+        .filter((parts) => parts.length > 3)
+        .map((parts) => parts[2]),
+    );
+    assert.deepEqual([...rooms].sort(), ["adapters", "guided", "images", "output", "request"]);
+    const top = serving.filter((file) => file.split("/").length === 3);
+    assert.ok(top.length <= 10, `serving/ top: ${top.join(", ")}`);
   });
 });
 

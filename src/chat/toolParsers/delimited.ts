@@ -5,7 +5,7 @@
  * the reader of one body.
  */
 import { skipSpace } from "../textScan.ts";
-import { BufferedToolParser, type ParsedCall, type ToolParserOptions } from "./common.ts";
+import { BufferedToolParser, type ParsedCall, type ToolParserOptions } from "./toolParser.ts";
 
 /** One kind of call markup of a {@link DelimitedSyntax}. */
 export type CallMarkup = {

@@ -4,7 +4,7 @@
  * generation prompt already ends with `>>>`, so the output starts with a recipient line.
  */
 import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
-import { BufferedToolParser, callFromJson } from "./common.ts";
+import { BufferedToolParser, callFromJson } from "./toolParser.ts";
 
 const MARK = ">>>";
 const NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;

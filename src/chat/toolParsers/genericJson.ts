@@ -5,7 +5,7 @@
  * `{"tool_call": {...}}` and `{"response": "text"}`.
  */
 import { scanJsonValueEnd, skipSpace } from "../textScan.ts";
-import { BufferedToolParser, callsFromJsonValue, type ParsedCall } from "./common.ts";
+import { BufferedToolParser, callsFromJsonValue, type ParsedCall } from "./toolParser.ts";
 
 /** Reads a parsed top-level value as calls, or as a `{"response"}` text, or neither. */
 function readGeneric(value: unknown): { calls: ParsedCall[] } | { text: string } | undefined {

@@ -9,7 +9,7 @@
 import { BufferedStreamParser } from "../parserDelta.ts";
 import type { ReasoningParser } from "../reasoningParsers/think.ts";
 import { partialTagSuffix, skipSpace } from "../textScan.ts";
-import { newToolCallId } from "./common.ts";
+import { newToolCallId } from "./toolParser.ts";
 
 /** Options of {@link HarmonyParser}. */
 export type HarmonyParserOptions = {

@@ -3,7 +3,7 @@
  * vLLM's `hermes` tool parser reads them (Hermes 2 Pro, Qwen2.5, Qwen3, QwQ).
  */
 import { skipSpace } from "../textScan.ts";
-import { BufferedToolParser, callsFromJsonText } from "./common.ts";
+import { BufferedToolParser, callsFromJsonText } from "./toolParser.ts";
 
 const OPEN = "<tool_call>";
 const CLOSE = "</tool_call>";

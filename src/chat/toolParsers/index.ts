@@ -3,7 +3,6 @@
  * detection from a chat template's text.
  */
 import { jinjaCode } from "../textScan.ts";
-import type { ToolParser, ToolParserOptions } from "./common.ts";
 // --- token-delimited / JSON / pythonic families (tokenFormats.ts) ---
 import { DelimitedToolParser } from "./delimited.ts";
 import { FunctionaryV32ToolParser } from "./functionary.ts";
@@ -27,6 +26,7 @@ import {
   LFM2,
   PYTHONIC,
 } from "./tokenFormats.ts";
+import type { ToolParser, ToolParserOptions } from "./toolParser.ts";
 
 // --- end token-delimited families ---
 // XML-style families (qwen3_coder, seed_oss, glm45/glm47, minimax_m2, minimax_m3, minimax, muse_glimmer, hy_v3, nemotron_json, minicpm5)
@@ -46,7 +46,6 @@ import {
   SOLAR_OPEN,
 } from "./xmlFamilies.ts";
 
-export { newToolCallId, type ToolParser, type ToolParserOptions } from "./common.ts";
 export { type CallMarkup, type DelimitedSyntax, DelimitedToolParser } from "./delimited.ts";
 export { FunctionaryV32ToolParser } from "./functionary.ts";
 export { GenericJsonToolParser } from "./genericJson.ts";
@@ -54,6 +53,7 @@ export { HarmonyParser, type HarmonyParserOptions } from "./harmony.ts";
 export { HermesToolParser } from "./hermes.ts";
 export { Llama3JsonToolParser } from "./llama3Json.ts";
 export { MistralToolParser } from "./mistral.ts";
+export { newToolCallId, type ToolParser, type ToolParserOptions } from "./toolParser.ts";
 export { XmlBlockToolParser } from "./xmlBlock.ts";
 
 /**

@@ -4,7 +4,7 @@
  * `llama3_json` parser and llama.cpp's Llama 3.x handler read them.
  */
 import { isJsonSpace, scanJsonValueEnd, skipSpace } from "../textScan.ts";
-import { BufferedToolParser, callsFromJsonText } from "./common.ts";
+import { BufferedToolParser, callsFromJsonText } from "./toolParser.ts";
 
 const TAG = "<|python_tag|>";
 

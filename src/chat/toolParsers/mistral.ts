@@ -5,7 +5,7 @@
  * 3.2's `[TOOL_CALLS]name[CALL_ID]id[ARGS]{…}` variant.
  */
 import { partialTagSuffix, scanJsonValueEnd, skipSpace } from "../textScan.ts";
-import { BufferedToolParser, callFromJson, callsFromJsonText, type ParsedCall } from "./common.ts";
+import { BufferedToolParser, callFromJson, callsFromJsonText, type ParsedCall } from "./toolParser.ts";
 
 const TAG = "[TOOL_CALLS]";
 const ARGS = "[ARGS]";

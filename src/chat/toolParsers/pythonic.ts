@@ -4,7 +4,7 @@
  * `<|tool_call_start|>` markers). The literals are read by a small parser of our own (strings, numbers,
  * `True`/`False`/`None`, lists, tuples, dicts): nothing is evaluated.
  */
-import type { ParsedCall } from "./common.ts";
+import type { ParsedCall } from "./toolParser.ts";
 
 const IDENT = /[A-Za-z_][A-Za-z0-9_]*/y;
 const NAME = /[A-Za-z_][A-Za-z0-9_.-]*/y;

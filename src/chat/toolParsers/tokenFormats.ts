@@ -5,16 +5,16 @@
  * the chat templates in llama.cpp's models/templates and vLLM's parsers of the same name.
  */
 import { scanJsonValueEnd } from "../textScan.ts";
+import type { DelimitedSyntax } from "./delimited.ts";
+import { gemma4Arguments } from "./gemma4.ts";
+import { callsFromPythonList, scanPythonValueEnd } from "./pythonic.ts";
 import {
   callFromJson,
   callsFromJsonSequence,
   callsFromJsonText,
   callsFromJsonValue,
   type ParsedCall,
-} from "./common.ts";
-import type { DelimitedSyntax } from "./delimited.ts";
-import { gemma4Arguments } from "./gemma4.ts";
-import { callsFromPythonList, scanPythonValueEnd } from "./pythonic.ts";
+} from "./toolParser.ts";
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_.:-]*$/;
 const jsonEnd = (text: string): number => scanJsonValueEnd(text, 0);

@@ -5,7 +5,7 @@
  */
 import type { ChatTool } from "../../protocol/tools.ts";
 import { skipSpace } from "../textScan.ts";
-import { BufferedToolParser, type ParsedCall, type ToolParserOptions } from "./common.ts";
+import { BufferedToolParser, type ParsedCall, type ToolParserOptions } from "./toolParser.ts";
 
 /** Reads one block's body (the text between the open and close tags) into calls; `undefined` if malformed. */
 export type BlockReader = (body: string, tools: readonly ChatTool[]) => ParsedCall[] | undefined;

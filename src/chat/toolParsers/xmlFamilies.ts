@@ -8,7 +8,7 @@
  * Parameter values are converted to their schema types from the request's tools (`convertParameter`).
  */
 import type { ChatTool } from "../../protocol/tools.ts";
-import { callsFromJsonSequence, callsFromJsonText, type ParsedCall } from "./common.ts";
+import { callsFromJsonSequence, callsFromJsonText, type ParsedCall } from "./toolParser.ts";
 import {
   type BlockFormat,
   BodyCursor,

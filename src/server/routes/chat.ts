@@ -2,8 +2,8 @@ import type { FastifyInstance } from "fastify";
 import { ChatCompletionRequestSchema } from "../../protocol/chat.ts";
 import { planChat } from "../../serving/chat.ts";
 import { completeChat, streamChat } from "../../serving/chatResponse.ts";
+import type { AppContext } from "../appContext.ts";
 import { cacheDomain } from "../cacheDomain.ts";
-import type { AppContext } from "../context.ts";
 import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { CompletionRequestSchema } from "../../protocol/completions.ts";
 import { completeCompletion, planCompletion, streamCompletion } from "../../serving/completions.ts";
+import type { AppContext } from "../appContext.ts";
 import { cacheDomain } from "../cacheDomain.ts";
-import type { AppContext } from "../context.ts";
 import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 

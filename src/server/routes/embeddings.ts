@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { EmbeddingRequestSchema } from "../../protocol/embeddings.ts";
 import { createEmbeddings } from "../../serving/embeddings.ts";
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../appContext.ts";
 import { clientSignal } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ApiError, overloaded } from "../../errors.ts";
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../appContext.ts";
 import { sendError } from "../errorBody.ts";
 
 /**

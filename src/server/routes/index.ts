@@ -1,20 +1,20 @@
 import type { FastifyInstance } from "fastify";
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../appContext.ts";
 import { registerMetricsRoute } from "../metrics.ts";
 import { MetricsSampler, registerMetricsHistoryRoute } from "../metricsHistory.ts";
 import { registerModelResidency } from "../modelResidency.ts";
 import type { DocumentOptions } from "../openapi.ts";
 import { registerUi, type UiOptions } from "../ui.ts";
+import { registerMessagesRoutes } from "./anthropicMessages.ts";
 import { registerChatRoutes } from "./chat.ts";
 import { registerCompletionRoutes } from "./completions.ts";
 import { registerEmbeddingRoutes } from "./embeddings.ts";
 import { registerHealthRoutes } from "./health.ts";
 import { registerLoraAdapterRoutes } from "./loraAdapters.ts";
-import { registerMessagesRoutes } from "./messages.ts";
 import { registerMetaRoutes } from "./meta.ts";
 import { registerModelRoutes } from "./models.ts";
+import { registerResponsesRoutes } from "./openaiResponses.ts";
 import { registerRerankRoutes } from "./rerank.ts";
-import { registerResponsesRoutes } from "./responses.ts";
 import { registerTokenizeRoutes } from "./tokenize.ts";
 
 /** Options of {@link registerRoutes}: the OpenAPI document's security, and the web UI. */

@@ -2,7 +2,7 @@ import { resolve as resolvePath } from "node:path";
 import type { FastifyInstance } from "fastify";
 import { badRequest } from "../../errors.ts";
 import { LoadLoraAdapterRequestSchema, UnloadLoraAdapterRequestSchema } from "../../protocol/loraAdapters.ts";
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../appContext.ts";
 import { parseBody } from "../validation.ts";
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { VersionResponse } from "../../protocol/responses.ts";
+import type { VersionResponse } from "../../protocol/responseSchemas.ts";
 import { serverVersion } from "../../version.ts";
 import { DOCS_CONTENT_SECURITY_POLICY, renderDocsPage } from "../docsPage.ts";
 import { type DocumentOptions, openApiDocument, registeredRoutes } from "../openapi.ts";

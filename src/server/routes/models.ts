@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { ModelList } from "../../protocol/models.ts";
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../appContext.ts";
 
 /**
  * GET /v1/models and GET /v1/models/{id} (OpenAI's shapes, plus vLLM's `max_model_len`), and GET /models,

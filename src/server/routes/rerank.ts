@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { RerankRequestSchema, ScoreRequestSchema } from "../../protocol/rerank.ts";
 import { createRerank, createScore } from "../../serving/rerank.ts";
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../appContext.ts";
 import { clientSignal } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 

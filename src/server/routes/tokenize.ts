@@ -5,7 +5,7 @@ import {
   TokenizeCompletionRequestSchema,
 } from "../../protocol/tokenize.ts";
 import { detokenize, tokenize } from "../../serving/tokenization.ts";
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../appContext.ts";
 import { parseBody } from "../validation.ts";
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Rule names of GBNF text: a small lexer that tells names apart from string literals, character classes
  * and comments, and renames rules so that two grammars can be joined (the forced tool-call grammars of
- * `serving/toolGrammars.ts` join one grammar per tool).
+ * `serving/guided/toolGrammars.ts` join one grammar per tool).
  */
 
 /** llama.cpp's GBNF name characters (`is_word_char`). */

@@ -10,8 +10,8 @@ import { buildApp } from "../../../src/server/app.ts";
 import { ServerMetrics } from "../../../src/server/metrics.ts";
 import { MetricsSampler } from "../../../src/server/metricsHistory.ts";
 import { DEFAULT_OPERATIONS } from "../../../src/server/operations.ts";
-import { SeedSource } from "../../../src/serving/generationParams.ts";
 import { ModelRegistry } from "../../../src/serving/ModelRegistry.ts";
+import { SeedSource } from "../../../src/serving/request/generationParams.ts";
 import { MAX_POINTS, MetricsHistory } from "../../../src/shared/metricsHistory.ts";
 
 function finished(completionTokens: number): GenerationResult {

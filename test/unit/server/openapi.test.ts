@@ -21,20 +21,20 @@ import type {
   ModelListSchema,
   ModelObjectSchema,
   UsageSchema,
-} from "../../../src/protocol/responses.ts";
+} from "../../../src/protocol/responseSchemas.ts";
 import { buildApp } from "../../../src/server/app.ts";
 import type { ErrorBody } from "../../../src/server/errorBody.ts";
 import { ServerMetrics } from "../../../src/server/metrics.ts";
 import { API_ROUTES, openApiDocument, registeredRoutes, routeKey } from "../../../src/server/openapi.ts";
 import { serverVersion } from "../../../src/server/routes/meta.ts";
-import { SeedSource } from "../../../src/serving/generationParams.ts";
 import { ModelRegistry } from "../../../src/serving/ModelRegistry.ts";
+import { SeedSource } from "../../../src/serving/request/generationParams.ts";
 
 /** True when A and B are mutually assignable (same fields, same optionality, same value types). */
 type Equal<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 
 // Compile-time: each documented response schema is exactly the type the server builds. When a type
-// in src/protocol changes, update src/protocol/responses.ts to match (tsc fails here until then).
+// in src/protocol changes, update src/protocol/responseSchemas.ts to match (tsc fails here until then).
 const sameShapes: [
   Equal<z.infer<typeof UsageSchema>, Usage>,
   Equal<z.infer<typeof CompletionResponseSchema>, CompletionResponse>,

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createChatOutputParser, type ParserDelta } from "../../../src/chat/index.ts";
 import type { GenerationResult } from "../../../src/engine/types.ts";
-import { type ChatDeltaOut, ChoiceOutput } from "../../../src/serving/chatOutput.ts";
+import { type ChatDeltaOut, ChoiceOutput } from "../../../src/serving/output/chatOutput.ts";
 
 const finished: GenerationResult = {
   finishReason: "stop",

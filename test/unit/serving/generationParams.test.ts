@@ -6,8 +6,8 @@ import {
   resolveMaxTokens,
   SeedSource,
   stopStrings,
-} from "../../../src/serving/generationParams.ts";
-import { requestFields } from "../../../src/serving/requestFields.ts";
+} from "../../../src/serving/request/generationParams.ts";
+import { requestFields } from "../../../src/serving/request/requestFields.ts";
 import { thrownApiError } from "../../helpers/apiErrors.ts";
 import { FakeHost } from "../../helpers/fakeEngine.ts";
 

@@ -2,8 +2,8 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
-import { refuseTooLarge } from "../../../src/serving/chatImages.ts";
-import { imageDimensions, MAX_IMAGE_PIXELS } from "../../../src/serving/imageType.ts";
+import { refuseTooLarge } from "../../../src/serving/images/chatImages.ts";
+import { imageDimensions, MAX_IMAGE_PIXELS } from "../../../src/serving/images/imageType.ts";
 
 /** A PNG signature and IHDR chunk declaring `width` x `height` (no pixel data: the header is enough). */
 function pngHeader(width: number, height: number): Uint8Array {

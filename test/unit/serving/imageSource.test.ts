@@ -8,8 +8,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
-import { type ImageSourceOptions, loadImage } from "../../../src/serving/imageSource.ts";
-import { privateAddressKind } from "../../../src/serving/privateAddress.ts";
+import { type ImageSourceOptions, loadImage } from "../../../src/serving/images/imageSource.ts";
+import { privateAddressKind } from "../../../src/serving/images/privateAddress.ts";
 import { dataUrl, encodeBmp, encodePng, TINY_GIF, WEBP_HEADER } from "../../helpers/images.ts";
 
 const PARAM = "messages[0].content[1]";

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
 import { listModelsDir } from "../../../src/models/modelsDir.ts";
-import { MAX_KEEP_ALIVE_MS, parseKeepAlive } from "../../../src/serving/keepAlive.ts";
+import { MAX_KEEP_ALIVE_MS, parseKeepAlive } from "../../../src/serving/request/keepAlive.ts";
 
 describe("parseKeepAlive", () => {
   it("reads seconds, Go durations, 0 and negatives", () => {

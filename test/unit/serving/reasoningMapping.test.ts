@@ -9,8 +9,12 @@ import {
   AnthropicMessagesRequestSchema,
 } from "../../../src/protocol/anthropicMessages.ts";
 import { ResponseCreateRequestSchema } from "../../../src/protocol/openaiResponses.ts";
-import { messagesToChat } from "../../../src/serving/messages.ts";
-import { decodeReasoning, encodeReasoning, responsesToChat } from "../../../src/serving/responses.ts";
+import { messagesToChat } from "../../../src/serving/adapters/anthropicMessages.ts";
+import {
+  decodeReasoning,
+  encodeReasoning,
+  responsesToChat,
+} from "../../../src/serving/adapters/openaiResponses.ts";
 import { thrownApiError } from "../../helpers/apiErrors.ts";
 
 const anthropic = (body: Record<string, unknown>): AnthropicMessagesRequest =>

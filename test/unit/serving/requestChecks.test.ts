@@ -3,8 +3,8 @@ import { describe, it } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
 import { ChatCompletionRequestSchema } from "../../../src/protocol/chat.ts";
 import { CompletionRequestSchema } from "../../../src/protocol/completions.ts";
-import { checkRequest, forcesToolCall, REQUEST_CHECKS } from "../../../src/serving/requestChecks.ts";
-import { type CommonRequest, requestFields } from "../../../src/serving/requestFields.ts";
+import { checkRequest, forcesToolCall, REQUEST_CHECKS } from "../../../src/serving/request/requestChecks.ts";
+import { type CommonRequest, requestFields } from "../../../src/serving/request/requestFields.ts";
 
 const chat = (fields: Record<string, unknown>) =>
   ChatCompletionRequestSchema.parse({ messages: [{ role: "user", content: "hi" }], ...fields });

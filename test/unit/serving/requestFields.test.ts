@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ChatCompletionRequestSchema } from "../../../src/protocol/chat.ts";
 import { CompletionRequestSchema } from "../../../src/protocol/completions.ts";
-import { requestFields } from "../../../src/serving/requestFields.ts";
+import { requestFields } from "../../../src/serving/request/requestFields.ts";
 import { thrownApiError } from "../../helpers/apiErrors.ts";
 
 const chat = (fields: Record<string, unknown>) =>

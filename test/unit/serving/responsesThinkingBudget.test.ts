@@ -5,8 +5,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ApiError } from "../../../src/errors.ts";
 import { ResponseCreateRequestSchema } from "../../../src/protocol/openaiResponses.ts";
-import { requestFields } from "../../../src/serving/requestFields.ts";
-import { responsesToChat } from "../../../src/serving/responses.ts";
+import { responsesToChat } from "../../../src/serving/adapters/openaiResponses.ts";
+import { requestFields } from "../../../src/serving/request/requestFields.ts";
 
 /** The thinking budget a Responses body runs with. */
 function budget(extra: Record<string, unknown>): number | undefined {

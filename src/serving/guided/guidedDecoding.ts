@@ -3,13 +3,13 @@
  * spellings by `requestFields.ts`) with `structured/` and turns it into a native llama.cpp grammar,
  * cached by its GBNF text.
  */
-import { checkGrammar } from "../engine/grammar.ts";
-import type { Grammar } from "../engine/types.ts";
-import { ApiError, badRequest, toApiError } from "../errors.ts";
-import { ConstraintError, confirmGbnf } from "../structured/index.ts";
-import { sharedCompiler } from "../structured/worker/compileService.ts";
-import { LruCache } from "../structured/worker/lru.ts";
-import type { GuidedConstraint } from "./requestFields.ts";
+import { checkGrammar } from "../../engine/grammar.ts";
+import type { Grammar } from "../../engine/types.ts";
+import { ApiError, badRequest, toApiError } from "../../errors.ts";
+import { ConstraintError, confirmGbnf } from "../../structured/index.ts";
+import { sharedCompiler } from "../../structured/worker/compileService.ts";
+import { LruCache } from "../../structured/worker/lru.ts";
+import type { GuidedConstraint } from "../request/requestFields.ts";
 
 export type { GuidedConstraint };
 

@@ -13,7 +13,7 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import http from "node:http";
 import https from "node:https";
 import { isIP, type LookupFunction } from "node:net";
-import { ApiError, badRequest } from "../errors.ts";
+import { ApiError, badRequest } from "../../errors.ts";
 import { imageType, type SupportedImageMime } from "./imageType.ts";
 import { privateAddressKind } from "./privateAddress.ts";
 

@@ -3,8 +3,8 @@
  * (`protocol/peerFields.ts`), so that no request is silently served differently from what it asked.
  * A field holding its no-op value (e.g. `typical_p: 1`, `skip_special_tokens: true`) passes.
  */
-import { badRequest } from "../errors.ts";
-import { PEER_FIELD_NAMES, type PeerFieldName } from "../protocol/peerFields.ts";
+import { badRequest } from "../../errors.ts";
+import { PEER_FIELD_NAMES, type PeerFieldName } from "../../protocol/peerFields.ts";
 
 type PeerField = {
   /** Who defines it. */

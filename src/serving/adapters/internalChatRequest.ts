@@ -1,10 +1,10 @@
 /**
- * The chat request another API's request is mapped to (`responses.ts`, `messages.ts`): built as plain
+ * The chat request another API's request is mapped to (`openaiResponses.ts`, `anthropicMessages.ts`): built as plain
  * data and validated by the chat schema, so that the chat serving receives exactly what a chat
  * completions request would give it (defaults included).
  */
-import { badRequest } from "../errors.ts";
-import { type ChatCompletionRequest, ChatCompletionRequestSchema } from "../protocol/chat.ts";
+import { badRequest } from "../../errors.ts";
+import { type ChatCompletionRequest, ChatCompletionRequestSchema } from "../../protocol/chat.ts";
 
 /**
  * Validates a mapped chat request; `undefined` values are dropped first.

@@ -5,7 +5,7 @@
  * unloaded explicitly or evicted. Unlike Ollama (default 5 minutes), a model a request sets nothing for
  * follows `--idle-unload` (or its config entry's `idle-unload`), and stays loaded when neither is set.
  */
-import { badRequest } from "../errors.ts";
+import { badRequest } from "../../errors.ts";
 
 /** Milliseconds of idleness before the model unloads; `null`: never (until unloaded or evicted). */
 export type KeepAliveMs = number | null;

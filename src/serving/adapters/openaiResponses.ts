@@ -2,7 +2,7 @@
  * POST /v1/responses (OpenAI Responses API, stateless) on top of the chat serving: the request is mapped
  * to a chat completions request (`input` items to messages, `instructions` to a system message,
  * `text.format` to `response_format`, flat function tools to chat tools), planned and run by
- * `chat.ts`, and the chat response or chunk stream is turned into a response object or the
+ * `../chat.ts`, and the chat response or chunk stream is turned into a response object or the
  * `response.*` events, in OpenAI's order: `response.created`, `response.in_progress`, then per output
  * item `response.output_item.added`, `response.content_part.added`, the deltas
  * (`response.output_text.delta`, `response.reasoning_text.delta`,
@@ -22,23 +22,23 @@
  * an item comes without `content` (as clients such as Codex send them); another server's opaque value is ignored.
  */
 import { randomUUID } from "node:crypto";
-import { type ApiError, badRequest } from "../errors.ts";
-import type { ChatCompletionRequest, ChatCompletionResponse } from "../protocol/chat.ts";
-import type { Usage } from "../protocol/common.ts";
+import { type ApiError, badRequest } from "../../errors.ts";
+import type { ChatCompletionRequest, ChatCompletionResponse } from "../../protocol/chat.ts";
+import type { Usage } from "../../protocol/common.ts";
 import type {
   ResponseCreateRequest,
   ResponseInputItem,
   ResponseObject,
   ResponseOutputItem,
-} from "../protocol/openaiResponses.ts";
+} from "../../protocol/openaiResponses.ts";
+import { type ChatPlan, planChat } from "../chat.ts";
+import { completeChat, streamChat } from "../chatResponse.ts";
+import type { ModelRegistry } from "../ModelRegistry.ts";
+import type { ChunkSink } from "../output/streaming.ts";
+import type { SeedSource } from "../request/generationParams.ts";
 import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
-import { type ChatPlan, planChat } from "./chat.ts";
-import { completeChat, streamChat } from "./chatResponse.ts";
-import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
-import type { ModelRegistry } from "./ModelRegistry.ts";
 import { reasoningTokenCount } from "./reasoningUsage.ts";
-import type { ChunkSink } from "./streaming.ts";
 
 /** A planned response: the chat plan it runs on and what the response object echoes. */
 export type ResponsePlan = {

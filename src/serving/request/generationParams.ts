@@ -4,9 +4,9 @@
  * resolved `max_tokens`; the checks between request fields alone ran before (`requestChecks.ts`).
  */
 import { randomInt } from "node:crypto";
-import type { GenerationRequest, Grammar, SamplingParams } from "../engine/types.ts";
-import { badRequest } from "../errors.ts";
-import type { EngineHost } from "./engine.ts";
+import type { GenerationRequest, Grammar, SamplingParams } from "../../engine/types.ts";
+import { badRequest } from "../../errors.ts";
+import type { EngineHost } from "../engine.ts";
 import type { CommonRequest, RequestFields } from "./requestFields.ts";
 
 /**

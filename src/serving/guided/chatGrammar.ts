@@ -6,20 +6,20 @@
  * A raw GBNF grammar (`guided_grammar`, `structured_outputs.grammar`) is the exception: it describes the
  * whole output as written, thinking included, so a client can constrain (or skip) the thinking too.
  */
-import type { JsonSchema } from "../chat/index.ts";
-import type { Grammar } from "../engine/types.ts";
-import { ApiError, badRequest } from "../errors.ts";
-import { prefixRules } from "../structured/gbnf/ruleNames.ts";
+import type { JsonSchema } from "../../chat/index.ts";
+import type { Grammar } from "../../engine/types.ts";
+import { ApiError, badRequest } from "../../errors.ts";
+import { prefixRules } from "../../structured/gbnf/ruleNames.ts";
 import {
   allowThinking,
   type RootedGbnf,
   THINK_MARKUP,
   type ThinkingGrammarMarkup,
   unusedRulePrefix,
-} from "../structured/gbnf/thinking.ts";
+} from "../../structured/gbnf/thinking.ts";
+import type { RequestFields } from "../request/requestFields.ts";
 import type { LazyToolGrammar, ToolCalling, ToolCallMarkup } from "./chatTools.ts";
 import { compileGuided, grammarForGbnf } from "./guidedDecoding.ts";
-import type { RequestFields } from "./requestFields.ts";
 import { type CompileJson, toolGrammar } from "./toolGrammars.ts";
 
 /**
@@ -29,7 +29,7 @@ import { type CompileJson, toolGrammar } from "./toolGrammars.ts";
  */
 export type ThinkingStart = "none" | "optional" | "open";
 
-export type { ThinkingGrammarMarkup } from "../structured/gbnf/thinking.ts";
+export type { ThinkingGrammarMarkup } from "../../structured/gbnf/thinking.ts";
 
 /**
  * The native grammar of a chat request, or null when nothing constrains it. `markup` is the reasoning

@@ -27,9 +27,9 @@
  * - the constraint's own spellings (two constraints named together, an unknown backend, a
  *   `response_format` without its schema): `requestFields.ts`, where the spellings are read.
  */
-import { type ApiError, badRequest } from "../errors.ts";
-import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import type { CompletionRequest } from "../protocol/completions.ts";
+import { type ApiError, badRequest } from "../../errors.ts";
+import type { ChatCompletionRequest } from "../../protocol/chat.ts";
+import type { CompletionRequest } from "../../protocol/completions.ts";
 import type { CommonRequest, RequestFields } from "./requestFields.ts";
 
 /** What a check sees: the request as validated, split by endpoint, and its folded fields. */

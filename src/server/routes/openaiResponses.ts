@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { ResponseCreateRequestSchema } from "../../protocol/openaiResponses.ts";
-import { completeResponse, planResponse, streamResponse } from "../../serving/responses.ts";
+import { completeResponse, planResponse, streamResponse } from "../../serving/adapters/openaiResponses.ts";
+import type { AppContext } from "../appContext.ts";
 import { cacheDomain } from "../cacheDomain.ts";
-import type { AppContext } from "../context.ts";
 import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 

@@ -2,7 +2,7 @@
  * The reasoning part of a response's output tokens, for the usage details of the APIs that report it
  * (Responses' `output_tokens_details.reasoning_tokens`, Anthropic's `output_tokens_details.thinking_tokens`).
  */
-import type { ChatPlan } from "./chat.ts";
+import type { ChatPlan } from "../chat.ts";
 
 /**
  * The tokens of the reasoning text `text`, re-tokenized with the plan's model (so a few tokens off the

@@ -2,10 +2,10 @@
  * Engine log probabilities -> the API's shapes: OpenAI completions `logprobs`, OpenAI chat
  * `logprobs.content`, and vLLM's `prompt_logprobs`.
  */
-import type { TokenVocabulary } from "../engine/TokenVocabulary.ts";
-import type { TokenLogprob } from "../engine/types.ts";
-import type { ChatLogprobEntry } from "../protocol/chat.ts";
-import type { CompletionLogprobs } from "../protocol/completions.ts";
+import type { TokenVocabulary } from "../../engine/TokenVocabulary.ts";
+import type { TokenLogprob } from "../../engine/types.ts";
+import type { ChatLogprobEntry } from "../../protocol/chat.ts";
+import type { CompletionLogprobs } from "../../protocol/completions.ts";
 
 /** How tokens are named in logprobs: their text, or `token_id:N` (vLLM's `return_tokens_as_token_ids`). */
 export type TokenNaming = { vocabulary: TokenVocabulary; asIds: boolean };

@@ -1,13 +1,13 @@
 /**
- * The shared front half of the Responses and Anthropic stream writers (`responses.ts`, `messages.ts`):
+ * The shared front half of the Responses and Anthropic stream writers (`openaiResponses.ts`, `anthropicMessages.ts`):
  * a {@link ChunkSink} that takes the chat serving's `chat.completion.chunk`s, keeps the usage chunk
  * and the finish reason, and hands each piece of the delta (reasoning, content, tool-call start and
  * arguments, in that order) to the subclass, which writes its own API's events to the real sink.
  */
-import type { ApiError } from "../errors.ts";
-import type { ChatCompletionChunk } from "../protocol/chat.ts";
-import type { Usage } from "../protocol/common.ts";
-import type { ChunkSink } from "./streaming.ts";
+import type { ApiError } from "../../errors.ts";
+import type { ChatCompletionChunk } from "../../protocol/chat.ts";
+import type { Usage } from "../../protocol/common.ts";
+import type { ChunkSink } from "../output/streaming.ts";
 
 /** A chat chunk stream translated into another API's events. */
 export abstract class ChatChunkTranslator implements ChunkSink {

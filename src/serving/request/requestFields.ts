@@ -8,10 +8,10 @@
  * `ValidGenerateRequest` take one resolved request); the checks between fields run once, in
  * `requestChecks.ts`.
  */
-import { badRequest } from "../errors.ts";
-import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import type { CompletionRequest } from "../protocol/completions.ts";
-import type { ConstraintKind } from "../structured/index.ts";
+import { badRequest } from "../../errors.ts";
+import type { ChatCompletionRequest } from "../../protocol/chat.ts";
+import type { CompletionRequest } from "../../protocol/completions.ts";
+import type { ConstraintKind } from "../../structured/index.ts";
 
 /** A chat or completions request: the fields both endpoints share. */
 export type CommonRequest = CompletionRequest | ChatCompletionRequest;

@@ -1,6 +1,6 @@
-import type { ImageLimits } from "../serving/chatImages.ts";
-import type { SeedSource } from "../serving/generationParams.ts";
+import type { ImageLimits } from "../serving/images/chatImages.ts";
 import type { ModelRegistry } from "../serving/ModelRegistry.ts";
+import type { SeedSource } from "../serving/request/generationParams.ts";
 import type { PrefixCacheScope } from "./cacheDomain.ts";
 import type { ServerMetrics } from "./metrics.ts";
 

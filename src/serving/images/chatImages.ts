@@ -4,10 +4,10 @@
  * with them by the model's projector (llama.cpp's mtmd). Each image takes its token count of prompt
  * positions, held in `promptTokens` as a placeholder id derived from the image's hash.
  */
-import type { MessageImage } from "../chat/messages.ts";
-import type { MediaSpan, PromptMedia } from "../engine/types.ts";
-import { badRequest } from "../errors.ts";
-import type { EngineHost } from "./engine.ts";
+import type { MessageImage } from "../../chat/messages.ts";
+import type { MediaSpan, PromptMedia } from "../../engine/types.ts";
+import { badRequest } from "../../errors.ts";
+import type { EngineHost } from "../engine.ts";
 import { type ImageSourceOptions, loadImage } from "./imageSource.ts";
 import { imageDimensions, MAX_IMAGE_PIXELS } from "./imageType.ts";
 

@@ -8,9 +8,9 @@ import {
   countMessageTokens,
   planMessages,
   streamMessages,
-} from "../../serving/messages.ts";
+} from "../../serving/adapters/anthropicMessages.ts";
+import type { AppContext } from "../appContext.ts";
 import { cacheDomain } from "../cacheDomain.ts";
-import type { AppContext } from "../context.ts";
 import { clientSignal, openStream, planUnder } from "../streamReply.ts";
 import { parseBody } from "../validation.ts";
 

@@ -8,9 +8,9 @@
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
 import { resolve } from "node:path";
-import { projectRoot } from "../paths.ts";
-import { serverVersion } from "../version.ts";
-import type { EngineHost } from "./engine.ts";
+import { projectRoot } from "../../paths.ts";
+import { serverVersion } from "../../version.ts";
+import type { EngineHost } from "../engine.ts";
 
 const fingerprints = new WeakMap<EngineHost, string>();
 

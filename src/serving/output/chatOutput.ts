@@ -9,9 +9,9 @@ import {
   type ParserDelta,
   thinkingBudgetClose,
   toOpenAIToolCallDelta,
-} from "../chat/index.ts";
-import type { GenerationResult } from "../engine/types.ts";
-import type { ChatChoice, ChatChunkChoice } from "../protocol/chat.ts";
+} from "../../chat/index.ts";
+import type { GenerationResult } from "../../engine/types.ts";
+import type { ChatChoice, ChatChunkChoice } from "../../protocol/chat.ts";
 import { finishReasonOf } from "./streaming.ts";
 
 /**

@@ -2,7 +2,7 @@
  * POST /v1/messages and /v1/messages/count_tokens (Anthropic Messages API) on top of the chat serving:
  * the request is mapped to a chat completions request (`system` to a system message, content blocks
  * to chat messages, `tool_use` / `tool_result` blocks to tool calls and tool messages, `tool_choice`
- * `any` to `"required"`, `stop_sequences` to `stop`), planned and run by `chat.ts`, and the chat
+ * `any` to `"required"`, `stop_sequences` to `stop`), planned and run by `../chat.ts`, and the chat
  * response or chunk stream is turned into a message object or Anthropic's event sequence:
  * `message_start`, per content block `content_block_start`, `content_block_delta`s (`text_delta`,
  * `thinking_delta`, `input_json_delta`) and `content_block_stop`, then `message_delta` (stop reason,
@@ -23,7 +23,7 @@
  * `output_config.format` (a JSON schema) constrains the text as chat's `response_format`.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { type ApiError, badRequest } from "../errors.ts";
+import { type ApiError, badRequest } from "../../errors.ts";
 import type {
   AnthropicCountTokensRequest,
   AnthropicMessage,
@@ -31,17 +31,17 @@ import type {
   AnthropicMessagesRequest,
   AnthropicResponseBlock,
   AnthropicThinking,
-} from "../protocol/anthropicMessages.ts";
-import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import type { ReasoningEffort, Usage } from "../protocol/common.ts";
+} from "../../protocol/anthropicMessages.ts";
+import type { ChatCompletionRequest } from "../../protocol/chat.ts";
+import type { ReasoningEffort, Usage } from "../../protocol/common.ts";
+import { type ChatPlan, planChat, renderPrompt } from "../chat.ts";
+import { completeChat, streamChat } from "../chatResponse.ts";
+import type { ModelRegistry } from "../ModelRegistry.ts";
+import type { ChunkSink } from "../output/streaming.ts";
+import type { SeedSource } from "../request/generationParams.ts";
 import { ChatChunkTranslator } from "./ChatChunkTranslator.ts";
-import { type ChatPlan, planChat, renderPrompt } from "./chat.ts";
-import { completeChat, streamChat } from "./chatResponse.ts";
-import type { SeedSource } from "./generationParams.ts";
 import { toInternalChatRequest } from "./internalChatRequest.ts";
-import type { ModelRegistry } from "./ModelRegistry.ts";
 import { reasoningTokenCount } from "./reasoningUsage.ts";
-import type { ChunkSink } from "./streaming.ts";
 
 type StopReason = AnthropicMessageResponse["stop_reason"];
 

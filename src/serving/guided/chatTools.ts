@@ -8,10 +8,10 @@ import {
   type JsonSchema,
   resolveToolParserName,
   toolChoiceToJsonSchema,
-} from "../chat/index.ts";
-import { badRequest } from "../errors.ts";
-import type { ChatCompletionRequest } from "../protocol/chat.ts";
-import type { ChatTool } from "../protocol/tools.ts";
+} from "../../chat/index.ts";
+import { badRequest } from "../../errors.ts";
+import type { ChatCompletionRequest } from "../../protocol/chat.ts";
+import type { ChatTool } from "../../protocol/tools.ts";
 import {
   type ForcedTool,
   isToolGrammarFamily,

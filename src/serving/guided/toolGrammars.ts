@@ -13,8 +13,8 @@
  * piece, so the control token itself is admitted, and where the vocabulary lacks it the text is spelled
  * out (what the parsers read either way).
  */
-import type { JsonSchema } from "../chat/index.ts";
-import type { ChatTool } from "../protocol/tools.ts";
+import type { JsonSchema } from "../../chat/index.ts";
+import type { ChatTool } from "../../protocol/tools.ts";
 
 /** The parser families with a grammar here. */
 export const TOOL_GRAMMAR_FAMILIES = [

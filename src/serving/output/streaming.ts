@@ -1,6 +1,6 @@
-import type { FinishReason, GenerationDelta, GenerationResult } from "../engine/types.ts";
-import { type ApiError, serverAbortError, toApiError } from "../errors.ts";
-import type { Usage } from "../protocol/common.ts";
+import type { FinishReason, GenerationDelta, GenerationResult } from "../../engine/types.ts";
+import { type ApiError, serverAbortError, toApiError } from "../../errors.ts";
+import type { Usage } from "../../protocol/common.ts";
 
 /** Where stream chunks go (the HTTP layer's SSE stream implements it). */
 export type ChunkSink = {
