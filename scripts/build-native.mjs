@@ -22,9 +22,11 @@ import { fileURLToPath } from "node:url";
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const buildDir = join(root, "native", "build");
 const output = join(buildDir, "lmserve_engine.node");
-const sources = ["constraint.cpp", "grammarWalk.cpp", "sampler.cpp", "engine.cpp"].map((name) =>
-  join(root, "native", "src", name),
-);
+// Every .cpp of native/src is one translation unit of the addon (engine.cpp, the largest, first).
+const sources = readdirSync(join(root, "native", "src"))
+  .filter((name) => name.endsWith(".cpp"))
+  .sort((a, b) => (a === "engine.cpp" ? -1 : b === "engine.cpp" ? 1 : a.localeCompare(b)))
+  .map((name) => join(root, "native", "src", name));
 const headers = readdirSync(join(root, "native", "src"))
   .filter((name) => name.endsWith(".h"))
   .map((name) => join(root, "native", "src", name));

@@ -1,6 +1,8 @@
-// lmserve's native engine: a narrow Node-API surface over llama.cpp's C API (models, one context per
-// model with a sequence per slot, one batched llama_decode per step on a worker thread, per-sequence
-// sampling and raw logprobs in C++). Only src/engine/ calls it; see docs/ARCHITECTURE.md.
+// lmserve's native engine: a narrow Node-API surface over llama.cpp's C API (init, devices, the grammar
+// check, models, LoRA adapters, one context per model with a sequence per slot, one batched llama_decode
+// per step on a worker thread, pooled embeddings, image chunks). The projector is in projector.cpp, the
+// shared helpers in binding.cpp, the model-free test entry points in testEntryPoints.cpp. Only src/engine/
+// calls it; see docs/ARCHITECTURE.md.
 #include <napi.h>
 
 #include <algorithm>
@@ -21,152 +23,15 @@
 #include "llama-grammar.h"
 #include "mtmd-helper.h"
 #include "mtmd.h"
+#include "binding.h"
 #include "constraint.h"
+#include "projector.h"
 #include "sampler.h"
 
 namespace lmserve {
 namespace {
 
-// ---------------------------------------------------------------------------------------------------
-// Logging: llama.cpp's log lines at or above the chosen level go to stderr; a thread may also capture
-// them (grammar validation reports the parser's message that way).
-
-std::atomic<int> gLogLevel{GGML_LOG_LEVEL_ERROR};
-thread_local std::string* tCapture = nullptr;
-thread_local std::string* tCaptureInfo = nullptr;
-thread_local int tLastLevel = GGML_LOG_LEVEL_NONE;
-
-void logCallback(ggml_log_level level, const char* text, void*) {
-  const int effective = level == GGML_LOG_LEVEL_CONT ? tLastLevel : level;
-  if (level != GGML_LOG_LEVEL_CONT) tLastLevel = level;
-  if (tCapture != nullptr) {
-    // A capturing call reports what it needs in its own error; nothing reaches stderr meanwhile.
-    if (effective >= GGML_LOG_LEVEL_WARN) tCapture->append(text);
-    else if (tCaptureInfo != nullptr && effective >= GGML_LOG_LEVEL_INFO) tCaptureInfo->append(text);
-    return;
-  }
-  if (effective >= gLogLevel.load()) std::fputs(text, stderr);
-}
-
-/** Captures llama.cpp's log lines on this thread while alive: warnings and errors in `text`, info lines in `info`. */
-struct LogCapture {
-  std::string text;
-  std::string info;
-  LogCapture() { tCapture = &text; }
-  ~LogCapture() {
-    tCapture = nullptr;
-    tCaptureInfo = nullptr;
-  }
-  /** Also keeps llama.cpp's info lines (in `info`), e.g. the KV cache's size line. */
-  void keepInfo() { tCaptureInfo = &info; }
-};
-
-/** The last `count` non-empty lines of captured log text, joined with "; " (the reason of a failure). */
-std::string lastLines(const std::string& text, size_t count) {
-  std::vector<std::string> lines;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(start, end - start);
-    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
-    if (!line.empty()) lines.push_back(line);
-    start = end + 1;
-  }
-  std::string joined;
-  for (size_t i = lines.size() > count ? lines.size() - count : 0; i < lines.size(); i++) {
-    joined += (joined.empty() ? "" : "; ") + lines[i];
-  }
-  return joined;
-}
-
-/**
- * Loads something slow (a model, a projector) off the JS thread: `load` runs on the worker thread with
- * llama.cpp's log captured and returns the handle or nullptr; `wrap` turns the handle into its JS object
- * on the JS thread. A failure rejects with the last `reasonLines` log lines, or `fallback`.
- */
-template <typename Handle>
-class LoadWorker : public Napi::AsyncWorker {
- public:
-  using Load = std::function<Handle*()>;
-  using Wrap = std::function<Napi::Value(Napi::Env, Handle*)>;
-
-  LoadWorker(Napi::Env env, Load load, Wrap wrap, std::string fallback, size_t reasonLines)
-      : Napi::AsyncWorker(env),
-        deferred_(Napi::Promise::Deferred::New(env)),
-        load_(std::move(load)),
-        wrap_(std::move(wrap)),
-        fallback_(std::move(fallback)),
-        reasonLines_(reasonLines) {}
-
-  /** Queues the worker and returns its promise. */
-  Napi::Promise start() {
-    Napi::Promise promise = deferred_.Promise();
-    Queue();
-    return promise;
-  }
-
-  void Execute() override {
-    LogCapture capture;
-    try {
-      handle_ = load_();
-    } catch (const std::exception& error) {
-      capture.text += error.what();
-    }
-    if (handle_ == nullptr) {
-      const std::string reason = lastLines(capture.text, reasonLines_);
-      SetError(reason.empty() ? fallback_ : reason);
-    }
-  }
-
-  void OnOK() override { deferred_.Resolve(wrap_(Env(), handle_)); }
-  void OnError(const Napi::Error& error) override { deferred_.Reject(error.Value()); }
-
- private:
-  Napi::Promise::Deferred deferred_;
-  Load load_;
-  Wrap wrap_;
-  std::string fallback_;
-  size_t reasonLines_;
-  Handle* handle_ = nullptr;
-};
-
 bool gInitialized = false;
-
-std::vector<int32_t> toIntVector(const Napi::Value& value) {
-  std::vector<int32_t> out;
-  if (value.IsTypedArray()) {
-    auto array = value.As<Napi::Int32Array>();
-    out.assign(array.Data(), array.Data() + array.ElementLength());
-  } else if (value.IsArray()) {
-    auto array = value.As<Napi::Array>();
-    out.reserve(array.Length());
-    for (uint32_t i = 0; i < array.Length(); i++) out.push_back(array.Get(i).As<Napi::Number>().Int32Value());
-  }
-  return out;
-}
-
-std::vector<float> toFloatVector(const Napi::Value& value) {
-  std::vector<float> out;
-  if (value.IsTypedArray()) {
-    auto array = value.As<Napi::Float32Array>();
-    out.assign(array.Data(), array.Data() + array.ElementLength());
-  }
-  return out;
-}
-
-/** A JS typed array (Int32Array or Float32Array) holding a copy of `values`. */
-template <typename Array, typename T>
-Array typedArrayOf(Napi::Env env, const std::vector<T>& values) {
-  Array array = Array::New(env, values.size());
-  std::copy(values.begin(), values.end(), array.Data());
-  return array;
-}
-
-double numberOr(const Napi::Object& object, const char* key, double fallback) {
-  Napi::Value value = object.Get(key);
-  return value.IsNumber() ? value.As<Napi::Number>().DoubleValue() : fallback;
-}
 
 Napi::Object deviceList(Napi::Env env) {
   Napi::Array devices = Napi::Array::New(env);
@@ -403,6 +268,12 @@ class Model : public Napi::ObjectWrap<Model> {
 
 Napi::FunctionReference Model::constructor;
 
+}  // namespace
+
+llama_model* modelOf(const Napi::Object& model) { return Model::Unwrap(model)->get(); }
+
+namespace {
+
 // ---------------------------------------------------------------------------------------------------
 // LoRA adapters (llama.cpp's llama_adapter_lora): loaded per model, applied per context
 
@@ -528,191 +399,6 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Images: a multimodal projector (llama.cpp's mtmd) and prompts split into text and image chunks
-
-/** A prompt tokenized with its images: mtmd's chunks, kept for the image chunks' evaluation. */
-class MediaPrompt : public Napi::ObjectWrap<MediaPrompt> {
- public:
-  static Napi::FunctionReference constructor;
-
-  static void Define(Napi::Env env, Napi::Object exports) {
-    Napi::Function fn = DefineClass(env, "MediaPrompt", {InstanceMethod("dispose", &MediaPrompt::Dispose)});
-    constructor = Napi::Persistent(fn);
-    constructor.SuppressDestruct();
-    exports.Set("MediaPrompt", fn);
-  }
-
-  explicit MediaPrompt(const Napi::CallbackInfo& info) : Napi::ObjectWrap<MediaPrompt>(info) {
-    chunks_ = static_cast<mtmd_input_chunks*>(info[0].As<Napi::External<mtmd_input_chunks>>().Data());
-  }
-  ~MediaPrompt() override { free(); }
-
-  const mtmd_input_chunk* chunk(size_t index) const {
-    return chunks_ != nullptr && index < mtmd_input_chunks_size(chunks_) ? mtmd_input_chunks_get(chunks_, index) : nullptr;
-  }
-
- private:
-  void free() {
-    if (chunks_ != nullptr) mtmd_input_chunks_free(chunks_);
-    chunks_ = nullptr;
-  }
-  Napi::Value Dispose(const Napi::CallbackInfo& info) {
-    free();
-    return info.Env().Undefined();
-  }
-  mtmd_input_chunks* chunks_ = nullptr;
-};
-
-Napi::FunctionReference MediaPrompt::constructor;
-
-/** A loaded multimodal projector (`--mmproj`), bound to its text model. */
-class Projector : public Napi::ObjectWrap<Projector> {
- public:
-  static Napi::FunctionReference constructor;
-
-  static void Define(Napi::Env env, Napi::Object exports) {
-    Napi::Function fn = DefineClass(env, "Projector",
-                                    {
-                                        InstanceMethod("info", &Projector::Info),
-                                        InstanceMethod("tokenize", &Projector::Tokenize),
-                                        InstanceMethod("dispose", &Projector::Dispose),
-                                    });
-    constructor = Napi::Persistent(fn);
-    constructor.SuppressDestruct();
-    exports.Set("Projector", fn);
-  }
-
-  explicit Projector(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Projector>(info) {
-    ctx_ = static_cast<mtmd_context*>(info[0].As<Napi::External<mtmd_context>>().Data());
-    modelRef_ = Napi::Persistent(info[1].As<Napi::Object>());
-  }
-  ~Projector() override { free(); }
-
-  mtmd_context* get() const { return ctx_; }
-
- private:
-  void free() {
-    if (ctx_ != nullptr) mtmd_free(ctx_);
-    ctx_ = nullptr;
-    if (!modelRef_.IsEmpty()) modelRef_.Reset();
-  }
-
-  void check(Napi::Env env) const {
-    if (ctx_ == nullptr) throw Napi::Error::New(env, "the projector has been disposed");
-  }
-
-  Napi::Value Info(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    check(env);
-    Napi::Object out = Napi::Object::New(env);
-    out.Set("vision", mtmd_support_vision(ctx_));
-    out.Set("audio", mtmd_support_audio(ctx_));
-    out.Set("marker", mtmd_get_marker(ctx_) != nullptr ? mtmd_get_marker(ctx_) : mtmd_default_marker());
-    out.Set("mrope", mtmd_decode_use_mrope(ctx_));
-    return out;
-  }
-
-  /**
-   * tokenize(text, images: Uint8Array[]) -> {chunks, prompt}: the text (with one marker per image) and
-   * the images' encoded bytes as mtmd's chunks. Throws an Error whose `imageIndex` names an image that
-   * does not decode; a plain Error when the markers and images do not pair up.
-   */
-  Napi::Value Tokenize(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    check(env);
-    std::string text = info[0].As<Napi::String>().Utf8Value();
-    Napi::Array images = info[1].As<Napi::Array>();
-    std::vector<mtmd_bitmap*> bitmaps;
-    const auto freeBitmaps = [&]() {
-      for (mtmd_bitmap* bitmap : bitmaps) mtmd_bitmap_free(bitmap);
-    };
-    for (uint32_t i = 0; i < images.Length(); i++) {
-      Napi::Uint8Array bytes = images.Get(i).As<Napi::Uint8Array>();
-      LogCapture capture;
-      mtmd_helper_bitmap_wrapper wrapper =
-          mtmd_helper_bitmap_init_from_buf(ctx_, bytes.Data(), bytes.ByteLength(), false, mtmd_helper_init_opt_default());
-      if (wrapper.bitmap == nullptr) {
-        freeBitmaps();
-        Napi::Error error = Napi::Error::New(env, "the image could not be decoded");
-        error.Set("imageIndex", Napi::Number::New(env, i));
-        throw error;
-      }
-      bitmaps.push_back(wrapper.bitmap);
-    }
-    mtmd_input_text input{text.c_str(), text.size(), false, true};
-    mtmd_input_chunks* chunks = mtmd_input_chunks_init();
-    LogCapture capture;
-    const int32_t status = mtmd_tokenize(ctx_, chunks, &input, const_cast<const mtmd_bitmap**>(bitmaps.data()), bitmaps.size());
-    freeBitmaps();
-    if (status != 0) {
-      mtmd_input_chunks_free(chunks);
-      throw Napi::Error::New(env, status == 1 ? "the number of images does not match the image markers"
-                                              : "an image could not be preprocessed: " + capture.text);
-    }
-    Napi::Array list = Napi::Array::New(env);
-    for (size_t i = 0; i < mtmd_input_chunks_size(chunks); i++) {
-      const mtmd_input_chunk* chunk = mtmd_input_chunks_get(chunks, i);
-      Napi::Object entry = Napi::Object::New(env);
-      if (mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_TEXT) {
-        size_t n = 0;
-        const llama_token* tokens = mtmd_input_chunk_get_tokens_text(chunk, &n);
-        auto array = Napi::Int32Array::New(env, n);
-        std::copy(tokens, tokens + n, array.Data());
-        entry.Set("type", "text");
-        entry.Set("tokens", array);
-      } else {
-        entry.Set("type", mtmd_input_chunk_get_type(chunk) == MTMD_INPUT_CHUNK_TYPE_IMAGE ? "image" : "audio");
-        entry.Set("nTokens", static_cast<double>(mtmd_input_chunk_get_n_tokens(chunk)));
-        entry.Set("nPos", static_cast<double>(mtmd_input_chunk_get_n_pos(chunk)));
-        const char* id = mtmd_input_chunk_get_id(chunk);
-        entry.Set("id", id != nullptr ? id : "");
-      }
-      list.Set(static_cast<uint32_t>(i), entry);
-    }
-    Napi::Object out = Napi::Object::New(env);
-    out.Set("chunks", list);
-    out.Set("prompt", MediaPrompt::constructor.New({Napi::External<mtmd_input_chunks>::New(env, chunks)}));
-    return out;
-  }
-
-  Napi::Value Dispose(const Napi::CallbackInfo& info) {
-    free();
-    return info.Env().Undefined();
-  }
-
-  mtmd_context* ctx_ = nullptr;
-  Napi::ObjectReference modelRef_;
-};
-
-Napi::FunctionReference Projector::constructor;
-
-/** loadProjector(path, model, {threads, useGpu}) -> Promise<Projector> */
-Napi::Value LoadProjector(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::string path = info[0].As<Napi::String>().Utf8Value();
-  Napi::Object model = info[1].As<Napi::Object>();
-  Napi::Object options = info[2].As<Napi::Object>();
-  llama_model* text = Model::Unwrap(model)->get();
-  const int threads = static_cast<int>(numberOr(options, "threads", 4));
-  const bool useGpu = options.Get("useGpu").ToBoolean();
-  // The text model stays alive until the projector is built (and then through the projector's reference).
-  auto keep = std::make_shared<Napi::ObjectReference>(Napi::Persistent(model));
-  auto load = [path, text, threads, useGpu]() -> mtmd_context* {
-    mtmd_context_params params = mtmd_context_params_default();
-    params.use_gpu = useGpu;
-    params.n_threads = threads;
-    params.print_timings = false;
-    params.warmup = false;
-    return mtmd_init_from_file(path.c_str(), text, params);
-  };
-  auto wrap = [keep](Napi::Env env, mtmd_context* projector) -> Napi::Value {
-    return Projector::constructor.New({Napi::External<mtmd_context>::New(env, projector), keep->Value()});
-  };
-  // mtmd explains a refusal over its last lines (e.g. the width mismatch, then a hint): keep two.
-  return (new LoadWorker<mtmd_context>(env, load, wrap, "llama.cpp could not load the projector", 2))->start();
-}
-
-// ---------------------------------------------------------------------------------------------------
 // Context and the step
 
 /** What one step asks for, copied out of the JS typed arrays. */
@@ -742,88 +428,6 @@ struct StepResult {
   double sampleMs = 0;
 };
 
-SamplingParams paramsFrom(const Napi::Object& config) {
-  SamplingParams params;
-  params.temperature = numberOr(config, "temperature", 1.0);
-  params.topK = static_cast<int32_t>(numberOr(config, "topK", 0));
-  params.topP = numberOr(config, "topP", 1.0);
-  params.minP = numberOr(config, "minP", 0.0);
-  params.repetitionPenalty = numberOr(config, "repetitionPenalty", 1.0);
-  params.frequencyPenalty = numberOr(config, "frequencyPenalty", 0.0);
-  params.presencePenalty = numberOr(config, "presencePenalty", 0.0);
-  params.seed = static_cast<uint32_t>(static_cast<int64_t>(numberOr(config, "seed", 0)) & 0xffffffff);
-  params.minTokens = static_cast<int32_t>(numberOr(config, "minTokens", 0));
-  return params;
-}
-
-/**
- * A sequence's grammar from GBNF `gbnf` (rule `root`) over the table's vocabulary, lazy when `lazy` is
- * given (LazyStart). Throws a JS Error "grammar: <llama.cpp's parser message>" when it does not parse.
- */
-std::unique_ptr<Constraint> constraintFrom(Napi::Env env, std::shared_ptr<const TokenTable> table,
-                                           std::shared_ptr<MaskCache> cache, const std::string& gbnf,
-                                           const std::string& root, const LazyStart* lazy = nullptr) {
-  std::string reason;
-  {
-    LogCapture capture;
-    try {
-      if (lazy != nullptr) return std::make_unique<Constraint>(std::move(table), std::move(cache), gbnf, root, *lazy);
-      return std::make_unique<Constraint>(std::move(table), std::move(cache), gbnf, root);
-    } catch (const std::exception& error) {
-      reason = capture.text.empty() ? error.what() : capture.text;
-    }
-  }
-  throw Napi::Error::New(env, "grammar: " + reason);
-}
-
-/** Where a sampler's grammar gets its vocabulary table and mask cache (a context's, built on first use). */
-struct GrammarHome {
-  std::function<std::shared_ptr<const TokenTable>()> table;
-  std::shared_ptr<MaskCache> cache;
-};
-
-/**
- * A SequenceSampler from a JS config: {temperature, topK, topP, minP, repetitionPenalty,
- * frequencyPenalty, presencePenalty, seed, minTokens, biasIds, biasValues, banAlways, banEarly,
- * promptTokens, grammar?, grammarRoot?, grammarTriggers?, grammarBlockOpen?, grammarBlockClose?,
- * grammarStartsInBlock?}; with `grammarTriggers` (strings) the grammar is lazy (LazyStart). Throws a JS Error when the grammar does not parse, or when
- * there is a grammar and no `home` (no vocabulary to mask).
- */
-std::unique_ptr<SequenceSampler> samplerFrom(Napi::Env env, const Napi::Object& config, int32_t nVocab,
-                                             const GrammarHome* home) {
-  std::vector<int32_t> biasIds = toIntVector(config.Get("biasIds"));
-  std::vector<float> biasValues = toFloatVector(config.Get("biasValues"));
-  std::vector<std::pair<int32_t, float>> bias;
-  for (size_t i = 0; i < biasIds.size() && i < biasValues.size(); i++) bias.emplace_back(biasIds[i], biasValues[i]);
-  std::unique_ptr<Constraint> constraint;
-  Napi::Value text = config.Get("grammar");
-  if (text.IsString()) {
-    if (home == nullptr) throw Napi::Error::New(env, "grammar: a grammar needs a model's vocabulary");
-    Napi::Value rootValue = config.Get("grammarRoot");
-    std::string root = rootValue.IsString() ? rootValue.As<Napi::String>().Utf8Value() : "root";
-    Napi::Value triggers = config.Get("grammarTriggers");
-    if (triggers.IsArray()) {
-      LazyStart lazy;
-      const Napi::Array list = triggers.As<Napi::Array>();
-      for (uint32_t i = 0; i < list.Length(); i++) {
-        Napi::Value trigger = list.Get(i);
-        if (!trigger.IsString()) throw Napi::TypeError::New(env, "grammar: grammarTriggers holds strings");
-        lazy.triggers.push_back(trigger.As<Napi::String>().Utf8Value());
-      }
-      Napi::Value open = config.Get("grammarBlockOpen");
-      Napi::Value close = config.Get("grammarBlockClose");
-      if (open.IsString()) lazy.blockOpen = open.As<Napi::String>().Utf8Value();
-      if (close.IsString()) lazy.blockClose = close.As<Napi::String>().Utf8Value();
-      lazy.startsInBlock = config.Get("grammarStartsInBlock").ToBoolean();
-      constraint = constraintFrom(env, home->table(), home->cache, text.As<Napi::String>().Utf8Value(), root, &lazy);
-    } else {
-      constraint = constraintFrom(env, home->table(), home->cache, text.As<Napi::String>().Utf8Value(), root);
-    }
-  }
-  return std::make_unique<SequenceSampler>(nVocab, paramsFrom(config), std::move(bias),
-                                           toIntVector(config.Get("banAlways")), toIntVector(config.Get("banEarly")),
-                                           toIntVector(config.Get("promptTokens")), std::move(constraint));
-}
 
 /** The KV cache types a context takes: llama-server's `-ctk` / `-ctv` list (common/arg.cpp's kv_cache_types). */
 const ggml_type kKvCacheTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,    GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
@@ -1563,8 +1167,8 @@ class ImageWorker : public ContextWorker {
       : ContextWorker(env, context, contextObject),
         projectorRef_(Napi::Persistent(projector)),
         promptRef_(Napi::Persistent(prompt)),
-        projector_(Projector::Unwrap(projector)->get()),
-        chunk_(MediaPrompt::Unwrap(prompt)->chunk(chunk)),
+        projector_(projectorOf(projector)),
+        chunk_(mediaChunkOf(prompt, chunk)),
         seq_(seq),
         nPast_(nPast) {}
 
@@ -1712,65 +1316,6 @@ Napi::Value Context::Encode(const Napi::CallbackInfo& info) {
       ->start();
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Test entry points: the sampler and the logprobs on given logits, without a model.
-
-/** sampleLogits(logits: Float32Array, config, steps) -> Int32Array: `steps` draws of one sampler on the same row. */
-Napi::Value SampleLogits(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  auto logits = info[0].As<Napi::Float32Array>();
-  const int32_t nVocab = static_cast<int32_t>(logits.ElementLength());
-  auto sampler = samplerFrom(env, info[1].As<Napi::Object>(), nVocab, static_cast<const GrammarHome*>(nullptr));
-  const int32_t steps = info[2].As<Napi::Number>().Int32Value();
-  auto out = Napi::Int32Array::New(env, static_cast<size_t>(std::max(steps, 0)));
-  for (int32_t i = 0; i < steps; i++) out[static_cast<size_t>(i)] = sampler->sample(logits.Data());
-  return out;
-}
-
-/**
- * grammarMatches(gbnf, root, text) -> boolean: whether the grammar's root matches all of `text` (fed code
- * point by code point, without a vocabulary). Test entry point: the guided-decoding suites judge stopped
- * outputs with llama.cpp's own grammar engine. Uses llama.cpp's internal grammar functions of the same
- * build; an unparsable grammar is an Error.
- */
-Napi::Value GrammarMatches(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  std::string gbnf = info[0].As<Napi::String>().Utf8Value();
-  std::string root = info[1].As<Napi::String>().Utf8Value();
-  std::string text = info[2].As<Napi::String>().Utf8Value();
-  llama_grammar* grammar = nullptr;
-  try {
-    grammar = llama_grammar_init_impl(nullptr, gbnf.c_str(), root.c_str(), false, nullptr, 0, nullptr, 0);
-  } catch (const std::exception&) {
-    grammar = nullptr;
-  }
-  if (grammar == nullptr) throw Napi::Error::New(env, "the grammar does not parse");
-  bool matches = false;
-  try {
-    llama_grammar_accept_str(*grammar, text);
-    for (const auto& stack : llama_grammar_get_stacks(grammar)) {
-      if (stack.empty()) matches = true;
-    }
-  } catch (const std::exception&) {
-    matches = false;
-  }
-  llama_grammar_free_impl(grammar);
-  return Napi::Boolean::New(env, matches);
-}
-
-/** rowLogprobs(logits, token, topN) -> {logprob, rank, topIds, topLogprobs} */
-Napi::Value RowLogprobsJs(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  auto logits = info[0].As<Napi::Float32Array>();
-  RowLogprobs lp = rawLogprobs(logits.Data(), static_cast<int32_t>(logits.ElementLength()),
-                               info[1].As<Napi::Number>().Int32Value(), info[2].As<Napi::Number>().Int32Value());
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("logprob", lp.logprob);
-  out.Set("rank", lp.rank);
-  out.Set("topIds", typedArrayOf<Napi::Int32Array>(env, lp.topIds));
-  out.Set("topLogprobs", typedArrayOf<Napi::Float32Array>(env, lp.topLogprobs));
-  return out;
-}
 
 }  // namespace
 
@@ -1780,16 +1325,12 @@ Napi::Object Initialize(Napi::Env env, Napi::Object exports) {
   exports.Set("loadBackend", Napi::Function::New(env, LoadBackend));
   exports.Set("validateGrammar", Napi::Function::New(env, ValidateGrammar));
   exports.Set("loadModel", Napi::Function::New(env, LoadModel));
-  exports.Set("sampleLogits", Napi::Function::New(env, SampleLogits));
-  exports.Set("rowLogprobs", Napi::Function::New(env, RowLogprobsJs));
-  exports.Set("grammarMatches", Napi::Function::New(env, GrammarMatches));
-  exports.Set("loadProjector", Napi::Function::New(env, LoadProjector));
   exports.Set("loadLora", Napi::Function::New(env, LoadLora));
   Model::Define(env, exports);
   Lora::Define(env, exports);
   Context::Define(env, exports);
-  MediaPrompt::Define(env, exports);
-  Projector::Define(env, exports);
+  defineProjector(env, exports);
+  defineTestEntryPoints(env, exports);
   return exports;
 }
 
