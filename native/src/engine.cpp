@@ -27,6 +27,7 @@
 #include "constraint.h"
 #include "projector.h"
 #include "sampler.h"
+#include "step.h"
 
 namespace lmserve {
 namespace {
@@ -401,34 +402,6 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
 // ---------------------------------------------------------------------------------------------------
 // Context and the step
 
-/** What one step asks for, copied out of the JS typed arrays. */
-struct StepPlan {
-  std::vector<int32_t> tokens, positions, seqs;
-  /** Batch rows whose logits are read, in order. */
-  std::vector<int32_t> outputRows;
-  /** Per output: 0 = sample the row's sequence, 1 = prompt logprob of `targets[i]`, 2 = the row's embedding. */
-  std::vector<int32_t> kinds;
-  std::vector<int32_t> targets;
-  /** Per output: top logprobs to report (-1: no logprobs at all). */
-  std::vector<int32_t> topN;
-};
-
-/** What one step returns per output. */
-struct StepResult {
-  std::vector<int32_t> tokens, ranks;
-  std::vector<float> logprobs;
-  int32_t stride = 0;
-  std::vector<int32_t> topIds;
-  std::vector<float> topLogprobs;
-  /** Embeddings of kind-2 outputs, `embdStride` floats each (0 when the step has none). */
-  int32_t embdStride = 0;
-  std::vector<float> embeddings;
-  /** Milliseconds in llama_decode and in sampling/scoring the outputs. */
-  double decodeMs = 0;
-  double sampleMs = 0;
-};
-
-
 /** The KV cache types a context takes: llama-server's `-ctk` / `-ctv` list (common/arg.cpp's kv_cache_types). */
 const ggml_type kKvCacheTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,    GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
                                    GGML_TYPE_Q4_1, GGML_TYPE_IQ4_NL, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1};
@@ -526,7 +499,7 @@ class Context : public Napi::ObjectWrap<Context> {
 
   ~Context() override { free(); }
 
-  /** Samples (kind 0) or scores (kind 1) output `i` of a decoded step into `result`; false with `error` set on failure. */
+  /** Samples (OutputKind::Sample), scores (PromptLogprob) or copies the embedding of (Embedding) output `i` of a decoded step into `result`; false with `error` set on failure. */
   bool scoreOutput(const StepPlan& plan, size_t i, StepResult& result, std::vector<float>& masked,
                    std::string& error) {
     const int32_t row = plan.outputRows[i];
@@ -535,7 +508,7 @@ class Context : public Napi::ObjectWrap<Context> {
       error = "llama.cpp returned no logits for batch row " + std::to_string(row);
       return false;
     }
-    if (plan.kinds[i] == 2) {
+    if (plan.kinds[i] == OutputKind::Embedding) {
       const float* embedding = llama_get_embeddings_ith(ctx_, row);
       if (embedding == nullptr) {
         error = "llama.cpp returned no embedding for batch row " + std::to_string(row);
@@ -547,7 +520,7 @@ class Context : public Napi::ObjectWrap<Context> {
     }
     int32_t token = plan.targets[i];
     const float* scored = logits;
-    if (plan.kinds[i] == 0) {
+    if (plan.kinds[i] == OutputKind::Sample) {
       const int32_t seq = plan.seqs[static_cast<size_t>(row)];
       SequenceSampler* sampler = samplers_[static_cast<size_t>(seq)].get();
       if (sampler == nullptr) {
@@ -585,7 +558,7 @@ class Context : public Napi::ObjectWrap<Context> {
     }
     for (int32_t row : plan.outputRows) batch_.logits[row] = 1;
     // Output rows carry their final hidden states only in steps that have an embedding output.
-    const bool wantEmbeddings = std::find(plan.kinds.begin(), plan.kinds.end(), 2) != plan.kinds.end();
+    const bool wantEmbeddings = std::find(plan.kinds.begin(), plan.kinds.end(), OutputKind::Embedding) != plan.kinds.end();
     if (wantEmbeddings != embeddingsOn_) {
       llama_set_embeddings(ctx_, wantEmbeddings);
       embeddingsOn_ = wantEmbeddings;
@@ -1125,7 +1098,8 @@ class StepWorker : public ContextWorker {
 /**
  * step({tokens, positions, seqs, outputRows, kinds, targets, topN}) -> Promise<{tokens, ranks,
  * logprobs, topStride, topIds, topLogprobs}>: one llama_decode of the batch on a worker thread, then
- * each output row sampled (kind 0) or scored against its target (kind 1, prompt logprobs).
+ * each output row sampled (OutputKind::Sample), scored against its target (PromptLogprob) or its hidden
+ * state copied (Embedding); `kinds` holds OutputKind values (step.h).
  */
 Napi::Value Context::Step(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -1136,7 +1110,7 @@ Napi::Value Context::Step(const Napi::CallbackInfo& info) {
   plan.positions = toIntVector(input.Get("positions"));
   plan.seqs = toIntVector(input.Get("seqs"));
   plan.outputRows = toIntVector(input.Get("outputRows"));
-  plan.kinds = toIntVector(input.Get("kinds"));
+  for (int32_t kind : toIntVector(input.Get("kinds"))) plan.kinds.push_back(static_cast<OutputKind>(kind));
   plan.targets = toIntVector(input.Get("targets"));
   plan.topN = toIntVector(input.Get("topN"));
   const size_t n = plan.tokens.size();

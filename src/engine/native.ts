@@ -102,6 +102,15 @@ export type NativeSamplerConfig = {
   grammarStartsInBlock?: boolean;
 };
 
+/**
+ * What a step does with one output row, as the numbers of `NativeStepInput.kinds`: `Sample` draws the
+ * row's sequence's next token, `PromptLogprob` scores `targets[i]` (a prompt logprob), `Embedding`
+ * returns the row's final hidden state. The same numbers as native/src/step.h's `OutputKind`.
+ */
+export const OutputKind = { Sample: 0, PromptLogprob: 1, Embedding: 2 } as const;
+/** One of OutputKind's numbers (0, 1 or 2). */
+export type OutputKind = (typeof OutputKind)[keyof typeof OutputKind];
+
 /** One step's batch: row i is `tokens[i]` at `positions[i]` of sequence `seqs[i]`. */
 export type NativeStepInput = {
   tokens: Int32Array;
@@ -109,9 +118,9 @@ export type NativeStepInput = {
   seqs: Int32Array;
   /** Rows whose logits are read, in order; each has one output below. */
   outputRows: Int32Array;
-  /** Per output: 0 = sample the row's sequence, 1 = score `targets[i]` (a prompt logprob), 2 = the row's embedding. */
+  /** Per output: what to do with its row, an OutputKind number. */
   kinds: Int32Array;
-  /** Per output: the token scored by kind 1 (ignored by kind 0). */
+  /** Per output: the token an OutputKind.PromptLogprob output scores (ignored by the others). */
   targets: Int32Array;
   /** Per output: top logprobs to report; -1 = no logprobs. */
   topN: Int32Array;
@@ -127,7 +136,7 @@ export type NativeStepOutput = {
   topStride: number;
   topIds: Int32Array;
   topLogprobs: Float32Array;
-  /** The final hidden state of each kind-2 output (`embdStride` floats per output; empty without any). */
+  /** The final hidden state of each OutputKind.Embedding output (`embdStride` floats per output; empty without any). */
   embeddings: Float32Array;
   embdStride: number;
   /** Milliseconds the step spent in `llama_decode`. */

@@ -3,7 +3,7 @@
  * function of the running set and the step's token budget (vLLM's `--max-num-batched-tokens` with
  * chunked prefill). The Scheduler turns its result into KV bookkeeping; nothing here touches a slot.
  */
-import type { NativeStepInput } from "./native.ts";
+import { type NativeStepInput, OutputKind } from "./native.ts";
 import type { Pooling } from "./types.ts";
 
 /**
@@ -107,7 +107,7 @@ export function planStep<Key>(candidates: readonly StepCandidate<Key>[], budget:
   const topN: number[] = [];
   const outputs: PlannedOutput<Key>[] = [];
   const takes: PlannedTake<Key>[] = [];
-  const output = (kind: 0 | 1 | 2, target: number, top: number, entry: PlannedOutput<Key>) => {
+  const output = (kind: OutputKind, target: number, top: number, entry: PlannedOutput<Key>) => {
     outputRows.push(tokens.length - 1);
     kinds.push(kind);
     targets.push(target);
@@ -136,7 +136,7 @@ export function planStep<Key>(candidates: readonly StepCandidate<Key>[], budget:
     }
     takes.push({ key: candidate.key, kind: "decode", tokens: take });
     if (take === candidate.pending.length)
-      output(0, -1, candidate.topN, { kind: "sample", key: candidate.key });
+      output(OutputKind.Sample, -1, candidate.topN, { kind: "sample", key: candidate.key });
   }
   // The oldest prompt moves on even when the decodes took the whole budget.
   left = Math.max(left, reserve);
@@ -150,10 +150,10 @@ export function planStep<Key>(candidates: readonly StepCandidate<Key>[], budget:
       positions.push(candidate.position + (index - from));
       seqs.push(candidate.seq);
       if (embed && (embed === "mean" || (embed === "cls" ? index === 0 : index === prompt.length - 1))) {
-        output(2, -1, -1, { kind: "embed", key: candidate.key, position: index });
+        output(OutputKind.Embedding, -1, -1, { kind: "embed", key: candidate.key, position: index });
       }
       if (promptTopN !== null && index + 1 < prompt.length) {
-        output(1, prompt[index + 1] as number, promptTopN, {
+        output(OutputKind.PromptLogprob, prompt[index + 1] as number, promptTopN, {
           kind: "prompt",
           key: candidate.key,
           topN: promptTopN,
@@ -162,7 +162,8 @@ export function planStep<Key>(candidates: readonly StepCandidate<Key>[], budget:
     }
     left -= to - from;
     takes.push({ key: candidate.key, kind: "prefill", tokens: to - from });
-    if (to === prompt.length && !embed) output(0, -1, candidate.topN, { kind: "sample", key: candidate.key });
+    if (to === prompt.length && !embed)
+      output(OutputKind.Sample, -1, candidate.topN, { kind: "sample", key: candidate.key });
   }
   return {
     input: {

@@ -22,6 +22,7 @@ import {
   type NativeModel,
   type NativeProjector,
   nativeAddon,
+  OutputKind,
 } from "../../../src/engine/native.ts";
 import { defaultModelPath, projectRoot } from "../../../src/paths.ts";
 import { encodeBmp, encodePng, TINY_GIF } from "../../helpers/images.ts";
@@ -78,7 +79,7 @@ async function decodeText(context: NativeContext, tokens: Int32Array, nPast: num
     positions: Int32Array.from(tokens, (_, i) => nPast + i),
     seqs: new Int32Array(tokens.length),
     outputRows: sample ? Int32Array.of(last) : new Int32Array(0),
-    kinds: sample ? Int32Array.of(0) : new Int32Array(0),
+    kinds: sample ? Int32Array.of(OutputKind.Sample) : new Int32Array(0),
     targets: sample ? Int32Array.of(0) : new Int32Array(0),
     topN: sample ? Int32Array.of(-1) : new Int32Array(0),
   });

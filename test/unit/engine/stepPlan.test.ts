@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { OutputKind } from "../../../src/engine/native.ts";
 import {
   type PrefillCandidate,
   planStep,
@@ -181,7 +182,7 @@ describe("planStep", () => {
     assert.ok(mean.outputs.every((output) => output.kind === "embed"));
     const cls = planStep([prefill("c", 0, 100, { embed: "cls" })], 512);
     assert.deepEqual(cls.outputs, [{ kind: "embed", key: "c", position: 0 }]);
-    assert.deepEqual(Array.from(cls.input.kinds), [2]);
+    assert.deepEqual(Array.from(cls.input.kinds), [OutputKind.Embedding]);
     const last = planStep([prefill("l", 0, 100, { embed: "last" })], 512);
     assert.deepEqual(last.outputs, [{ kind: "embed", key: "l", position: 99 }]);
     assert.deepEqual(Array.from(last.input.outputRows), [99]);
