@@ -6,9 +6,9 @@
 #include <cstring>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 
 #include "grammarWalk.h"
+#include "parallel.h"
 #include "llama.h"
 
 namespace lmserve {
@@ -617,10 +617,7 @@ std::shared_ptr<const TokenMask> Constraint::computeMask() {
                                              subset.begin() + static_cast<std::ptrdiff_t>(to));
         rejects[part] = llama_grammar_reject_candidates_for_stack(rules, stack, slice);
       };
-      std::vector<std::thread> helpers;
-      for (size_t part = 1; part < parts; part++) helpers.emplace_back(pass, part);
-      pass(0);
-      for (std::thread& helper : helpers) helper.join();
+      parallelFor(parts, pass);
       for (const llama_grammar_candidates& part : rejects) {
         for (const llama_grammar_candidate& reject : part) rejectedBy[reject.index] = stackMark;
       }

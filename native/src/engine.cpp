@@ -15,7 +15,6 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "ggml-backend.h"
@@ -25,6 +24,7 @@
 #include "mtmd.h"
 #include "binding.h"
 #include "constraint.h"
+#include "parallel.h"
 #include "projector.h"
 #include "sampler.h"
 #include "step.h"
@@ -593,14 +593,7 @@ class Context : public Napi::ObjectWrap<Context> {
         if (!scoreOutput(plan, i, result, masked, errors[worker])) return;
       }
     };
-    if (workers <= 1) {
-      work(0);
-    } else {
-      std::vector<std::thread> pool;
-      for (size_t worker = 1; worker < workers; worker++) pool.emplace_back(work, worker);
-      work(0);
-      for (std::thread& thread : pool) thread.join();
-    }
+    parallelFor(workers, work);
     for (const std::string& message : errors) {
       if (!message.empty()) {
         error = message;
