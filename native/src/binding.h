@@ -113,12 +113,6 @@ Array typedArrayOf(Napi::Env env, const std::vector<T>& values) {
 /** `object[key]` when it is a number, else `fallback`. */
 double numberOr(const Napi::Object& object, const char* key, double fallback);
 
-/** Where a sampler's grammar gets its vocabulary table and mask cache (a context's, built on first use). */
-struct GrammarHome {
-  std::function<std::shared_ptr<const TokenTable>()> table;
-  std::shared_ptr<MaskCache> cache;
-};
-
 /**
  * A sequence's grammar from GBNF `gbnf` (rule `root`) over the table's vocabulary, lazy when `lazy` is
  * given (LazyStart). Throws a JS Error "grammar: <llama.cpp's parser message>" when it does not parse.

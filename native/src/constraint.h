@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -379,6 +380,12 @@ class Constraint {
   /** Whether the grammar has token elements: -1 until first asked. */
   int8_t tokenElements_ = -1;
   bool tooCostly_ = false;
+};
+
+/** Where a sampler's grammar gets its vocabulary table and mask cache (a context's, built on first use). */
+struct GrammarHome {
+  std::function<std::shared_ptr<const TokenTable>()> table;
+  std::shared_ptr<MaskCache> cache;
 };
 
 }  // namespace lmserve

@@ -1,19 +1,15 @@
-// lmserve's native engine: a narrow Node-API surface over llama.cpp's C API (init, devices, the grammar
-// check, models, LoRA adapters, one context per model with a sequence per slot, one batched llama_decode
-// per step on a worker thread, pooled embeddings, image chunks). The projector is in projector.cpp, the
-// shared helpers in binding.cpp, the model-free test entry points in testEntryPoints.cpp. Only src/engine/
-// calls it; see docs/ARCHITECTURE.md.
+// lmserve's native engine: the Node-API surface over llama.cpp's C API (init, devices, the grammar check,
+// models, LoRA adapters, and the JS Context: its options, sequences' samplers and adapters, and the worker
+// threads that run context.h's pure C++ Context: the step, pooled embeddings, image chunks). The projector
+// is in projector.cpp, the shared helpers in binding.cpp, the model-free test entry points in
+// testEntryPoints.cpp. Only src/engine/ calls it; see docs/ARCHITECTURE.md.
 #include <napi.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,7 +20,7 @@
 #include "mtmd.h"
 #include "binding.h"
 #include "constraint.h"
-#include "parallel.h"
+#include "context.h"
 #include "projector.h"
 #include "sampler.h"
 #include "step.h"
@@ -400,7 +396,7 @@ Napi::Value LoadModel(const Napi::CallbackInfo& info) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Context and the step
+// The JS Context: options, sequences' samplers, adapters and the workers over context.h's Context
 
 /** The KV cache types a context takes: llama-server's `-ctk` / `-ctv` list (common/arg.cpp's kv_cache_types). */
 const ggml_type kKvCacheTypes[] = {GGML_TYPE_F32,  GGML_TYPE_F16,    GGML_TYPE_BF16, GGML_TYPE_Q8_0, GGML_TYPE_Q4_0,
@@ -420,25 +416,25 @@ bool applyPooledOption(const Napi::Object& options, llama_context_params& params
   return true;
 }
 
-class Context : public Napi::ObjectWrap<Context> {
+class JsContext : public Napi::ObjectWrap<JsContext> {
  public:
   static void Define(Napi::Env env, Napi::Object exports) {
     Napi::Function fn = DefineClass(env, "Context",
                                     {
-                                        InstanceMethod("info", &Context::Info),
-                                        InstanceMethod("configure", &Context::Configure),
-                                        InstanceMethod("release", &Context::Release),
-                                        InstanceMethod("accept", &Context::Accept),
-                                        InstanceMethod("forced", &Context::Forced),
-                                        InstanceMethod("maskStats", &Context::MaskStats),
-                                        InstanceMethod("grammarMask", &Context::GrammarMask),
-                                        InstanceMethod("sampleRows", &Context::SampleRows),
-                                        InstanceMethod("removeTokens", &Context::RemoveTokens),
-                                        InstanceMethod("step", &Context::Step),
-                                        InstanceMethod("evalImage", &Context::EvalImage),
-                                        InstanceMethod("encode", &Context::Encode),
-                                        InstanceMethod("setAdapters", &Context::SetAdapters),
-                                        InstanceMethod("dispose", &Context::Dispose),
+                                        InstanceMethod("info", &JsContext::Info),
+                                        InstanceMethod("configure", &JsContext::Configure),
+                                        InstanceMethod("release", &JsContext::Release),
+                                        InstanceMethod("accept", &JsContext::Accept),
+                                        InstanceMethod("forced", &JsContext::Forced),
+                                        InstanceMethod("maskStats", &JsContext::MaskStats),
+                                        InstanceMethod("grammarMask", &JsContext::GrammarMask),
+                                        InstanceMethod("sampleRows", &JsContext::SampleRows),
+                                        InstanceMethod("removeTokens", &JsContext::RemoveTokens),
+                                        InstanceMethod("step", &JsContext::Step),
+                                        InstanceMethod("evalImage", &JsContext::EvalImage),
+                                        InstanceMethod("encode", &JsContext::Encode),
+                                        InstanceMethod("setAdapters", &JsContext::SetAdapters),
+                                        InstanceMethod("dispose", &JsContext::Dispose),
                                     });
     exports.Set("Context", fn);
   }
@@ -448,14 +444,13 @@ class Context : public Napi::ObjectWrap<Context> {
    * cacheTypeK, cacheTypeV, flashAttn}). Cache types are ggml type names (see kKvCacheTypes, default f16);
    * flashAttn is "auto" (the default), "on" or "off".
    */
-  explicit Context(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Context>(info) {
+  explicit JsContext(const Napi::CallbackInfo& info) : Napi::ObjectWrap<JsContext>(info) {
     Napi::Env env = info.Env();
     Model* model = Model::Unwrap(info[0].As<Napi::Object>());
     modelRef_ = Napi::Persistent(info[0].As<Napi::Object>());
     Napi::Object options = info[1].As<Napi::Object>();
     llama_context_params params = llama_context_default_params();
-    model_ = model->get();
-    applyCacheOptions(env, model_, options, params);
+    applyCacheOptions(env, model->get(), options, params);
     params.n_ctx = static_cast<uint32_t>(numberOr(options, "nCtx", 0));
     params.n_seq_max = static_cast<uint32_t>(numberOr(options, "nSeqMax", 1));
     params.n_batch = static_cast<uint32_t>(numberOr(options, "nBatch", 512));
@@ -463,158 +458,34 @@ class Context : public Napi::ObjectWrap<Context> {
     const int32_t threads = static_cast<int32_t>(numberOr(options, "threads", 4));
     params.n_threads = threads;
     params.n_threads_batch = threads;
-    threads_ = threads;
     params.kv_unified = options.Get("kvUnified").ToBoolean();
     // Steps with embedding outputs switch llama.cpp's embeddings on (see runStep); the pooling is ours.
     params.embeddings = false;
     params.pooling_type = LLAMA_POOLING_TYPE_NONE;
-    pooled_ = applyPooledOption(options, params);
+    const bool pooled = applyPooledOption(options, params);
     params.offload_kqv = options.Get("offloadKqv").IsBoolean() ? options.Get("offloadKqv").ToBoolean().Value() : true;
     params.no_perf = true;
     LogCapture capture;
     capture.keepInfo();
-    ctx_ = llama_init_from_model(model->get(), params);
-    if (ctx_ == nullptr) {
+    llama_context* ctx = llama_init_from_model(model->get(), params);
+    if (ctx == nullptr) {
       const std::string reason = lastLines(capture.text, 1);
       throw Napi::Error::New(env, "llama.cpp could not create the context: " +
                                       (reason.empty() ? std::string("no reason given") : reason));
     }
-    readCacheReport(capture.info, params);
-    if (gLogLevel.load() <= GGML_LOG_LEVEL_INFO) std::fputs(capture.info.c_str(), stderr);
-    attachThreadpool(threads);
-    vocab_ = model->vocab();
-    nVocab_ = llama_vocab_n_tokens(vocab_);
-    nEmbd_ = llama_model_n_embd(model->get());
-    nBatch_ = static_cast<int32_t>(llama_n_batch(ctx_));
-    batch_ = llama_batch_init(nBatch_, 0, 1);
-    samplers_.resize(params.n_seq_max);
-    // Guided decoding: the vocabulary table is built on the first grammar; masks are kept up to the bound.
+    // Guided decoding: masks are kept up to the bound.
     const double maskBytes = numberOr(options, "maskCacheBytes", 64.0 * 1024 * 1024);
-    grammarHome_.cache = std::make_shared<MaskCache>(static_cast<size_t>(std::max(maskBytes, 0.0)), threads);
-    grammarHome_.table = [this]() {
-      if (tokenTable_ == nullptr) tokenTable_ = std::make_shared<const TokenTable>(vocab_);
-      return tokenTable_;
-    };
+    core_ = std::make_unique<Context>(model->get(), ctx, params, capture.info, threads, pooled,
+                                      static_cast<size_t>(std::max(maskBytes, 0.0)));
+    if (gLogLevel.load() <= GGML_LOG_LEVEL_INFO) std::fputs(capture.info.c_str(), stderr);
   }
 
-  ~Context() override { free(); }
-
-  /** Samples (OutputKind::Sample), scores (PromptLogprob) or copies the embedding of (Embedding) output `i` of a decoded step into `result`; false with `error` set on failure. */
-  bool scoreOutput(const StepPlan& plan, size_t i, StepResult& result, std::vector<float>& masked,
-                   std::string& error) {
-    const int32_t row = plan.outputRows[i];
-    const float* logits = llama_get_logits_ith(ctx_, row);
-    if (logits == nullptr) {
-      error = "llama.cpp returned no logits for batch row " + std::to_string(row);
-      return false;
-    }
-    if (plan.kinds[i] == OutputKind::Embedding) {
-      const float* embedding = llama_get_embeddings_ith(ctx_, row);
-      if (embedding == nullptr) {
-        error = "llama.cpp returned no embedding for batch row " + std::to_string(row);
-        return false;
-      }
-      std::copy(embedding, embedding + result.embdStride,
-                result.embeddings.begin() + static_cast<std::ptrdiff_t>(i) * result.embdStride);
-      return true;
-    }
-    int32_t token = plan.targets[i];
-    const float* scored = logits;
-    if (plan.kinds[i] == OutputKind::Sample) {
-      const int32_t seq = plan.seqs[static_cast<size_t>(row)];
-      SequenceSampler* sampler = samplers_[static_cast<size_t>(seq)].get();
-      if (sampler == nullptr) {
-        error = "sequence " + std::to_string(seq) + " has no sampler";
-        return false;
-      }
-      const bool maskedLogprobs = plan.topN[i] >= 0 && sampler->constrained();
-      token = sampler->sample(logits, maskedLogprobs ? &masked : nullptr);
-      if (maskedLogprobs) scored = masked.data();
-    }
-    result.tokens[i] = token;
-    if (plan.topN[i] >= 0 && token >= 0) {
-      const size_t stride = static_cast<size_t>(result.stride);
-      RowLogprobs lp = rawLogprobs(scored, nVocab_, token, plan.topN[i]);
-      result.logprobs[i] = lp.logprob;
-      result.ranks[i] = lp.rank;
-      for (size_t k = 0; k < lp.topIds.size(); k++) {
-        result.topIds[i * stride + k] = lp.topIds[k];
-        result.topLogprobs[i * stride + k] = lp.topLogprobs[k];
-      }
-    }
-    return true;
-  }
-
-  /** The step's work on the worker thread: one llama_decode, then every output row sampled. */
-  int runStep(const StepPlan& plan, StepResult& result, std::string& error) {
-    const int32_t n = static_cast<int32_t>(plan.tokens.size());
-    batch_.n_tokens = n;
-    for (int32_t i = 0; i < n; i++) {
-      batch_.token[i] = plan.tokens[i];
-      batch_.pos[i] = plan.positions[i];
-      batch_.n_seq_id[i] = 1;
-      batch_.seq_id[i][0] = plan.seqs[i];
-      batch_.logits[i] = 0;
-    }
-    for (int32_t row : plan.outputRows) batch_.logits[row] = 1;
-    // Output rows carry their final hidden states only in steps that have an embedding output.
-    const bool wantEmbeddings = std::find(plan.kinds.begin(), plan.kinds.end(), OutputKind::Embedding) != plan.kinds.end();
-    if (wantEmbeddings != embeddingsOn_) {
-      llama_set_embeddings(ctx_, wantEmbeddings);
-      embeddingsOn_ = wantEmbeddings;
-    }
-    const auto started = std::chrono::steady_clock::now();
-    const int32_t status = llama_decode(ctx_, batch_);
-    const auto decoded = std::chrono::steady_clock::now();
-    result.decodeMs = std::chrono::duration<double, std::milli>(decoded - started).count();
-    if (status != 0) {
-      error = status == 1 ? "llama_decode found no room in the KV cache for the batch"
-                          : "llama_decode failed with status " + std::to_string(status);
-      return status;
-    }
-    const size_t outputs = plan.outputRows.size();
-    int32_t stride = 0;
-    for (int32_t k : plan.topN) stride = std::max(stride, k);
-    result.stride = stride;
-    result.tokens.assign(outputs, -1);
-    result.ranks.assign(outputs, 0);
-    result.logprobs.assign(outputs, 0.0f);
-    result.topIds.assign(outputs * static_cast<size_t>(stride), -1);
-    result.topLogprobs.assign(outputs * static_cast<size_t>(stride), 0.0f);
-    result.embdStride = wantEmbeddings ? nEmbd_ : 0;
-    result.embeddings.assign(wantEmbeddings ? outputs * static_cast<size_t>(nEmbd_) : 0, 0.0f);
-    // Outputs are independent (one sampler per sequence, at most one sampled row per sequence): with
-    // several, the context's threads (idle once the decode is done) share them.
-    const size_t workers = std::min<size_t>(outputs, static_cast<size_t>(std::max(threads_, 1)));
-    std::vector<std::string> errors(workers);
-    const auto work = [&](size_t worker) {
-      std::vector<float> masked;
-      for (size_t i = worker; i < outputs; i += workers) {
-        if (!scoreOutput(plan, i, result, masked, errors[worker])) return;
-      }
-    };
-    parallelFor(workers, work);
-    for (const std::string& message : errors) {
-      if (!message.empty()) {
-        error = message;
-        return -101;
-      }
-    }
-    result.sampleMs =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - decoded).count();
-    return 0;
-  }
+  ~JsContext() override { free(); }
 
   void setBusy(bool busy) { busy_ = busy; }
 
-  /**
-   * The pooled-embedding work of `encode` on the worker thread: one batch of whole sequences (sequence i
-   * is `lengths[i]` tokens of `tokens`, positions from 0, sequence id i), one llama_decode (an encoder-only
-   * model's runs llama_encode), then llama.cpp's pooled vector of each sequence (for rank pooling, the
-   * classifier's `n_cls_out` scores). Returns 0, or non-zero with `error` set.
-   */
-  int runEncode(const std::vector<int32_t>& tokens, const std::vector<int32_t>& lengths, std::vector<float>& out,
-                int32_t& stride, double& ms, std::string& error);
+  /** The pure C++ context the workers run on (valid while not disposed: a busy context refuses dispose). */
+  Context& core() { return *core_; }
 
  private:
   /**
@@ -661,111 +532,24 @@ class Context : public Napi::ObjectWrap<Context> {
                                       std::to_string(block) + " values does not divide the model's attention head size (" +
                                       std::to_string(head) + "); use f16, bf16 or f32");
     };
-    checkBlock(params.type_k, headSize(model, "key_length"), "--cache-type-k");
-    checkBlock(params.type_v, headSize(model, "value_length"), "--cache-type-v");
-    typeK_ = params.type_k;
-    typeV_ = params.type_v;
-  }
-
-  /** The model's attention head size for K ("key_length") or V ("value_length"): the GGUF's, else n_embd / n_head; 0 when unknown. */
-  static int64_t headSize(const llama_model* model, const char* field) {
-    char arch[128] = {0};
-    if (llama_model_meta_val_str(model, "general.architecture", arch, sizeof(arch)) > 0) {
-      char value[64] = {0};
-      const std::string key = std::string(arch) + ".attention." + field;
-      if (llama_model_meta_val_str(model, key.c_str(), value, sizeof(value)) > 0) {
-        const long long parsed = std::atoll(value);
-        if (parsed > 0) return parsed;
-      }
-    }
-    const int32_t heads = llama_model_n_head(model);
-    return heads > 0 ? llama_model_n_embd(model) / heads : 0;
-  }
-
-  /**
-   * Reads what llama.cpp reported while creating the context: the KV caches' bytes (each
-   * "llama_kv_cache: size = … K (type): X MiB, V (type): Y MiB" line, 0.01 MiB resolution; a
-   * sliding-window model has two) and whether flash attention is on ("auto" is resolved by a probe that
-   * logs "Flash Attention enabled"; a quantized V cache forces it on).
-   */
-  void readCacheReport(const std::string& text, const llama_context_params& params) {
-    size_t start = 0;
-    bool faProbeEnabled = false;
-    while (start < text.size()) {
-      size_t end = text.find('\n', start);
-      if (end == std::string::npos) end = text.size();
-      const std::string line = text.substr(start, end - start);
-      start = end + 1;
-      if (line.find("Flash Attention enabled") != std::string::npos) faProbeEnabled = true;
-      if (line.find("llama_kv_cache: size =") == std::string::npos) continue;
-      const auto mibAfter = [&](const char* marker) -> double {
-        const size_t at = line.find(marker);
-        if (at == std::string::npos) return 0.0;
-        const size_t colon = line.find("):", at);
-        return colon == std::string::npos ? 0.0 : std::atof(line.c_str() + colon + 2);
-      };
-      // The line's "(N cells, L layers" with the model's head sizes gives the exact bytes when every
-      // layer has the same KV width (checked against the line's rounded MiB); otherwise the MiB stand.
-      const size_t cellsAt = line.find('(');
-      const long long cells = cellsAt == std::string::npos ? 0 : std::atoll(line.c_str() + cellsAt + 1);
-      const size_t layersAt = line.find("cells,");
-      const long long layers = layersAt == std::string::npos ? 0 : std::atoll(line.c_str() + layersAt + 6);
-      const auto bytesOf = [&](const char* marker, ggml_type type, const char* field) -> int64_t {
-        const double reported = mibAfter(marker) * 1024.0 * 1024.0;
-        const int64_t width = headSize(model_, field) * llama_model_n_head_kv(model_);
-        const double exact = width > 0 && width % ggml_blck_size(type) == 0
-                                 ? static_cast<double>(ggml_row_size(type, width)) * static_cast<double>(cells * layers)
-                                 : -1.0;
-        return static_cast<int64_t>(std::llround(std::fabs(exact - reported) <= 0.006 * 1024 * 1024 ? exact : reported));
-      };
-      kBytes_ += bytesOf(", K (", params.type_k, "key_length");
-      vBytes_ += bytesOf(", V (", params.type_v, "value_length");
-    }
-    flashAttn_ = params.flash_attn_type == LLAMA_FLASH_ATTN_TYPE_ENABLED ||
-                 (params.flash_attn_type == LLAMA_FLASH_ATTN_TYPE_AUTO &&
-                  (faProbeEnabled || ggml_is_quantized(params.type_v)));
-  }
-
-  /**
-   * A persistent ggml threadpool for the CPU backend, as llama.cpp's own tools attach one: without it the
-   * prebuilt CPU backend (built without OpenMP) starts and joins its threads on every decode, which cost
-   * about 10 ms per one-token step here (36 against 52 tok/s for llama-server at concurrency 1).
-   */
-  void attachThreadpool(int32_t threads) {
-    ggml_backend_dev_t cpu = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-    if (cpu == nullptr) return;
-    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(cpu);
-    auto* create = reinterpret_cast<ggml_threadpool_t (*)(ggml_threadpool_params*)>(
-        ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_new"));
-    threadpoolFree_ = reinterpret_cast<void (*)(ggml_threadpool_t)>(
-        ggml_backend_reg_get_proc_address(reg, "ggml_threadpool_free"));
-    if (create == nullptr || threadpoolFree_ == nullptr) return;
-    ggml_threadpool_params params = ggml_threadpool_params_default(threads);
-    threadpool_ = create(&params);
-    if (threadpool_ != nullptr) llama_attach_threadpool(ctx_, threadpool_, nullptr);
+    checkBlock(params.type_k, Context::headSize(model, "key_length"), "--cache-type-k");
+    checkBlock(params.type_v, Context::headSize(model, "value_length"), "--cache-type-v");
   }
 
   void free() {
-    samplers_.clear();
     dropAdapters();
-    if (ctx_ != nullptr) {
-      llama_batch_free(batch_);
-      llama_free(ctx_);
-      ctx_ = nullptr;
-    }
-    if (threadpool_ != nullptr && threadpoolFree_ != nullptr) threadpoolFree_(threadpool_);
-    threadpool_ = nullptr;
+    core_.reset();
     if (!modelRef_.IsEmpty()) modelRef_.Reset();
   }
 
   void check(Napi::Env env) const {
-    if (ctx_ == nullptr) throw Napi::Error::New(env, "the context has been disposed");
+    if (core_ == nullptr) throw Napi::Error::New(env, "the context has been disposed");
     if (busy_) throw Napi::Error::New(env, "the context is running a step");
   }
 
   int32_t seqArg(const Napi::CallbackInfo& info) const {
     const int32_t seq = info[0].As<Napi::Number>().Int32Value();
-    if (seq < 0 || static_cast<size_t>(seq) >= samplers_.size()) {
+    if (seq < 0 || static_cast<size_t>(seq) >= core_->nSeqMax()) {
       throw Napi::RangeError::New(info.Env(), "sequence id out of range");
     }
     return seq;
@@ -775,16 +559,16 @@ class Context : public Napi::ObjectWrap<Context> {
     Napi::Env env = info.Env();
     check(env);
     Napi::Object out = Napi::Object::New(env);
-    out.Set("nCtx", llama_n_ctx(ctx_));
-    out.Set("nCtxSeq", llama_n_ctx_seq(ctx_));
-    out.Set("nBatch", llama_n_batch(ctx_));
-    out.Set("nUbatch", llama_n_ubatch(ctx_));
-    out.Set("nSeqMax", llama_n_seq_max(ctx_));
-    out.Set("cacheTypeK", ggml_type_name(typeK_));
-    out.Set("cacheTypeV", ggml_type_name(typeV_));
-    out.Set("flashAttn", flashAttn_);
-    out.Set("kBytes", static_cast<double>(kBytes_));
-    out.Set("vBytes", static_cast<double>(vBytes_));
+    out.Set("nCtx", llama_n_ctx(core_->get()));
+    out.Set("nCtxSeq", llama_n_ctx_seq(core_->get()));
+    out.Set("nBatch", llama_n_batch(core_->get()));
+    out.Set("nUbatch", llama_n_ubatch(core_->get()));
+    out.Set("nSeqMax", llama_n_seq_max(core_->get()));
+    out.Set("cacheTypeK", ggml_type_name(core_->typeK()));
+    out.Set("cacheTypeV", ggml_type_name(core_->typeV()));
+    out.Set("flashAttn", core_->flashAttn());
+    out.Set("kBytes", static_cast<double>(core_->kBytes()));
+    out.Set("vBytes", static_cast<double>(core_->vBytes()));
     return out;
   }
 
@@ -793,13 +577,13 @@ class Context : public Napi::ObjectWrap<Context> {
     Napi::Env env = info.Env();
     check(env);
     const int32_t seq = seqArg(info);
-    samplers_[static_cast<size_t>(seq)] = samplerFrom(env, info[1].As<Napi::Object>(), nVocab_, &grammarHome_);
+    core_->setSampler(seq, samplerFrom(env, info[1].As<Napi::Object>(), core_->nVocab(), &core_->grammarHome()));
     return env.Undefined();
   }
 
   Napi::Value Release(const Napi::CallbackInfo& info) {
     check(info.Env());
-    samplers_[static_cast<size_t>(seqArg(info))].reset();
+    core_->setSampler(seqArg(info), nullptr);
     return info.Env().Undefined();
   }
 
@@ -807,7 +591,7 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value Accept(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     check(env);
-    SequenceSampler* sampler = samplers_[static_cast<size_t>(seqArg(info))].get();
+    SequenceSampler* sampler = core_->sampler(seqArg(info));
     if (sampler == nullptr) throw Napi::Error::New(env, "the sequence has no sampler");
     for (int32_t token : toIntVector(info[1])) {
       if (!sampler->accept(token)) return Napi::Boolean::New(env, false);
@@ -822,7 +606,7 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value Forced(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     check(env);
-    SequenceSampler* sampler = samplers_[static_cast<size_t>(seqArg(info))].get();
+    SequenceSampler* sampler = core_->sampler(seqArg(info));
     if (sampler == nullptr) throw Napi::Error::New(env, "the sequence has no sampler");
     const int32_t maxTokens = info[1].As<Napi::Number>().Int32Value();
     return typedArrayOf<Napi::Int32Array>(env, sampler->forced(static_cast<size_t>(std::max(maxTokens, 0))));
@@ -832,7 +616,7 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value MaskStats(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Napi::Object out = Napi::Object::New(env);
-    const MaskCache::Stats stats = grammarHome_.cache->stats();
+    const MaskCache::Stats stats = core_->grammarHome().cache->stats();
     out.Set("hits", static_cast<double>(stats.hits));
     out.Set("misses", static_cast<double>(stats.misses));
     out.Set("bytes", static_cast<double>(stats.bytes));
@@ -855,23 +639,24 @@ class Context : public Napi::ObjectWrap<Context> {
     const std::vector<int32_t> prefix = toIntVector(info[2]);
     const bool reference = info[3].ToBoolean();
     std::unique_ptr<Constraint> constraint =
-        constraintFrom(env, grammarHome_.table(), grammarHome_.cache, gbnf, root);
+        constraintFrom(env, core_->grammarHome().table(), core_->grammarHome().cache, gbnf, root);
     for (int32_t token : prefix) {
       if (!constraint->accept(token)) return env.Null();
     }
-    auto out = Napi::Uint8Array::New(env, static_cast<size_t>(nVocab_));
+    const int32_t nVocab = core_->nVocab();
+    auto out = Napi::Uint8Array::New(env, static_cast<size_t>(nVocab));
     if (!reference) {
       const TokenMask& mask = constraint->mask();
-      for (int32_t id = 0; id < nVocab_; id++) out[static_cast<size_t>(id)] = maskAllows(mask, id) ? 1 : 0;
+      for (int32_t id = 0; id < nVocab; id++) out[static_cast<size_t>(id)] = maskAllows(mask, id) ? 1 : 0;
       return out;
     }
-    llama_grammar* grammar = llama_grammar_init_impl(vocab_, gbnf.c_str(), root.c_str(), false, nullptr, 0, nullptr, 0);
+    llama_grammar* grammar = llama_grammar_init_impl(core_->vocab(), gbnf.c_str(), root.c_str(), false, nullptr, 0, nullptr, 0);
     if (grammar == nullptr) throw Napi::Error::New(env, "grammar: failed to parse grammar");
     for (int32_t token : prefix) llama_grammar_accept_impl(*grammar, token);
     // llama.cpp's own check of one candidate at a time (what its grammar sampler does per token), less
     // the tokens that would make the text ill-formed UTF-8 (its decoder takes them; ours never allows them).
-    const TokenTable& table = *grammarHome_.table();
-    for (int32_t id = 0; id < nVocab_; id++) {
+    const TokenTable& table = *core_->grammarHome().table();
+    for (int32_t id = 0; id < nVocab; id++) {
       llama_token_data data{id, 0.0f, 0.0f};
       llama_token_data_array array{&data, 1, -1, false};
       llama_grammar_apply_impl(*grammar, &array);
@@ -891,12 +676,13 @@ class Context : public Napi::ObjectWrap<Context> {
   Napi::Value SampleRows(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     check(env);
-    auto sampler = samplerFrom(env, info[0].As<Napi::Object>(), nVocab_, &grammarHome_);
+    const int32_t nVocab = core_->nVocab();
+    auto sampler = samplerFrom(env, info[0].As<Napi::Object>(), nVocab, &core_->grammarHome());
     auto rows = info[1].As<Napi::Float32Array>();
-    const size_t steps = rows.ElementLength() / static_cast<size_t>(nVocab_);
+    const size_t steps = rows.ElementLength() / static_cast<size_t>(nVocab);
     std::vector<int32_t> tokens;
     for (size_t i = 0; i < steps; i++) {
-      tokens.push_back(sampler->sample(rows.Data() + i * static_cast<size_t>(nVocab_)));
+      tokens.push_back(sampler->sample(rows.Data() + i * static_cast<size_t>(nVocab)));
       if (tokens.back() < 0) break;
     }
     return typedArrayOf<Napi::Int32Array>(env, tokens);
@@ -907,26 +693,14 @@ class Context : public Napi::ObjectWrap<Context> {
     Napi::Env env = info.Env();
     check(env);
     const int32_t seq = seqArg(info);
-    const bool ok = llama_memory_seq_rm(llama_get_memory(ctx_), seq, info[1].As<Napi::Number>().Int32Value(),
-                                        info[2].As<Napi::Number>().Int32Value());
+    const bool ok =
+        core_->removeTokens(seq, info[1].As<Napi::Number>().Int32Value(), info[2].As<Napi::Number>().Int32Value());
     return Napi::Boolean::New(env, ok);
   }
 
   Napi::Value Step(const Napi::CallbackInfo& info);
   Napi::Value EvalImage(const Napi::CallbackInfo& info);
   Napi::Value Encode(const Napi::CallbackInfo& info);
-
-
- public:
-  /** Evaluates one image chunk of `seq` from position `nPast` (encoder, then the embeddings' decode). */
-  int evalImage(mtmd_context* projector, const mtmd_input_chunk* chunk, int32_t seq, int32_t nPast,
-                int32_t& newNPast) {
-    llama_pos next = nPast;
-    const int32_t status =
-        mtmd_helper_eval_chunk_single(projector, ctx_, chunk, nPast, seq, nBatch_, false, &next);
-    newNPast = next;
-    return status;
-  }
 
  private:
 
@@ -936,8 +710,6 @@ class Context : public Napi::ObjectWrap<Context> {
       ref.Reset();
     }
     adapterRefs_.clear();
-    adapters_.clear();
-    adapterScales_.clear();
   }
 
   /**
@@ -958,20 +730,17 @@ class Context : public Napi::ObjectWrap<Context> {
       Napi::Object object = list.Get(i).As<Napi::Object>();
       Lora* lora = Lora::Unwrap(object);
       if (lora->get() == nullptr) throw Napi::Error::New(env, "setAdapters: the adapter has been disposed");
-      if (lora->model() != model_) throw Napi::Error::New(env, "setAdapters: the adapter belongs to another model");
+      if (lora->model() != core_->model()) throw Napi::Error::New(env, "setAdapters: the adapter belongs to another model");
       adapters.push_back(lora->get());
       objects.push_back(object);
     }
-    if (adapters == adapters_ && scales == adapterScales_) return Napi::Boolean::New(env, false);
+    if (adapters == core_->adapters() && scales == core_->adapterScales()) return Napi::Boolean::New(env, false);
     dropAdapters();
-    llama_set_adapters_lora(ctx_, adapters.empty() ? nullptr : adapters.data(), adapters.size(),
-                            scales.empty() ? nullptr : scales.data());
+    core_->setAdapters(std::move(adapters), std::move(scales));
     for (Napi::Object& object : objects) {
       Lora::Unwrap(object)->holders++;
       adapterRefs_.push_back(Napi::Persistent(object));
     }
-    adapters_ = std::move(adapters);
-    adapterScales_ = std::move(scales);
     return Napi::Boolean::New(env, true);
   }
 
@@ -981,36 +750,11 @@ class Context : public Napi::ObjectWrap<Context> {
     return info.Env().Undefined();
   }
 
-  std::vector<llama_adapter_lora*> adapters_;
-  std::vector<float> adapterScales_;
   std::vector<Napi::ObjectReference> adapterRefs_;
-
-  llama_context* ctx_ = nullptr;
-  const llama_vocab* vocab_ = nullptr;
-  int32_t nVocab_ = 0;
-  int32_t nEmbd_ = 0;
-  bool embeddingsOn_ = false;
-  /** True for a pooled-embeddings context (`pooling` given): only `encode` runs on it. */
-  bool pooled_ = false;
-  int32_t nBatch_ = 0;
-  llama_batch batch_{};
-  std::vector<std::unique_ptr<SequenceSampler>> samplers_;
-  GrammarHome grammarHome_;
-  std::shared_ptr<const TokenTable> tokenTable_;
-  int32_t threads_ = 1;
-  ggml_threadpool_t threadpool_ = nullptr;
-  void (*threadpoolFree_)(ggml_threadpool_t) = nullptr;
+  /** The context itself (context.h); null once disposed. */
+  std::unique_ptr<Context> core_;
   Napi::ObjectReference modelRef_;
   std::atomic<bool> busy_{false};
-  const llama_model* model_ = nullptr;
-  ggml_type typeK_ = GGML_TYPE_F16;
-  ggml_type typeV_ = GGML_TYPE_F16;
-  /** Whether the context runs flash attention (after llama.cpp resolved "auto"). */
-  bool flashAttn_ = false;
-  /** Bytes of the K and V caches, from llama.cpp's report at creation (0 for a model without a KV cache). */
-  int64_t kBytes_ = 0;
-  int64_t vBytes_ = 0;
-
 };
 
 /**
@@ -1019,7 +763,7 @@ class Context : public Napi::ObjectWrap<Context> {
  */
 class ContextWorker : public Napi::AsyncWorker {
  public:
-  ContextWorker(Napi::Env env, Context* context, Napi::Object contextObject)
+  ContextWorker(Napi::Env env, JsContext* context, Napi::Object contextObject)
       : Napi::AsyncWorker(env),
         context_(context),
         deferred_(Napi::Promise::Deferred::New(env)),
@@ -1046,7 +790,7 @@ class ContextWorker : public Napi::AsyncWorker {
   /** The resolved value, built on the JS thread. */
   virtual Napi::Value result(Napi::Env env) = 0;
 
-  Context* context_;
+  JsContext* context_;
 
  private:
   Napi::Promise::Deferred deferred_;
@@ -1055,12 +799,12 @@ class ContextWorker : public Napi::AsyncWorker {
 
 class StepWorker : public ContextWorker {
  public:
-  StepWorker(Napi::Env env, Context* context, Napi::Object contextObject, StepPlan plan)
+  StepWorker(Napi::Env env, JsContext* context, Napi::Object contextObject, StepPlan plan)
       : ContextWorker(env, context, contextObject), plan_(std::move(plan)) {}
 
   void Execute() override {
     try {
-      if (context_->runStep(plan_, result_, error_) != 0) SetError(error_);
+      if (context_->core().runStep(plan_, result_, error_) != 0) SetError(error_);
     } catch (const std::exception& exception) {
       SetError(std::string("step failed: ") + exception.what());
     }
@@ -1094,7 +838,7 @@ class StepWorker : public ContextWorker {
  * each output row sampled (OutputKind::Sample), scored against its target (PromptLogprob) or its hidden
  * state copied (Embedding); `kinds` holds OutputKind values (step.h).
  */
-Napi::Value Context::Step(const Napi::CallbackInfo& info) {
+Napi::Value JsContext::Step(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   check(env);
   Napi::Object input = info[0].As<Napi::Object>();
@@ -1108,14 +852,14 @@ Napi::Value Context::Step(const Napi::CallbackInfo& info) {
   plan.topN = toIntVector(input.Get("topN"));
   const size_t n = plan.tokens.size();
   const size_t outputs = plan.outputRows.size();
-  if (n == 0 || static_cast<int32_t>(n) > nBatch_) throw Napi::RangeError::New(env, "step: batch size out of range");
+  if (n == 0 || static_cast<int32_t>(n) > core_->nBatch()) throw Napi::RangeError::New(env, "step: batch size out of range");
   if (plan.positions.size() != n || plan.seqs.size() != n) throw Napi::RangeError::New(env, "step: array lengths differ");
   if (plan.kinds.size() != outputs || plan.targets.size() != outputs || plan.topN.size() != outputs) {
     throw Napi::RangeError::New(env, "step: output array lengths differ");
   }
   for (size_t i = 0; i < n; i++) {
-    if (plan.tokens[i] < 0 || plan.tokens[i] >= nVocab_) throw Napi::RangeError::New(env, "step: token id out of range");
-    if (plan.seqs[i] < 0 || static_cast<size_t>(plan.seqs[i]) >= samplers_.size()) {
+    if (plan.tokens[i] < 0 || plan.tokens[i] >= core_->nVocab()) throw Napi::RangeError::New(env, "step: token id out of range");
+    if (plan.seqs[i] < 0 || static_cast<size_t>(plan.seqs[i]) >= core_->nSeqMax()) {
       throw Napi::RangeError::New(env, "step: sequence id out of range");
     }
   }
@@ -1129,7 +873,7 @@ Napi::Value Context::Step(const Napi::CallbackInfo& info) {
 /** Evaluates an image chunk off the JS thread. */
 class ImageWorker : public ContextWorker {
  public:
-  ImageWorker(Napi::Env env, Context* context, Napi::Object contextObject, Napi::Object projector,
+  ImageWorker(Napi::Env env, JsContext* context, Napi::Object contextObject, Napi::Object projector,
               Napi::Object prompt, size_t chunk, int32_t seq, int32_t nPast)
       : ContextWorker(env, context, contextObject),
         projectorRef_(Napi::Persistent(projector)),
@@ -1146,7 +890,7 @@ class ImageWorker : public ContextWorker {
     }
     LogCapture capture;
     try {
-      if (context_->evalImage(projector_, chunk_, seq_, nPast_, newNPast_) != 0) {
+      if (context_->core().evalImage(projector_, chunk_, seq_, nPast_, newNPast_) != 0) {
         SetError("the image could not be evaluated: " + capture.text);
       }
     } catch (const std::exception& error) {
@@ -1169,7 +913,7 @@ class ImageWorker : public ContextWorker {
 };
 
 /** evalImage(seq, projector, prompt, chunkIndex, nPast) -> Promise<{nPast}> */
-Napi::Value Context::EvalImage(const Napi::CallbackInfo& info) {
+Napi::Value JsContext::EvalImage(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   check(env);
   const int32_t seq = seqArg(info);
@@ -1180,55 +924,16 @@ Napi::Value Context::EvalImage(const Napi::CallbackInfo& info) {
       ->start();
 }
 
-int Context::runEncode(const std::vector<int32_t>& tokens, const std::vector<int32_t>& lengths,
-                       std::vector<float>& out, int32_t& stride, double& ms, std::string& error) {
-  const int32_t n = static_cast<int32_t>(tokens.size());
-  batch_.n_tokens = n;
-  int32_t row = 0;
-  for (size_t seq = 0; seq < lengths.size(); seq++) {
-    for (int32_t pos = 0; pos < lengths[seq]; pos++, row++) {
-      batch_.token[row] = tokens[static_cast<size_t>(row)];
-      batch_.pos[row] = pos;
-      batch_.n_seq_id[row] = 1;
-      batch_.seq_id[row][0] = static_cast<llama_seq_id>(seq);
-      batch_.logits[row] = 1;
-    }
-  }
-  const auto started = std::chrono::steady_clock::now();
-  const int32_t status = llama_decode(ctx_, batch_);
-  ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
-  if (status != 0) {
-    error = "llama.cpp could not encode the batch (status " + std::to_string(status) + ")";
-    return status;
-  }
-  const llama_model* model = llama_get_model(ctx_);
-  stride = llama_pooling_type(ctx_) == LLAMA_POOLING_TYPE_RANK
-               ? static_cast<int32_t>(std::max<uint32_t>(llama_model_n_cls_out(model), 1))
-               : nEmbd_;
-  out.assign(lengths.size() * static_cast<size_t>(stride), 0.0f);
-  for (size_t seq = 0; seq < lengths.size(); seq++) {
-    const float* pooled = llama_get_embeddings_seq(ctx_, static_cast<llama_seq_id>(seq));
-    if (pooled == nullptr) {
-      error = "llama.cpp returned no pooled embedding for sequence " + std::to_string(seq);
-      return -102;
-    }
-    std::copy(pooled, pooled + stride, out.begin() + static_cast<std::ptrdiff_t>(seq) * stride);
-  }
-  // A memoryless encoder keeps nothing between batches; a model with a KV cache would: clear it.
-  if (llama_memory_t memory = llama_get_memory(ctx_)) llama_memory_clear(memory, true);
-  return 0;
-}
-
-/** Runs `Context::runEncode` off the JS thread. */
+/** Runs `Context::runEncode` (context.h) off the JS thread. */
 class EncodeWorker : public ContextWorker {
  public:
-  EncodeWorker(Napi::Env env, Context* context, Napi::Object contextObject, std::vector<int32_t> tokens,
+  EncodeWorker(Napi::Env env, JsContext* context, Napi::Object contextObject, std::vector<int32_t> tokens,
                std::vector<int32_t> lengths)
       : ContextWorker(env, context, contextObject), tokens_(std::move(tokens)), lengths_(std::move(lengths)) {}
 
   void Execute() override {
     try {
-      if (context_->runEncode(tokens_, lengths_, out_, stride_, ms_, error_) != 0) SetError(error_);
+      if (context_->core().runEncode(tokens_, lengths_, out_, stride_, ms_, error_) != 0) SetError(error_);
     } catch (const std::exception& exception) {
       SetError(std::string("encode failed: ") + exception.what());
     }
@@ -1257,10 +962,10 @@ class EncodeWorker : public ContextWorker {
  * see applyPooledOption). Throws a RangeError when the batch is empty, longer than the ubatch (an
  * encoder sees a whole batch at once), has more sequences than the context, or holds an unknown id.
  */
-Napi::Value Context::Encode(const Napi::CallbackInfo& info) {
+Napi::Value JsContext::Encode(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   check(env);
-  if (!pooled_) throw Napi::Error::New(env, "encode: the context was not created for pooled embeddings");
+  if (!core_->pooled()) throw Napi::Error::New(env, "encode: the context was not created for pooled embeddings");
   std::vector<int32_t> tokens = toIntVector(info[0]);
   std::vector<int32_t> lengths = toIntVector(info[1]);
   int64_t total = 0;
@@ -1269,14 +974,14 @@ Napi::Value Context::Encode(const Napi::CallbackInfo& info) {
     total += length;
   }
   if (total != static_cast<int64_t>(tokens.size())) throw Napi::RangeError::New(env, "encode: lengths do not add up");
-  const int64_t limit = std::min<int64_t>(nBatch_, llama_n_ubatch(ctx_));
+  const int64_t limit = std::min<int64_t>(core_->nBatch(), llama_n_ubatch(core_->get()));
   if (tokens.empty() || total > limit) {
     throw Napi::RangeError::New(env, "encode: " + std::to_string(total) + " tokens, the batch holds 1.." +
                                          std::to_string(limit));
   }
-  if (lengths.size() > llama_n_seq_max(ctx_)) throw Napi::RangeError::New(env, "encode: too many sequences");
+  if (lengths.size() > llama_n_seq_max(core_->get())) throw Napi::RangeError::New(env, "encode: too many sequences");
   for (int32_t token : tokens) {
-    if (token < 0 || token >= nVocab_) throw Napi::RangeError::New(env, "encode: token id out of range");
+    if (token < 0 || token >= core_->nVocab()) throw Napi::RangeError::New(env, "encode: token id out of range");
   }
   busy_ = true;
   return (new EncodeWorker(env, this, info.This().As<Napi::Object>(), std::move(tokens), std::move(lengths)))
@@ -1295,7 +1000,7 @@ Napi::Object Initialize(Napi::Env env, Napi::Object exports) {
   exports.Set("loadLora", Napi::Function::New(env, LoadLora));
   Model::Define(env, exports);
   Lora::Define(env, exports);
-  Context::Define(env, exports);
+  JsContext::Define(env, exports);
   defineProjector(env, exports);
   defineTestEntryPoints(env, exports);
   return exports;
