@@ -1,8 +1,9 @@
 #!/usr/bin/env -S npx tsx
 // The layout rules of src/, measured from the import statements (docs/ARCHITECTURE.md, "Layers"):
 // import circles, which files import node-llama-cpp or the native addon, loose files at the top of src/,
-// base names shared across folders, and which folder imports which. `test/unit/structure.test.ts` holds
-// the rules; run this file to see the figures: `npx tsx scripts/structure.ts`.
+// base names shared across folders, which folder imports which, and which native files are Node-API
+// bindings over pure C++ (from their #include lines). `test/unit/structure.test.ts` holds the rules; run
+// this file to see the figures: `npx tsx scripts/structure.ts`.
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -185,6 +186,46 @@ export function structuredHttpErrors(graph: ImportGraph): string[] {
     .map(([file]) => file);
 }
 
+/** The Node-API files of `native/src/` (bindings); every other native file is pure C++. */
+export const NATIVE_BINDING_FILES = [
+  "binding.cpp",
+  "binding.h",
+  "engine.cpp",
+  "projector.cpp",
+  "projector.h",
+  "testEntryPoints.cpp",
+] as const;
+
+/**
+ * The files of `<root>/native/src/` (.cpp and .h, sorted) split by whether they reach Node-API: `bindings`
+ * include `napi.h` themselves or through a local `#include "…"` (transitively), `pure` never do.
+ */
+export function nativeLayers(root: string): { bindings: string[]; pure: string[] } {
+  const dir = join(root, "native", "src");
+  const files = readdirSync(dir)
+    .filter((name) => name.endsWith(".cpp") || name.endsWith(".h"))
+    .sort();
+  const includes = new Map<string, string[]>();
+  for (const file of files) {
+    const source = readFileSync(join(dir, file), "utf8");
+    includes.set(
+      file,
+      [...source.matchAll(/^\s*#\s*include\s*[<"]([^>"]+)[>"]/gm)].map((match) => match[1] as string),
+    );
+  }
+  const reachesNapi = (file: string, seen = new Set<string>()): boolean => {
+    if (seen.has(file)) return false;
+    seen.add(file);
+    return (includes.get(file) ?? []).some(
+      (target) => target === "napi.h" || (includes.has(target) && reachesNapi(target, seen)),
+    );
+  };
+  return {
+    bindings: files.filter((file) => reachesNapi(file)),
+    pure: files.filter((file) => !reachesNapi(file)),
+  };
+}
+
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   // Piped into `head`: stop quietly once the reader has gone.
   process.stdout.on("error", (error: NodeJS.ErrnoException) => {
@@ -211,6 +252,9 @@ if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.ur
   const httpErrors = structuredHttpErrors(graph);
   console.log(`${httpErrors.length} files of structured/ importing src/errors.ts`);
   for (const file of httpErrors) console.log(`  ${file}`);
+  const native = nativeLayers(root);
+  console.log(`native/src: Node-API bindings ${native.bindings.join(", ")}`);
+  console.log(`  over pure C++ ${native.pure.join(", ")}`);
   console.log("layer imports:");
   for (const [layer, targets] of layerImports(graph))
     console.log(`  ${layer} -> ${targets.join(", ") || "(none)"}`);

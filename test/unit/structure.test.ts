@@ -9,6 +9,8 @@ import {
   importGraph,
   layerImports,
   looseFiles,
+  NATIVE_BINDING_FILES,
+  nativeLayers,
   STRUCTURED_ENTRY_FILES,
   STRUCTURED_ROOMS,
   structuredHttpErrors,
@@ -134,5 +136,15 @@ describe("structured/ (issue 30)", () => {
 
   it("raises its own errors: no file of it imports src/errors.ts (ApiError)", () => {
     assert.deepEqual(structuredHttpErrors(graph), []);
+  });
+});
+
+describe("native/ (issue 30)", () => {
+  it("is Node-API bindings over pure C++: only the binding files reach napi.h", () => {
+    const { bindings, pure } = nativeLayers(root);
+    assert.deepEqual(bindings, [...NATIVE_BINDING_FILES]);
+    for (const file of ["context.h", "context.cpp", "step.h", "sampler.h", "constraint.h", "parallel.h"]) {
+      assert.ok(pure.includes(file), `${file} is not pure C++`);
+    }
   });
 });
