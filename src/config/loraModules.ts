@@ -3,7 +3,7 @@
  * list): the LoRA adapters a model serves, each under its own name (vLLM's `--lora-modules name=path`,
  * with llama-server's `--lora-scaled` scale).
  */
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { resolve as resolvePath } from "node:path";
 import { z } from "zod";
 import { ConfigError } from "./ConfigError.ts";
@@ -24,7 +24,8 @@ export type LoraModule = z.infer<typeof LoraModuleSchema>;
 /**
  * Parses `NAME=PATH[:SCALE]`: SCALE is the text after the last `:` when it is a number (so a path may hold
  * `:` itself); the file must exist and is kept as an absolute path.
- * @throws ConfigError naming `flag` for a missing `=`, an empty name or path, or a file that is not there.
+ * @throws ConfigError naming `flag` for a missing `=`, an empty name or path, a SCALE that is not a finite
+ *   number, or a file that is not there.
  */
 export function parseLoraModule(spec: string, flag: string): LoraModule {
   const equals = spec.indexOf("=");
@@ -40,6 +41,10 @@ export function parseLoraModule(spec: string, flag: string): LoraModule {
     if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(tail)) {
       scale = Number(tail);
       path = path.slice(0, colon);
+      if (!Number.isFinite(scale))
+        throw new ConfigError(`${flag} ${name}: SCALE ${tail} is not a finite number.`);
+    } else if (!existsSync(resolvePath(path)) && isAFile(resolvePath(path.slice(0, colon)))) {
+      throw new ConfigError(`${flag} ${name}: SCALE '${tail}' is not a number (NAME=PATH:SCALE, e.g. :0.5).`);
     }
   }
   const absolute = resolvePath(path);
@@ -72,4 +77,13 @@ export function loraModules(
     names.add(name);
   }
   return modules;
+}
+
+/** Whether `path` is an existing regular file. */
+function isAFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
 }

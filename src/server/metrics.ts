@@ -49,6 +49,9 @@ function cacheConfigLabels(scheduler: Scheduler): Record<string, string> {
   };
 }
 
+/** How many label sets of `vllm:lora_requests_info` are kept (the most recently updated). */
+const MAX_LORA_LABEL_SETS = 16;
+
 /** The labels of `vllm:lora_requests_info`. */
 type LoraLabel = "max_lora" | "waiting_lora_adapters" | "running_lora_adapters";
 
@@ -286,6 +289,10 @@ export class ServerMetrics {
   enableLora(): void {
     if (this.loraInfo) return;
     const schedulers = this.schedulers;
+    // The label sets written, oldest update first: vLLM's gauge keeps every set it ever wrote (the
+    // gateway reads the newest by value); past MAX_LORA_LABEL_SETS the oldest go, so that a server
+    // whose adapters come and go does not grow /metrics without bound.
+    const kept = new Map<string, Record<LoraLabel, string>>();
     const update = (gauge: Gauge<LoraLabel>) => {
       const running = new Set<string>();
       const waiting = new Set<string>();
@@ -298,14 +305,20 @@ export class ServerMetrics {
         maxLoras = Math.max(maxLoras, scheduler.maxLoras);
       }
       // Labels in vLLM's order.
-      gauge.set(
-        {
-          max_lora: String(maxLoras),
-          waiting_lora_adapters: [...waiting].join(","),
-          running_lora_adapters: [...running].join(","),
-        },
-        Date.now() / 1000,
-      );
+      const labels = {
+        max_lora: String(maxLoras),
+        waiting_lora_adapters: [...waiting].join(","),
+        running_lora_adapters: [...running].join(","),
+      };
+      const key = JSON.stringify(labels);
+      kept.delete(key);
+      kept.set(key, labels);
+      for (const [oldKey, old] of kept) {
+        if (kept.size <= MAX_LORA_LABEL_SETS) break;
+        kept.delete(oldKey);
+        gauge.remove(old);
+      }
+      gauge.set(labels, Date.now() / 1000);
     };
     this.loraInfo = new Gauge({
       name: "vllm:lora_requests_info",

@@ -248,9 +248,16 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
    *   `path`, `model_not_found` for an unknown base; 503 when the base is not loaded.
    */
   async loadAdapter(name: string, path: string, base?: string): Promise<void> {
+    if (this.byName.has(name)) {
+      throw badRequest(`'${name}' is the name of a served model; choose another lora_name.`, "lora_name");
+    }
     if (this.has(name)) throw badRequest(`The lora adapter '${name}' has already been loaded.`, "lora_name");
     const baseName = base ?? this.defaultName();
     if (baseName === undefined) throw modelNotFound("(none)", []);
+    const entry = this.entryOf(baseName);
+    // An unloading base would drop the adapter with it; an unloaded one loads first when autoload is on.
+    if (entry.state === "unloading") throw modelUnloading(baseName);
+    if (entry.state !== "loaded" && this.autoload && entry.servable) await this.loadEntry(entry, false);
     const scheduler = this.get(baseName);
     if (!scheduler.loadAdapter) {
       throw badRequest(`The model '${baseName}' does not take LoRA adapters.`, "base_model_name");
@@ -270,6 +277,11 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
       if (this.has(name))
         throw badRequest(`The lora adapter '${name}' has already been loaded.`, "lora_name");
       throw loraLoadFailed(name, oneLine(error).replace(/^The LoRA adapter .* could not be loaded: /, ""));
+    }
+    if (entry.state !== "loaded") {
+      // The base began unloading while the adapter loaded: it goes with it.
+      await scheduler.unloadAdapter?.(name).catch(() => undefined);
+      throw modelUnloading(baseName);
     }
   }
 
@@ -310,9 +322,17 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
     return this.entries.flatMap((entry) => (entry.loaded ? [entry.loaded.scheduler] : []));
   }
 
-  /** The name a request that names no model gets: the first registered model's id. */
+  /**
+   * The name a request that names no model gets: the first registered model that is loaded, else the
+   * first that has not failed to load (with `--models-dir` alone, a broken file first in order would
+   * otherwise answer every such request), else the first.
+   */
   defaultName(): string | undefined {
-    return this.entries[0]?.id;
+    const entry =
+      this.entries.find((candidate) => candidate.state === "loaded") ??
+      this.entries.find((candidate) => candidate.state !== "failed") ??
+      this.entries[0];
+    return entry?.id;
   }
 
   /**

@@ -330,6 +330,52 @@ describe("models at run time (in-process, fake engine)", () => {
     await app.close();
   });
 
+  it("a request that names no model goes to a loaded one, else to one that has not failed", async () => {
+    const { app, failing, loads } = await fixture(["broken", "good"], { autoload: true });
+    failing.add("broken");
+    const unnamed = () => post(app, "/v1/completions", { prompt: "hi", max_tokens: 3 });
+    // Nothing loaded, nothing failed yet: the first model, which fails.
+    assert.equal((await unnamed()).statusCode, 503);
+    // Then the next one that has not failed, loaded on demand; then the loaded one.
+    const second = await unnamed();
+    assert.equal(second.statusCode, 200, second.body);
+    assert.equal(second.json().model, "good");
+    assert.equal((await unnamed()).json().model, "good");
+    assert.deepEqual(loads, ["broken", "good"]);
+    await app.close();
+  });
+
+  it("a LoRA adapter onto a base being unloaded is a 503 model_unloading; an unloaded base autoloads first", async () => {
+    const { app, engines, loads } = await fixture(["a", "b"], { autoload: true });
+    const adapter = { lora_name: "x", lora_path: "/nonexistent/x.gguf", base_model_name: "b" };
+    // b is not loaded: it loads, then the adapter is checked (the fake engine takes none).
+    const onUnloaded = await post(app, "/v1/load_lora_adapter", adapter);
+    assert.equal(onUnloaded.statusCode, 400, onUnloaded.body);
+    assert.match(onUnloaded.json().message, /does not take LoRA adapters/);
+    assert.deepEqual(loads, ["b"]);
+    // A model's own name is no adapter name.
+    const clash = await post(app, "/v1/load_lora_adapter", { ...adapter, lora_name: "a" });
+    assert.equal(clash.statusCode, 400);
+    assert.match(clash.json().message, /name of a served model/);
+    const long = await post(app, "/v1/load_lora_adapter", { ...adapter, lora_name: "n".repeat(257) });
+    assert.equal(long.statusCode, 400);
+    assert.equal(long.json().error.param, "lora_name");
+    // b unloading (a stream holds it): the adapter load is refused as requests are.
+    const engine = engines.get("b") as GatedEngine;
+    engine.close();
+    const stream = complete(app, "b", { stream: true });
+    await until(async () => (await models(app)).get("b")?.status?.in_flight === 1);
+    const unload = post(app, "/models/unload", { model: "b" });
+    await until(async () => (await stateOf(app, "b")) === "unloading");
+    const refused = await post(app, "/v1/load_lora_adapter", adapter);
+    assert.equal(refused.statusCode, 503);
+    assert.equal(refused.json().error.code, "model_unloading");
+    engine.open();
+    await stream;
+    assert.equal((await unload).statusCode, 200);
+    await app.close();
+  });
+
   it("an unload past its drain timeout ends the running stream with model_unloaded", async () => {
     const { app, engines, closes } = await fixture(["a"], { autoload: true, drainTimeoutMs: 1 });
     assert.equal((await complete(app, "a")).statusCode, 200);

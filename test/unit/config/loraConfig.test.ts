@@ -50,6 +50,16 @@ describe("--lora", () => {
         lora.join(" "),
       );
     }
+    for (const [tail, message] of [
+      [":abc", /SCALE 'abc' is not a number/],
+      [":1e400", /SCALE 1e400 is not a finite number/],
+    ] as const) {
+      assert.throws(
+        () => loadServeConfig(["m.gguf"], { lora: [`sql=${adapter}${tail}`] }, {}),
+        (error) => error instanceof ConfigError && message.test(error.message),
+        tail,
+      );
+    }
     assert.throws(
       () => loadServeConfig([], { lora: [`sql=${adapter}`], modelsDir: dir }, {}),
       (error) => error instanceof ConfigError && /--lora needs a MODEL/.test(error.message),
