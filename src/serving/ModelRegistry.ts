@@ -497,9 +497,17 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
     return entry;
   }
 
+  /** Every name a request may give: the models' names, then the loaded models' LoRA adapters. */
+  private servedNames(): string[] {
+    const adapters = this.entries.flatMap((entry) =>
+      (entry.loaded?.scheduler.adapterList?.() ?? []).map((adapter) => adapter.name),
+    );
+    return [...this.byName.keys(), ...adapters];
+  }
+
   private entryOf(name: string): Entry<Model> {
     const entry = this.byName.get(name);
-    if (!entry) throw modelNotFound(name, [...this.byName.keys()]);
+    if (!entry) throw modelNotFound(name, this.servedNames());
     return entry;
   }
 

@@ -82,6 +82,10 @@ describe("LoRA adapters at run time (in-process, vLLM's routes)", () => {
     assert.equal((completion.json() as { model: string }).model, "sql");
     assert.equal(base.submitted.length, before + 1);
     assert.equal(base.submitted.at(-1)?.adapter?.name, "sql");
+    // An unknown name's 404 lists the adapters beside the models.
+    const unknown = await fake.post("/v1/completions", { model: "nope", prompt: "hi", max_tokens: 3 });
+    assert.equal(unknown.statusCode, 404);
+    assert.match((unknown.json() as ErrorBody).message, /Available models: fake-base, plain, sql\./);
     const plain = await fake.post("/v1/completions", { model: "fake-base", prompt: "hi", max_tokens: 3 });
     assert.equal(plain.statusCode, 200);
     assert.equal(base.submitted.at(-1)?.adapter, undefined);
@@ -136,6 +140,7 @@ describe("LoRA adapters at run time (in-process, vLLM's routes)", () => {
     assert.equal(unloaded.body, "Success: LoRA adapter 'sql' removed successfully.");
     const gone = await fake.post("/v1/completions", { model: "sql", prompt: "hi", max_tokens: 3 });
     assert.equal(gone.statusCode, 404);
+    assert.match((gone.json() as ErrorBody).message, /Available models: fake-base, plain\.$/);
     const again = await fake.post("/v1/unload_lora_adapter", { lora_name: "sql" });
     assert.equal(again.statusCode, 404);
     assert.equal((again.json() as ErrorBody).error.code, "lora_not_found");

@@ -195,6 +195,11 @@ export function createSettingsForm(onChange: () => void): SettingsForm {
           : models.map((info) => h("option", { value: info.id }, modelLabel(info)))),
       );
       if (models.some((info) => info.id === selected)) model.value = selected;
+      // First visit: a loaded model rather than the list's first (which may have failed to load).
+      else {
+        const loaded = models.find((info) => info.status === undefined || info.status.value === "loaded");
+        if (loaded) model.value = loaded.id;
+      }
     },
   };
 }
