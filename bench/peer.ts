@@ -17,7 +17,7 @@
  *
  * Usage:
  *   npm run bench:peer -- [--rounds N] [--quick] [--only GROUPS] [--model FILE] [--peer-dir DIR]
- *     [--lmserve-args "..."] [--llama-server-args "..."] [--quiet-wait S] [--out FILE] [--help]
+ *     [--lmserve-args="..."] [--llama-server-args="..."] [--quiet-wait S] [--out FILE] [--help]
  *
  * Writes `bench/results/peer.md` (or `--out`) and prints the tables. Exit code 0 on success, 1 on a
  * failure.
@@ -95,8 +95,8 @@ const USAGE = `Usage: npm run bench:peer -- [options]
   --model FILE             GGUF (default bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf, made if missing)
   --peer-dir DIR           where llama-server is built (default bench/.peer here, else the main
                            git worktree's bench/.peer when built there; built here if neither is)
-  --lmserve-args "..."     extra flags for lmserve serve (e.g. "--batch-invariant-seeds")
-  --llama-server-args "..." extra flags for llama-server
+  --lmserve-args="..."     extra flags for lmserve serve (with "=": e.g. --lmserve-args="--batch-invariant-seeds")
+  --llama-server-args="..." extra flags for llama-server
   --quiet-wait S           before each workload wait up to S seconds (default 60, 0 = never) for other
                            processes to use < ${QUIET_THRESHOLD}% of the CPU
   --out FILE               Markdown report (default bench/results/peer.md)
