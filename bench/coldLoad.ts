@@ -14,13 +14,13 @@
  *   (default model: bench/models/qwen2.5-0.5b-synthetic-q8_0.gguf, made if missing; llama-server from
  *   bench/.peer, built if missing: about 11 minutes on 2 cores)
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { projectRoot } from "../src/paths.ts";
 import { ensurePeerBinaries } from "./lib/peerBuild.ts";
+import { freePort, spawnUntilReady } from "./lib/peerServer.ts";
 import { cpuFacts, DEFAULT_MODEL, ensureModel, gitRevision, loadFacts } from "./lib/runInfo.ts";
 import { stopProcess } from "./lib/serverProcess.ts";
 import { quantile } from "./lib/stats.ts";
@@ -42,32 +42,19 @@ type Server = { url: string; modelId: string; stop: () => Promise<void> };
 type Cycle = { coldMs: number; warmMs: number };
 type Kind = "lmserve" | "llama-server";
 
-/** Spawns `command` and resolves once `GET /models` answers 200 with `model` listed; its URL. */
+/** Spawns the router `command` on `port`; resolves once its `GET /models` lists the model of `modelFile`. */
 async function startRouter(command: string[], port: number, modelFile: string): Promise<Server> {
-  const child = spawn(command[0] as string, command.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  const keep = (bytes: Buffer) => {
-    output = `${output}${bytes.toString()}`.slice(-4000);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
   const url = `http://127.0.0.1:${port}`;
-  const deadline = performance.now() + 300_000;
   const stem = basename(modelFile).replace(/\.gguf$/, "");
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`${command[0]} exited with ${child.exitCode}: ${output}`);
-    const listed = await fetch(`${url}/models`).then(
+  const listed = async () => {
+    const models = await fetch(`${url}/models`).then(
       async (response) => (response.ok ? ((await response.json()) as { data: { id: string }[] }).data : []),
       () => [],
     );
-    const entry = listed.find((model) => model.id === stem || model.id.includes(stem));
-    if (entry) return { url, modelId: entry.id, stop: () => stopProcess(child) };
-    if (performance.now() > deadline) {
-      await stopProcess(child);
-      throw new Error(`${command[0]} not ready in 300 s: ${output}`);
-    }
-    await new Promise((wake) => setTimeout(wake, 250));
-  }
+    return models.find((model) => model.id === stem || model.id.includes(stem))?.id;
+  };
+  const { child, value: modelId } = await spawnUntilReady(command, listed, 300_000);
+  return { url, modelId, stop: () => stopProcess(child) };
 }
 
 /** The milliseconds of one non-streamed one-token completion of `model`. */
@@ -110,10 +97,8 @@ async function unload(server: Server): Promise<void> {
 
 const median = (values: readonly number[]) => quantile(values, 0.5);
 
-let nextPort = 39_100;
-
 async function run(kind: Kind, dir: string, modelFile: string, llamaServer: string): Promise<Cycle[]> {
-  const port = nextPort++;
+  const port = await freePort();
   const threads = values.threads as string;
   const ctx = values.ctx as string;
   const command =

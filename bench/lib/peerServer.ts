@@ -3,7 +3,7 @@
  * and llama.cpp's `llama-server` (spawned directly, ready when `GET /health` answers 200), plus the
  * resident memory of a server process and one `llama-batched-bench` run.
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -49,7 +49,8 @@ export async function startLmserve(
   };
 }
 
-async function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1 (bound, then released). */
+export async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
@@ -58,6 +59,37 @@ async function freePort(): Promise<number> {
   server.close();
   await once(server, "close");
   return port;
+}
+
+/**
+ * Spawns `command` and polls `ready` every 250 ms until it gives a value; resolves with the process and
+ * that value. The tail of the process's output goes into the errors.
+ * @throws Error when the process exits first or `ready` gives nothing within `timeoutMs` (it is stopped).
+ */
+export async function spawnUntilReady<T>(
+  command: readonly string[],
+  ready: () => Promise<T | undefined>,
+  timeoutMs: number,
+): Promise<{ child: ChildProcess; value: T }> {
+  const child = spawn(command[0] as string, command.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  const keep = (bytes: Buffer) => {
+    output = `${output}${bytes.toString()}`.slice(-4000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${command[0]} exited with ${child.exitCode ?? child.signalCode}: ${output.trim()}`);
+    const value = await ready();
+    if (value !== undefined) return { child, value };
+    if (performance.now() > deadline) {
+      await stopProcess(child);
+      throw new Error(`${command[0]} not ready in ${timeoutMs} ms: ${output.trim()}`);
+    }
+    await new Promise((wake) => setTimeout(wake, 250));
+  }
 }
 
 /**
@@ -73,29 +105,15 @@ export async function startLlamaServer(
 ): Promise<PeerServer> {
   const port = await freePort();
   const command = [binary, "-m", modelPath, "--host", "127.0.0.1", "--port", String(port), ...args];
-  const child = spawn(command[0] as string, command.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  const keep = (bytes: Buffer) => {
-    output = `${output}${bytes.toString()}`.slice(-4000);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
   const url = `http://127.0.0.1:${port}`;
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null)
-      throw new Error(`llama-server exited with ${child.exitCode ?? child.signalCode}: ${output.trim()}`);
-    const status = await fetch(`${url}/health`).then(
-      (response) => response.status,
-      () => 0,
-    );
-    if (status === 200) break;
-    if (performance.now() > deadline) {
-      await stopProcess(child);
-      throw new Error(`llama-server not ready in ${timeoutMs} ms: ${output.trim()}`);
-    }
-    await new Promise((wake) => setTimeout(wake, 250));
-  }
+  const healthy = async () =>
+    (await fetch(`${url}/health`).then(
+      (response) => response.status === 200,
+      () => false,
+    ))
+      ? true
+      : undefined;
+  const { child } = await spawnUntilReady(command, healthy, timeoutMs);
   const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: { id: string }[] };
   return {
     name: "llama-server",
