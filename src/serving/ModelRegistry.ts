@@ -251,7 +251,9 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
     if (this.byName.has(name)) {
       throw badRequest(`'${name}' is the name of a served model; choose another lora_name.`, "lora_name");
     }
-    if (this.has(name)) throw badRequest(`The lora adapter '${name}' has already been loaded.`, "lora_name");
+    if (this.adapterHome(name)) {
+      throw badRequest(`The lora adapter '${name}' has already been loaded.`, "lora_name");
+    }
     const baseName = base ?? this.defaultName();
     if (baseName === undefined) throw modelNotFound("(none)", []);
     const entry = this.entryOf(baseName);
@@ -445,9 +447,7 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
   /** OpenAI model objects, one per served name (aliases included, each with `root` = the model id). */
   modelObjects(): ModelObject[] {
     const models = [...this.byName.entries()].map(([name, entry]) => this.toModelObject(name, entry));
-    const adapters = this.entries.flatMap((entry) =>
-      (entry.loaded?.scheduler.adapterList?.() ?? []).map((adapter) => adapterObject(entry, adapter)),
-    );
+    const adapters = this.loadedAdapters().map(({ entry, adapter }) => adapterObject(entry, adapter));
     return [...models, ...adapters];
   }
 
@@ -497,12 +497,16 @@ export class ModelRegistry<Model extends EngineModel = EngineModel> {
     return entry;
   }
 
+  /** Every LoRA adapter of the loaded models with its model's entry, in registration and load order. */
+  private loadedAdapters(): { entry: Entry<Model>; adapter: LoraAdapter }[] {
+    return this.entries.flatMap((entry) =>
+      (entry.loaded?.scheduler.adapterList?.() ?? []).map((adapter) => ({ entry, adapter })),
+    );
+  }
+
   /** Every name a request may give: the models' names, then the loaded models' LoRA adapters. */
   private servedNames(): string[] {
-    const adapters = this.entries.flatMap((entry) =>
-      (entry.loaded?.scheduler.adapterList?.() ?? []).map((adapter) => adapter.name),
-    );
-    return [...this.byName.keys(), ...adapters];
+    return [...this.byName.keys(), ...this.loadedAdapters().map(({ adapter }) => adapter.name)];
   }
 
   private entryOf(name: string): Entry<Model> {

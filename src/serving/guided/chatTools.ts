@@ -31,7 +31,8 @@ import {
  *   When the family's parser has a native forced format (`markup`; today `hermes` and, for one call,
  *   `llama3_json`) the grammar writes the calls in that markup and that parser reads them back, so the
  *   model writes what it was trained on. The XML and token families of `toolGrammars.ts` (`qwen3_coder`,
- *   `glm45`/`glm47`, `minimax_m2`, `minicpm5`, `mistral` v11+, `deepseek_v3`/`deepseek_v31`, `kimi_k2`) have a
+ *   `glm45`/`glm47`, `minimax_m2`, `minicpm5`, `mistral` v11+, `deepseek_v3`/`deepseek_v31`, `kimi_k2`, gpt-oss's
+ *   Harmony `openai`) have a
  *   grammar of their own (`native`) when their tools' schemas fit it; every other family (or tools that
  *   do not fit) falls back to the `generic` JSON form,
  *   which the `generic` parser reads back. It forces exactly one call unless `parallel_tool_calls` is
