@@ -152,9 +152,10 @@ program
     `tokens one engine step evaluates at most, decodes first then prompt chunks; at least --max-num-seqs (default: ${DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu} on the CPU, ${DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu} on a GPU)`,
   )
   .option(
-    "--no-kv-unified",
-    "give each slot its own KV buffer instead of one shared buffer (llama.cpp's kv_unified)",
+    "--kv-unified",
+    "one KV buffer shared by every slot instead of one buffer per slot (llama.cpp's kv_unified, llama-server's -kvu; default: off)",
   )
+  .option("--no-kv-unified", "one KV buffer per slot (the default; llama-server's -no-kvu)")
   .option("--no-ui", "do not serve the web UI (playground, dashboard) at /")
   .option(
     "--models-dir <dir>",

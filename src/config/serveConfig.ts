@@ -124,7 +124,10 @@ const ServeConfigSchema = z.object({
   device: z.enum(["auto", "cpu", "cuda", "vulkan"]),
   /** `--n-gpu-layers` / `-ngl`: layers offloaded to a GPU; absent: all. */
   nGpuLayers: z.number().int().min(-1).optional(),
-  /** One KV buffer shared by every slot (llama.cpp's `kv_unified`); `--no-kv-unified` turns it off. */
+  /**
+   * One KV buffer shared by every slot (llama.cpp's `kv_unified`, `--kv-unified`) instead of one per slot.
+   * Defaults to false (one per slot, as llama-server with an explicit `-np`): see docs/ARCHITECTURE.md.
+   */
   kvUnified: z.boolean(),
   /** `--cache-type-k` (llama-server's `-ctk`): the K cache's type. Defaults to f16. */
   cacheTypeK: KvCacheTypeSchema,
@@ -363,7 +366,7 @@ export function loadServeConfig(
     batchInvariantSeeds: flags.batchInvariantSeeds ?? false,
     device: flags.device ?? "auto",
     nGpuLayers: optionalInteger(flags.nGpuLayers, "--n-gpu-layers"),
-    kvUnified: flags.kvUnified ?? true,
+    kvUnified: flags.kvUnified ?? false,
     cacheTypeK: cacheType(flags.cacheTypeK, "--cache-type-k") ?? "f16",
     cacheTypeV: cacheType(flags.cacheTypeV, "--cache-type-v") ?? "f16",
     flashAttn: flashAttn(flags.flashAttn, "--flash-attn") ?? "auto",

@@ -36,8 +36,11 @@ export type ModelHostOptions = {
   nGpuLayers?: number;
   /**
    * One KV buffer shared by every sequence (llama.cpp's `kv_unified`) instead of one per sequence.
-   * Defaults to true: with separate buffers a gap in the running sequence ids costs an extra pass over
-   * the weights (see docs/ARCHITECTURE.md).
+   * Defaults to false, as llama-server with an explicit `-np`: in a shared buffer every token's attention
+   * spans the other sequences' cells too (masked), which long prompts on several slots pay for; with one
+   * buffer per sequence a gap in the running sequence ids costs an extra pass over the weights, which
+   * the scheduler's slot choice avoids (see docs/ARCHITECTURE.md). An encoder (no KV cache) and a
+   * decoder reranker (many short sequences in one small context) always share one.
    */
   kvUnified?: boolean;
   /**
@@ -156,6 +159,12 @@ export class ModelHost {
   readonly batchSize: number;
   /** Tokens the scheduler puts in one step at most (`--max-num-batched-tokens`, else the device's default). */
   readonly stepBudget: number;
+  /**
+   * Whether every sequence's KV cells share one buffer (llama.cpp's `kv_unified`). When not, llama.cpp
+   * evaluates a step in one physical batch per run of consecutive sequence ids, so the scheduler keeps
+   * the running slots' ids consecutive.
+   */
+  readonly kvUnified: boolean;
   readonly placement: ModelPlacement;
   /** The KV cache's types and bytes, flash attention. */
   readonly kvCache: KvCacheInfo;
@@ -183,6 +192,7 @@ export class ModelHost {
     sequences: number;
     batchSize: number;
     stepBudget: number;
+    kvUnified: boolean;
     placement: ModelPlacement;
     projector: NativeProjector | null;
     pooling: Pooling;
@@ -207,6 +217,7 @@ export class ModelHost {
     this.sequences = init.sequences;
     this.batchSize = init.batchSize;
     this.stepBudget = init.stepBudget;
+    this.kvUnified = init.kvUnified;
     this.placement = init.placement;
     const contextInfo = init.context.info();
     this.kvCache = {
@@ -316,6 +327,7 @@ export class ModelHost {
     const batchSize = encoder ? Math.max(contextSize, 512, budget) : Math.min(Math.max(512, budget), cells);
     const stepBudget = Math.min(budget, batchSize);
     const sequences = encoder ? Math.min(256, Math.max(options.sequences, 64)) : options.sequences;
+    const kvUnified = encoder || (options.kvUnified ?? false);
     let context: NativeContext;
     try {
       context = new engine.Context(model, {
@@ -326,7 +338,7 @@ export class ModelHost {
         // bounds the compute buffers whatever --max-num-batched-tokens is.
         nUbatch: encoder ? batchSize : Math.min(batchSize, 512),
         threads: options.threads,
-        kvUnified: options.kvUnified ?? true,
+        kvUnified,
         ...(options.cacheTypeK !== undefined ? { cacheTypeK: options.cacheTypeK } : {}),
         ...(options.cacheTypeV !== undefined ? { cacheTypeV: options.cacheTypeV } : {}),
         ...(options.flashAttn !== undefined ? { flashAttn: options.flashAttn } : {}),
@@ -377,6 +389,7 @@ export class ModelHost {
       sequences,
       batchSize,
       stepBudget,
+      kvUnified,
       placement: {
         backend: plan.backend,
         devices: plan.gpus.map((device) => device.description || device.name),

@@ -623,7 +623,10 @@ export class Scheduler {
    * The idle slot of the request's isolation domain sharing the longest prefix with the prompt, if that
    * prefix is at least a tenth of the prompt (llama-server's `--slot-prompt-similarity` default, 0.1);
    * otherwise (and without prefix caching) the least recently used idle slot (as llama-server), so
-   * recent caches survive for the next request.
+   * recent caches survive for the next request. With one KV buffer per sequence (not `kv_unified`) the
+   * choice falls first on the idle slots that leave the fewest runs of consecutive ids among the busy
+   * slots, and among those on the least recently used: llama.cpp evaluates a step in one physical batch
+   * (one pass over the weights) per such run.
    */
   private pickSlot(idle: Slot[], request: GenerationRequest): Slot {
     const prompt = request.promptTokens;
@@ -641,7 +644,22 @@ export class Scheduler {
       }
       if (best && bestLength >= prompt.length / 10) return best;
     }
-    return idle.reduce((choice, slot) => (slot.lastUsedAt < choice.lastUsedAt ? slot : choice));
+    if (this.host.kvUnified) {
+      return idle.reduce((choice, slot) => (slot.lastUsedAt < choice.lastUsedAt ? slot : choice));
+    }
+    const busy = this.slots.map((slot) => slot.state !== SlotState.Idle);
+    let choice = idle[0] as Slot;
+    let choiceRuns = Number.POSITIVE_INFINITY;
+    for (const slot of idle) {
+      busy[slot.id] = true;
+      const runs = runsOf(busy);
+      busy[slot.id] = false;
+      if (runs < choiceRuns || (runs === choiceRuns && slot.lastUsedAt < choice.lastUsedAt)) {
+        choice = slot;
+        choiceRuns = runs;
+      }
+    }
+    return choice;
   }
 
   /**
@@ -878,4 +896,17 @@ function abortedBeforeStart(request: GenerationRequest, reason: unknown): Genera
     cumulativeLogprob: Number.NaN,
     abortReason: reason,
   };
+}
+
+/**
+ * Number of runs of consecutive true entries in `busy` (slot ids in order): with one KV buffer per
+ * sequence llama.cpp splits a step into one physical batch per run of consecutive sequence ids
+ * (`llama_batch_allocr::split_equal`, sequential).
+ */
+export function runsOf(busy: readonly boolean[]): number {
+  let runs = 0;
+  for (let id = 0; id < busy.length; id++) {
+    if (busy[id] && !busy[id - 1]) runs++;
+  }
+  return runs;
 }
