@@ -6,14 +6,17 @@
 # --- build: install every dependency, build the native engine, compile the server (dist/) and build the web UI,
 #     then drop the dev dependencies (TypeScript, tsx, Vite: none runs at run time) ---
 FROM node:20-bookworm-slim AS build
-# The native engine (native/) compiles with g++ against the llama.cpp headers in node-llama-cpp's git bundle.
-RUN apt-get update && apt-get install -y --no-install-recommends g++ git ca-certificates \
+# The native engine (native/) compiles with g++ against the llama.cpp headers in node-llama-cpp's git bundle;
+# cmake builds ggml's CPU backend from the same sources for the build machine's instruction set (on a
+# processor without it the engine takes node-llama-cpp's prebuilt CPU variants; docs/deployment.md).
+RUN apt-get update && apt-get install -y --no-install-recommends g++ git cmake make ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY . .
-RUN node scripts/build-native.mjs && npm run build && npm prune --omit=dev \
+RUN node scripts/build-native.mjs && rm -rf native/build/ggml-cpu/cmake && mkdir -p native/build/ggml-cpu \
+    && npm run build && npm prune --omit=dev \
     && platform="$(node -p 'process.platform + "-" + process.arch')" \
     && find node_modules/@node-llama-cpp -mindepth 1 -maxdepth 1 -type d ! -name "${platform}*" -exec rm -rf {} +
 # (above: only this platform's node-llama-cpp prebuilt libraries reach the runtime layer, ~680 MB less)
@@ -31,6 +34,8 @@ COPY --from=build --chown=root:root /app/scripts/healthcheck.mjs ./scripts/healt
 COPY --from=build --chown=root:root /app/dist ./dist
 # The compiled addon and where it finds node-llama-cpp's prebuilt libraries (an rpath into node_modules).
 COPY --from=build --chown=root:root /app/native/build/lmserve_engine.node /app/native/build/paths.json ./native/build/
+# ggml's CPU backend built for the build machine (absent where it could not be built: then the prebuilt one).
+COPY --from=build --chown=root:root /app/native/build/ggml-cpu ./native/build/ggml-cpu
 COPY --from=build --chown=root:root /app/ui/dist ./ui/dist
 # Models are mounted here (read-only is enough); nothing in the image is writable by the server.
 RUN mkdir -p /models

@@ -3,7 +3,9 @@
 // g++ against the headers of the exact llama.cpp commit node-llama-cpp ships (its llama/gitRelease.bundle,
 // cloned once into native/build/llama.cpp) and linked to node-llama-cpp's prebuilt shared libraries for
 // this platform. Runs from `npm ci` (the root project's postinstall) and at first start when the addon is
-// missing; does nothing when the addon is up to date. Needs git and a C++17 compiler (g++ or $CXX).
+// missing; does nothing when the addon is up to date. Needs git and a C++17 compiler (g++ or $CXX); with
+// cmake it also compiles ggml's CPU backend for this processor (buildCpuBackend; LMSERVE_CPU_BACKEND=prebuilt
+// skips it).
 // Usage: node scripts/build-native.mjs [--force] [--quiet]
 import { spawn, spawnSync } from "node:child_process";
 import {
@@ -155,6 +157,120 @@ async function buildMtmd(cxx, source, flags) {
   return units.map(objectOf);
 }
 
+/** ggml's x86 instruction-set options (its CMake `GGML_*` switches) by the /proc/cpuinfo flag that enables each. */
+const X86_FEATURES = [
+  ["sse4_2", "GGML_SSE42"],
+  ["avx", "GGML_AVX"],
+  ["avx2", "GGML_AVX2"],
+  ["bmi2", "GGML_BMI2"],
+  ["fma", "GGML_FMA"],
+  ["f16c", "GGML_F16C"],
+  ["avx_vnni", "GGML_AVX_VNNI"],
+  ["avx512f", "GGML_AVX512"],
+  ["avx512vbmi", "GGML_AVX512_VBMI"],
+  ["avx512_vnni", "GGML_AVX512_VNNI"],
+  ["avx512_bf16", "GGML_AVX512_BF16"],
+  ["amx_tile", "GGML_AMX_TILE"],
+  ["amx_int8", "GGML_AMX_INT8"],
+  ["amx_bf16", "GGML_AMX_BF16"],
+];
+
+/** This processor's x86 flags as ggml CMake switches (`-DGGML_AVX2=ON`, ...), every one set ON or OFF. */
+function x86FeatureOptions() {
+  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
+  const line = cpuinfo.split("\n").find((entry) => entry.startsWith("flags")) ?? "";
+  const flags = new Set(line.split(":")[1]?.trim().split(/\s+/) ?? []);
+  return X86_FEATURES.map(([flag, option]) => `-D${option}=${flags.has(flag) ? "ON" : "OFF"}`);
+}
+
+/**
+ * ggml's CPU backend compiled here, once, from the bundle's own sources (the same llama.cpp commit as
+ * node-llama-cpp's libraries) for this processor's instruction set, as llama-server is when built from
+ * source, into native/build/ggml-cpu/libggml-cpu.so, linked to the prebuilt libggml-base.so. On this
+ * project's machines node-llama-cpp's prebuilt CPU variants compute F32 weights at about half the speed
+ * of the same source compiled here (BERT-base F32 embeddings: 2.5 against 1.2 ms a token; Q8_0 decode is
+ * level); see docs/ARCHITECTURE.md. The library's `ggml_backend_score` checks the instruction set at
+ * load, so on a processor without it (a Docker image built elsewhere) the engine takes the prebuilt
+ * variants instead. Needs cmake; on Linux x86-64 only. Best effort: without cmake, or when the build
+ * fails, says so in one line and returns undefined (the prebuilt variants serve).
+ * @returns the library's path, or undefined.
+ */
+async function buildCpuBackend(source, bins) {
+  if (process.platform !== "linux" || process.arch !== "x64") return undefined;
+  if (process.env.LMSERVE_CPU_BACKEND === "prebuilt") return undefined;
+  const outDir = join(buildDir, "ggml-cpu");
+  const library = join(outDir, "libggml-cpu.so");
+  const options = [
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=ON",
+    "-DGGML_BACKEND_DL=ON",
+    "-DGGML_NATIVE=OFF",
+    // The engine drives ggml's own threadpool (llama_attach_threadpool), as the prebuilt variants do.
+    "-DGGML_OPENMP=OFF",
+    ...x86FeatureOptions(),
+    "-DLLAMA_BUILD_COMMON=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_TOOLS=OFF",
+    "-DLLAMA_BUILD_SERVER=OFF",
+    "-DLLAMA_CURL=OFF",
+    "-DGGML_BUILD_TESTS=OFF",
+    "-DGGML_BUILD_EXAMPLES=OFF",
+  ];
+  const stampPath = join(outDir, "stamp.json");
+  const stamp = JSON.stringify({ options, bins: relative(root, bins) });
+  const previous = existsSync(stampPath) ? readFileSync(stampPath, "utf8") : "";
+  if (existsSync(library) && previous === stamp) return library;
+  // A build that could not be done is not tried again at every start (--force tries again).
+  const failedStamp = JSON.stringify({ failed: true, options, bins: relative(root, bins) });
+  if (!force && previous === failedStamp) return undefined;
+  const giveUp = (message) => {
+    say(`${message}: using node-llama-cpp's prebuilt CPU backend`);
+    mkdirSync(outDir, { recursive: true });
+    writeFileSync(stampPath, failedStamp);
+    return undefined;
+  };
+  const cmake = spawnSync("cmake", ["--version"], { encoding: "utf8" });
+  if (cmake.error || cmake.status !== 0)
+    return giveUp("cmake not found (install it for ggml's CPU backend built here)");
+  const started = performance.now();
+  say("compiling ggml's CPU backend for this processor, once (about a minute)");
+  const cmakeDir = join(outDir, "cmake");
+  try {
+    mkdirSync(outDir, { recursive: true });
+    await run("cmake", ["-S", source, "-B", cmakeDir, ...options], true);
+    await run("cmake", ["--build", cmakeDir, "--target", "ggml-cpu", "-j", "2"], true);
+    // CMake links it to the libggml-base.so it built; relink the same objects to the prebuilt one, the
+    // copy the engine and llama.cpp already use (one ggml-base in the process).
+    const objectDir = join(cmakeDir, "ggml", "src");
+    const linkLine = readFileSync(join(objectDir, "CMakeFiles", "ggml-cpu.dir", "link.txt"), "utf8");
+    const objects = linkLine
+      .split(/\s+/)
+      .map((word) => word.replace(/^"|"$/g, ""))
+      .filter((word) => word.endsWith(".o"))
+      .map((path) => resolve(objectDir, path));
+    if (objects.length === 0) throw new Error("no object files in CMake's link line of ggml-cpu");
+    await run(process.env.CXX || "g++", [
+      "-shared",
+      "-o",
+      `${library}.tmp`,
+      ...objects,
+      `-L${bins}`,
+      "-l:libggml-base.so",
+      "-pthread",
+      `-Wl,-rpath,$ORIGIN/${relative(outDir, bins)}`,
+    ]);
+    renameSync(`${library}.tmp`, library);
+  } catch (error) {
+    return giveUp(`ggml's CPU backend did not build (${String(error.message).split("\n")[0]})`);
+  }
+  writeFileSync(stampPath, stamp);
+  say(
+    `ggml's CPU backend built in ${((performance.now() - started) / 1000).toFixed(1)} s: ${relative(root, library)}`,
+  );
+  return library;
+}
+
 /** Runs the tasks, at most `limit` at a time; rejects with the first failure. */
 async function pool(tasks, limit) {
   let next = 0;
@@ -168,9 +284,10 @@ function newestMtime(paths) {
   return Math.max(...paths.map((path) => statSync(path).mtimeMs));
 }
 
-function run(cxx, args) {
+/** Runs `cxx args`, its stdout shown unless `quiet`; rejects with its stderr. */
+function run(cxx, args, quiet = false) {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(cxx, args, { stdio: ["ignore", "inherit", "pipe"] });
+    const child = spawn(cxx, args, { stdio: ["ignore", quiet ? "ignore" : "inherit", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (chunk) => {
       stderr += chunk;
@@ -196,6 +313,14 @@ async function main() {
     gpuBackends: Object.fromEntries(Object.entries(gpu).map(([name, path]) => [name, relative(root, path)])),
   };
   const stamp = JSON.stringify({ ...paths, node: process.versions.modules });
+  const source = llamaSource(nlcDir);
+  const cpuBackend = await buildCpuBackend(source, bins);
+  // The CPU backend built here, when there is one (it does not change the addon's build).
+  const writePaths = () =>
+    writeFileSync(
+      join(buildDir, "paths.json"),
+      `${JSON.stringify({ ...paths, ...(cpuBackend ? { cpuBackend: relative(root, cpuBackend) } : {}) }, null, 2)}\n`,
+    );
   if (
     !force &&
     existsSync(output) &&
@@ -203,10 +328,10 @@ async function main() {
     readFileSync(stampPath, "utf8") === stamp &&
     statSync(output).mtimeMs >= newestMtime([...sources, ...headers, fileURLToPath(import.meta.url)])
   ) {
+    writePaths();
     return;
   }
   const cxx = compiler();
-  const source = llamaSource(nlcDir);
   const started = performance.now();
   say(`building the native engine (${cxx}, llama.cpp from node-llama-cpp ${readPackageVersion(nlcDir)})`);
   const flags = [
@@ -258,7 +383,7 @@ async function main() {
   } catch (error) {
     fail(String(error.message).split("\n").slice(0, 20).join("\n"));
   }
-  writeFileSync(join(buildDir, "paths.json"), `${JSON.stringify(paths, null, 2)}\n`);
+  writePaths();
   writeFileSync(stampPath, stamp);
   say(
     `native engine built in ${((performance.now() - started) / 1000).toFixed(1)} s: ${relative(root, output)}`,

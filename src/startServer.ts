@@ -7,6 +7,7 @@ import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.
 import { summariseSkippedBackends } from "./engine/devices.ts";
 import { EncoderScheduler } from "./engine/EncoderScheduler.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
+import { cpuBackendKind } from "./engine/native.ts";
 import { Scheduler } from "./engine/Scheduler.ts";
 import { shuttingDown } from "./errors.ts";
 import { listModels } from "./models/listModels.ts";
@@ -394,6 +395,7 @@ function logModelLoaded(
       offloadedLayers: `${host.placement.offloadedLayers}/${host.placement.layers + 1}`,
       ...(gpu !== undefined ? { gpu } : {}),
       threads: threadsFor(config, model.sizeBytes),
+      cpuBackend: cpuBackendKind(),
       maxNumBatchedTokens: host.stepBudget,
       kvCache: {
         typeK: host.kvCache.typeK,

@@ -29,6 +29,8 @@ namespace lmserve {
 namespace {
 
 bool gInitialized = false;
+// The CPU backend library init loaded from outside the prebuilt folder, or "".
+std::string gCpuBackend;
 
 Napi::Object deviceList(Napi::Env env) {
   Napi::Array devices = Napi::Array::New(env);
@@ -56,8 +58,10 @@ Napi::Object deviceList(Napi::Env env) {
 }
 
 /**
- * init({cpuBinsDir, logLevel}) -> devices. Loads ggml's CPU variants from the prebuilt folder (ggml
- * picks the best one for this processor) and initialises llama.cpp; later calls only set the log level.
+ * init({cpuBinsDir, cpuBackend?, logLevel}) -> devices. Loads ggml's CPU backend: the library
+ * `cpuBackend` (built here for this processor) when given and this processor runs it (its
+ * `ggml_backend_score` is not 0), else the prebuilt variants of `cpuBinsDir` (ggml picks the best one);
+ * then initialises llama.cpp. Later calls only set the log level. cpuBackend() tells which loaded.
  */
 Napi::Value Init(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -68,7 +72,11 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
     mtmd_log_set(logCallback, nullptr);
     mtmd_helper_log_set(logCallback, nullptr);
     std::string cpuBinsDir = options.Get("cpuBinsDir").As<Napi::String>().Utf8Value();
-    ggml_backend_load_all_from_path(cpuBinsDir.c_str());
+    if (options.Get("cpuBackend").IsString()) {
+      const std::string own = options.Get("cpuBackend").As<Napi::String>().Utf8Value();
+      if (!own.empty() && ggml_backend_load(own.c_str()) != nullptr) gCpuBackend = own;
+    }
+    if (gCpuBackend.empty()) ggml_backend_load_all_from_path(cpuBinsDir.c_str());
     llama_backend_init();
     gInitialized = true;
   }
@@ -994,6 +1002,10 @@ Napi::Value JsContext::Encode(const Napi::CallbackInfo& info) {
 Napi::Object Initialize(Napi::Env env, Napi::Object exports) {
   exports.Set("init", Napi::Function::New(env, Init));
   exports.Set("devices", Napi::Function::New(env, [](const Napi::CallbackInfo& info) { return deviceList(info.Env()); }));
+  // cpuBackend() -> the CPU backend library init loaded instead of the prebuilt variants, or "" for those.
+  exports.Set("cpuBackend", Napi::Function::New(env, [](const Napi::CallbackInfo& info) {
+                return Napi::String::New(info.Env(), gCpuBackend);
+              }));
   exports.Set("loadBackend", Napi::Function::New(env, LoadBackend));
   exports.Set("validateGrammar", Napi::Function::New(env, ValidateGrammar));
   exports.Set("loadModel", Napi::Function::New(env, LoadModel));

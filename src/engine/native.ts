@@ -281,7 +281,14 @@ export type NativeContextOptions = {
 
 /** The addon's exports. */
 export interface NativeAddon {
-  init(options: { cpuBinsDir: string; logLevel?: number }): NativeDevice[];
+  /**
+   * Loads ggml's CPU backend (`cpuBackend`, the library scripts/build-native.mjs compiled for this
+   * processor, when given and runnable here; else the prebuilt variants of `cpuBinsDir`) and initialises
+   * llama.cpp; later calls only set the log level.
+   */
+  init(options: { cpuBinsDir: string; cpuBackend?: string; logLevel?: number }): NativeDevice[];
+  /** The CPU backend library `init` loaded instead of the prebuilt variants, or "" for those. */
+  cpuBackend(): string;
   /** Loads a GPU backend module; null when it loaded, else ggml's reason. */
   loadBackend(path: string): string | null;
   devices(): NativeDevice[];
@@ -320,7 +327,12 @@ export class NativeBuildError extends Error {
 }
 
 /** Where `scripts/build-native.mjs` found node-llama-cpp's prebuilt libraries, relative to the project. */
-type NativePaths = { cpuBinsDir: string; gpuBackends: Partial<Record<"cuda" | "vulkan", string>> };
+type NativePaths = {
+  cpuBinsDir: string;
+  /** ggml's CPU backend compiled here for this processor, when the build made one. */
+  cpuBackend?: string;
+  gpuBackends: Partial<Record<"cuda" | "vulkan", string>>;
+};
 
 const buildDir = join(projectRoot, "native", "build");
 const addonPath = join(buildDir, "lmserve_engine.node");
@@ -339,9 +351,23 @@ export function nativeAddon(): NativeAddon {
   paths = JSON.parse(readFileSync(join(buildDir, "paths.json"), "utf8")) as NativePaths;
   const loaded = createRequire(import.meta.url)(addonPath) as NativeAddon;
   // ggml log levels: 2 info, 3 warn, 4 error. llama.cpp's own chatter stays off unless it is an error.
-  loaded.init({ cpuBinsDir: join(projectRoot, paths.cpuBinsDir), logLevel: 4 });
+  // LMSERVE_CPU_BACKEND=prebuilt keeps node-llama-cpp's prebuilt CPU variants (for comparisons).
+  const own =
+    paths.cpuBackend && process.env.LMSERVE_CPU_BACKEND !== "prebuilt"
+      ? { cpuBackend: join(projectRoot, paths.cpuBackend) }
+      : {};
+  loaded.init({ cpuBinsDir: join(projectRoot, paths.cpuBinsDir), ...own, logLevel: 4 });
   addon = loaded;
   return loaded;
+}
+
+/**
+ * Which ggml CPU backend serves: `built here` (native/build/ggml-cpu, compiled for this processor by
+ * scripts/build-native.mjs) or `prebuilt` (node-llama-cpp's variants: no cmake, a processor the
+ * library does not run on, or `LMSERVE_CPU_BACKEND=prebuilt`).
+ */
+export function cpuBackendKind(): "built here" | "prebuilt" {
+  return nativeAddon().cpuBackend() === "" ? "prebuilt" : "built here";
 }
 
 /** Runs the build script (a no-op when the addon is up to date). @throws NativeBuildError with its one-line message. */
