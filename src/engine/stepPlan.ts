@@ -8,13 +8,15 @@ import type { Pooling } from "./types.ts";
 
 /**
  * Tokens one engine step evaluates at most when `--max-num-batched-tokens` is not given (decodes plus
- * prompt chunks; see docs/ARCHITECTURE.md, "The step budget"). CPU: 256, where prompt throughput has
- * peaked (measured with a 226M-parameter Qwen2 shape on 2 threads: 473, 817, 835, 861, 795 tok/s at
- * 32, 64, 128, 256, 512 tokens a step) while each token more lengthens the step every running stream
- * waits on (297 ms at 256, 644 ms at 512). GPU: 2048, vLLM's default for online serving and
- * llama-server's `n_batch`, since a GPU's matmuls keep gaining up to a few thousand rows.
+ * prompt chunks; see docs/ARCHITECTURE.md, "The step budget"): 2048 on the CPU and on a GPU, vLLM's
+ * default for online serving and llama-server's `n_batch`. On the CPU a smaller budget keeps streams
+ * steadier while long prompts arrive (a 2,048-token step of a 0.5B model is ~8 s on 2 threads, 256
+ * tokens ~1 s), but on `bench:peer`'s serve workload (1,024-token prompts, all queued at once) 2048 gave
+ * the better TPOT, TTFT and total throughput at concurrency 4 and 8 (TPOT 100 / 231 ms against 160–170 /
+ * 328–351 ms at 256): fewer steps mix a prompt chunk into the decodes, so fewer streams decode while
+ * other prompts are prefilled.
  */
-export const DEFAULT_MAX_NUM_BATCHED_TOKENS = { cpu: 256, gpu: 2048 } as const;
+export const DEFAULT_MAX_NUM_BATCHED_TOKENS = { cpu: 2048, gpu: 2048 } as const;
 
 /** Prompt tokens per step for a sequence whose every prompt row is an output (`prompt_logprobs`, mean-pooled embeddings). */
 export const SCORED_CHUNK_TOKENS = 64;

@@ -31,7 +31,7 @@ describe("KV cache and step budget configuration", () => {
     assert.equal(config.flashAttn, "auto");
     // Absent: the device's default, resolved when the model loads.
     assert.equal(config.maxNumBatchedTokens, undefined);
-    assert.deepEqual(DEFAULT_MAX_NUM_BATCHED_TOKENS, { cpu: 256, gpu: 2048 });
+    assert.deepEqual(DEFAULT_MAX_NUM_BATCHED_TOKENS, { cpu: 2048, gpu: 2048 });
   });
 
   it("takes every llama-server cache type and refuses another, listing them", () => {
