@@ -534,7 +534,7 @@ async function main(): Promise<void> {
       cpuFacts(),
       `Load average (1/5/15 min) at start: ${loadFacts(loadAtStart)}; at end: ${loadFacts()} (the machine is shared)`,
       `Node ${process.version}, node-llama-cpp ${packageVersion("node-llama-cpp")}, lmserve revision ${gitRevision()}`,
-      `llama.cpp ${peer.commit} (node-llama-cpp's bundle), built in ${peer.dir} with ${peer.stampedSeconds} s of build time`,
+      `llama.cpp ${peer.commit} (node-llama-cpp's bundle), built in ${relative(projectRoot, peer.dir) || "."} with ${peer.stampedSeconds} s of build time`,
     ],
     setup: [
       `Model: \`${basename(cli.modelPath)}\` (${(statSync(cli.modelPath).size / 2 ** 20).toFixed(0)} MiB)`,
