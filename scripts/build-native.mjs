@@ -232,7 +232,9 @@ async function buildCpuBackend(source, bins) {
   };
   const cmake = spawnSync("cmake", ["--version"], { encoding: "utf8" });
   if (cmake.error || cmake.status !== 0)
-    return giveUp("cmake not found (install it for ggml's CPU backend built here)");
+    return giveUp(
+      "cmake not found (install it, then `npm run build:native`, for ggml's CPU backend built here)",
+    );
   const started = performance.now();
   say("compiling ggml's CPU backend for this processor, once (about a minute)");
   const cmakeDir = join(outDir, "cmake");

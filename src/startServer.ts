@@ -402,6 +402,7 @@ function logModelLoaded(
         typeV: host.kvCache.typeV,
         bytes: host.kvCache.kBytes + host.kvCache.vBytes,
         flashAttn: host.kvCache.flashAttn,
+        unified: host.kvUnified,
       },
       task: host.task,
       ...(host.encoder

@@ -149,7 +149,7 @@ program
   )
   .option(
     "--max-num-batched-tokens <n>",
-    `tokens one engine step evaluates at most, decodes first then prompt chunks; at least --max-num-seqs (default: ${DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu} on the CPU, ${DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu} on a GPU)`,
+    `tokens one engine step evaluates at most, decodes first then prompt chunks; at least --max-num-seqs (default: ${DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu === DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu ? DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu : `${DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu} on the CPU, ${DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu} on a GPU`})`,
   )
   .option(
     "--kv-unified",

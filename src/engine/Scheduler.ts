@@ -621,7 +621,8 @@ export class Scheduler {
 
   /**
    * The idle slot of the request's isolation domain sharing the longest prefix with the prompt, if that
-   * prefix is at least a tenth of the prompt (llama-server's `--slot-prompt-similarity` default, 0.1);
+   * prefix is more than one token and at least a tenth of the prompt (llama-server's
+   * `--slot-prompt-similarity` default, 0.1);
    * otherwise (and without prefix caching) the least recently used idle slot (as llama-server), so
    * recent caches survive for the next request. With one KV buffer per sequence (not `kv_unified`) the
    * choice falls first on the idle slots that leave the fewest runs of consecutive ids among the busy
@@ -642,7 +643,9 @@ export class Scheduler {
           bestLength = length;
         }
       }
-      if (best && bestLength >= prompt.length / 10) return best;
+      // A match of the first token alone (a BOS every prompt shares) is no reuse: taking that slot would
+      // drop its cache for nothing while other idle slots hold less.
+      if (best && bestLength > 1 && bestLength >= prompt.length / 10) return best;
     }
     if (this.host.kvUnified) {
       return idle.reduce((choice, slot) => (slot.lastUsedAt < choice.lastUsedAt ? slot : choice));

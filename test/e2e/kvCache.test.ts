@@ -175,12 +175,14 @@ describe("KV cache flags on the command line", () => {
       typeV: "f16",
       bytes: 2 * cells * 2 * 64 * 2,
       flashAttn: true,
+      unified: false, // one KV buffer per slot, the default
     });
     assert.deepEqual(loaded(q8).kvCache, {
       typeK: "q8_0",
       typeV: "q8_0",
       bytes: (2 * cells * 2 * 64 * 34) / 32,
       flashAttn: true, // auto turns it on for a quantized V cache
+      unified: false,
     });
     for (const part of ["k", "v"] as const) {
       assert.equal((await metricBytes(q8, part)) / (await metricBytes(f16, part)), 34 / 64);
@@ -301,7 +303,7 @@ describe("KV cache flags on the command line", () => {
     try {
       assert.deepEqual(
         { ...loaded(server).kvCache, bytes: undefined },
-        { typeK: "q5_1", typeV: "f16", flashAttn: false, bytes: undefined },
+        { typeK: "q5_1", typeV: "f16", flashAttn: false, unified: false, bytes: undefined },
       );
       const response = await server.post("/v1/completions", {
         model: loaded(server).model,

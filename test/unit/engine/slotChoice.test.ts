@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, test } from "node:test";
+import { commonPrefixLength } from "../../../src/engine/commonPrefixLength.ts";
 import { ModelHost } from "../../../src/engine/ModelHost.ts";
 import { plainRequest } from "../../../src/engine/plainRequest.ts";
 import { runsOf, Scheduler, SlotState } from "../../../src/engine/Scheduler.ts";
@@ -73,4 +74,29 @@ test("one KV buffer per sequence: a new request fills the gap among the busy slo
 
 test("a shared KV buffer: a new request takes the least recently used idle slot", async () => {
   assert.deepEqual(await busyAfterGap(true), [true, false, true, true]);
+});
+
+test("a short prompt that shares only the first token with a cached one leaves that cache alone", async () => {
+  const host = await ModelHost.load({
+    modelPath: join(sharedModelsDir, "stories260K.gguf"),
+    sequences: 4,
+    maxModelLen: 1024,
+    threads: 1,
+    device: "cpu",
+  });
+  const scheduler = new Scheduler(host, { prefixCaching: true });
+  schedulers.push(scheduler);
+  const long = host.tokenize(
+    "Once upon a time there was a little girl named Lily. She loved to play in the park with her dog. ".repeat(
+      6,
+    ),
+    true,
+  );
+  const short = host.tokenize("Hi there", true);
+  assert.equal(commonPrefixLength(long, short), 1, "the two prompts share only the first token");
+  const run = (prompt: readonly number[]) => scheduler.submit(plainRequest(prompt, 1), ignore);
+  await run(long);
+  await run(short);
+  const again = await run(long);
+  assert.equal(again.cachedTokens, long.length - 1);
 });
