@@ -320,8 +320,11 @@ export class ModelHost {
     }
     const contextSize = options.maxModelLen ?? Math.min(info.nCtxTrain, 8192);
     const cells = contextSize * options.sequences;
+    // An encoder's step is one non-causal ubatch whose attention spans all its tokens, so by default it
+    // holds one window (at least 512 tokens), not the decoders' budget.
     const budget =
-      options.stepBudget ?? (onGpu ? DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu : DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu);
+      options.stepBudget ??
+      (encoder ? 512 : onGpu ? DEFAULT_MAX_NUM_BATCHED_TOKENS.gpu : DEFAULT_MAX_NUM_BATCHED_TOKENS.cpu);
     // The batch keeps llama.cpp's usual 512 below a smaller budget (one image's tokens go in one batch);
     // an encoder sees a whole input in one ubatch, so its batch holds at least one full window.
     const batchSize = encoder ? Math.max(contextSize, 512, budget) : Math.min(Math.max(512, budget), cells);
