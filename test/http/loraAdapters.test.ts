@@ -13,6 +13,7 @@ import type { LoraAdapter } from "../../src/engine/LoraAdapter.ts";
 import type { NativeLora } from "../../src/engine/native.ts";
 import type { ModelList } from "../../src/protocol/models.ts";
 import type { ErrorBody } from "../../src/server/errorBody.ts";
+import { assertErrorResponse } from "../helpers/apiErrors.ts";
 import { useFakeApp } from "../helpers/fakeApp.ts";
 import { FakeEngine } from "../helpers/fakeEngine.ts";
 
@@ -52,19 +53,6 @@ describe("LoRA adapters at run time (in-process, vLLM's routes)", () => {
   const base = new FakeLoraEngine({ names: ["fake-base"], text: "hello" });
   const fake = useFakeApp({ engines: [base, new FakeEngine({ names: ["plain"] })] });
 
-  function assertError(
-    response: { statusCode: number; json(): unknown },
-    status: number,
-    param: string | null,
-    message: RegExp,
-  ): void {
-    assert.equal(response.statusCode, status, JSON.stringify(response.json()));
-    const body = response.json() as ErrorBody;
-    assert.equal(body.object, "error");
-    assert.equal(body.error.param, param);
-    assert.match(body.message, message);
-  }
-
   it("loads an adapter onto the first model: 200 in plain text, listed with parent and root, requests carry it", async () => {
     const loaded = await fake.post("/v1/load_lora_adapter", { lora_name: "sql", lora_path: adapterPath });
     assert.equal(loaded.statusCode, 200, loaded.body);
@@ -92,25 +80,25 @@ describe("LoRA adapters at run time (in-process, vLLM's routes)", () => {
   });
 
   it("refuses a second adapter of the same name, a missing field, a path with no file and a file that is no adapter", async () => {
-    assertError(
+    assertErrorResponse(
       await fake.post("/v1/load_lora_adapter", { lora_name: "sql", lora_path: adapterPath }),
       400,
       "lora_name",
       /already been loaded/,
     );
-    assertError(
+    assertErrorResponse(
       await fake.post("/v1/load_lora_adapter", { lora_path: adapterPath }),
       400,
       "lora_name",
       /must be provided/,
     );
-    assertError(
+    assertErrorResponse(
       await fake.post("/v1/load_lora_adapter", { lora_name: "x" }),
       400,
       "lora_path",
       /must be provided/,
     );
-    assertError(
+    assertErrorResponse(
       await fake.post("/v1/load_lora_adapter", { lora_name: "x", lora_path: join(dir, "absent.gguf") }),
       404,
       "lora_path",
@@ -122,7 +110,7 @@ describe("LoRA adapters at run time (in-process, vLLM's routes)", () => {
     });
     assert.equal(failed.statusCode, 400, failed.body);
     assert.equal((failed.json() as ErrorBody).error.code, "lora_load_failed");
-    assertError(
+    assertErrorResponse(
       await fake.post("/v1/load_lora_adapter", {
         lora_name: "x",
         lora_path: adapterPath,
@@ -144,6 +132,11 @@ describe("LoRA adapters at run time (in-process, vLLM's routes)", () => {
     const again = await fake.post("/v1/unload_lora_adapter", { lora_name: "sql" });
     assert.equal(again.statusCode, 404);
     assert.equal((again.json() as ErrorBody).error.code, "lora_not_found");
-    assertError(await fake.post("/v1/unload_lora_adapter", {}), 400, "lora_name", /needs to be provided/);
+    assertErrorResponse(
+      await fake.post("/v1/unload_lora_adapter", {}),
+      400,
+      "lora_name",
+      /needs to be provided/,
+    );
   });
 });

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import type { RerankResponse, ScoreResponse } from "../../src/protocol/rerank.ts";
 import type { ErrorBody } from "../../src/server/errorBody.ts";
+import { assertErrorResponse } from "../helpers/apiErrors.ts";
 import { useFakeApp, withFakeApp } from "../helpers/fakeApp.ts";
 import { FakeEngine, fakeContext, fakeDetokenize } from "../helpers/fakeEngine.ts";
 
@@ -17,20 +18,20 @@ describe("rerank and score (in-process, fake reranker)", () => {
   const reranker = new FakeEngine({ names: ["fake-reranker"], task: "rerank", contextSize: 16 });
   const fake = useFakeApp({ engines: [reranker, new FakeEngine({ names: ["fake-generator"] })] });
 
-  /** Asserts an error body: status, OpenAI type, param, and the message's words. */
-  function assertError(
+  /** Asserts an error body: status, OpenAI type (not_found_error for 404), param, and the message's words. */
+  const assertError = (
     response: { statusCode: number; json(): unknown },
     status: number,
     param: string | null,
     message: RegExp,
-  ): void {
-    assert.equal(response.statusCode, status);
-    const body = response.json() as ErrorBody;
-    assert.equal(body.object, "error");
-    assert.equal(body.error.type, status === 404 ? "not_found_error" : "invalid_request_error");
-    assert.equal(body.error.param, param);
-    assert.match(body.message, message);
-  }
+  ) =>
+    assertErrorResponse(
+      response,
+      status,
+      param,
+      message,
+      status === 404 ? "not_found_error" : "invalid_request_error",
+    );
 
   for (const path of ["/v1/rerank", "/rerank"]) {
     it(`${path}: every document's index and score, best first, the pairs' tokens as usage`, async () => {
