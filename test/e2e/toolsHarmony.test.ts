@@ -14,23 +14,14 @@ import { after, before, describe, it } from "node:test";
 import type OpenAI from "openai";
 import { writeSyntheticModel } from "../../bench/gguf/syntheticModel.ts";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
-import { type AssembledCall, chatWholeAndStreamed } from "../helpers/chatToolRun.ts";
+import { type AssembledCall, chatWholeAndStreamed, FORECAST_PARAMETERS } from "../helpers/chatToolRun.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
 
 const MODEL = "harmony-qwen";
-const forecast = {
-  type: "object",
-  properties: {
-    city: { type: "string", maxLength: 6 },
-    days: { type: "integer", minimum: 1, maximum: 9 },
-  },
-  required: ["city", "days"],
-  additionalProperties: false,
-};
-const validForecast = ajvValidator(forecast);
+const validForecast = ajvValidator(FORECAST_PARAMETERS);
 const tools: OpenAI.ChatCompletionFunctionTool[] = [
-  { type: "function", function: { name: "get_forecast", parameters: forecast, strict: true } },
+  { type: "function", function: { name: "get_forecast", parameters: FORECAST_PARAMETERS, strict: true } },
   { type: "function", function: { name: "get_time", parameters: { type: "object", properties: {} } } },
 ];
 /** Harmony's markers, each one token over Qwen2's padding ids. */

@@ -15,24 +15,15 @@ import { after, before, describe, it } from "node:test";
 import type OpenAI from "openai";
 import { writeSyntheticModel } from "../../bench/gguf/syntheticModel.ts";
 import { projectRoot, sharedModelsDir } from "../../src/paths.ts";
-import { type AssembledCall, chatWholeAndStreamed } from "../helpers/chatToolRun.ts";
+import { type AssembledCall, chatWholeAndStreamed, FORECAST_PARAMETERS } from "../helpers/chatToolRun.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
 import type { TestServer } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
 
 const MODEL = "lazy-qwen";
-const forecast = {
-  type: "object",
-  properties: {
-    city: { type: "string", maxLength: 6 },
-    days: { type: "integer", minimum: 1, maximum: 9 },
-  },
-  required: ["city", "days"],
-  additionalProperties: false,
-};
-const validForecast = ajvValidator(forecast);
+const validForecast = ajvValidator(FORECAST_PARAMETERS);
 const tools: OpenAI.ChatCompletionFunctionTool[] = [
-  { type: "function", function: { name: "get_forecast", parameters: forecast, strict: true } },
+  { type: "function", function: { name: "get_forecast", parameters: FORECAST_PARAMETERS, strict: true } },
 ];
 const template = (file: string) =>
   readFileSync(join(projectRoot, "native/build/llama.cpp/models/templates", file), "utf8");
@@ -108,7 +99,7 @@ describe("strict tools under tool_choice auto (generated Qwen2-vocabulary model)
       // Without strict the same opening is only parsed: random weights write no valid call.
       const loose = await server.client.chat.completions.create({
         ...body,
-        tools: [{ type: "function", function: { name: "get_forecast", parameters: forecast } }],
+        tools: [{ type: "function", function: { name: "get_forecast", parameters: FORECAST_PARAMETERS } }],
       } as unknown as OpenAI.ChatCompletionCreateParamsNonStreaming);
       assert.notEqual(loose.choices[0]?.finish_reason, "tool_calls", JSON.stringify(loose.choices[0]));
     });

@@ -12,28 +12,20 @@ import type OpenAI from "openai";
 import { projectRoot } from "../../src/paths.ts";
 import type { ChatCompletionRequest } from "../../src/protocol/chat.ts";
 import { resolveToolCalling } from "../../src/serving/guided/chatTools.ts";
+import { FORECAST_PARAMETERS } from "../helpers/chatToolRun.ts";
 import { ajvValidator } from "../helpers/structuredAjv.ts";
 import { TEST_MODEL } from "../helpers/testServer.ts";
 import { useTestServer } from "../helpers/useTestServer.ts";
 
-const forecastParameters = {
-  type: "object",
-  properties: {
-    city: { type: "string", maxLength: 6 },
-    days: { type: "integer", minimum: 1, maximum: 9 },
-  },
-  required: ["city", "days"],
-  additionalProperties: false,
-};
 const tools: OpenAI.ChatCompletionFunctionTool[] = [
-  { type: "function", function: { name: "get_forecast", parameters: forecastParameters } },
+  { type: "function", function: { name: "get_forecast", parameters: FORECAST_PARAMETERS } },
   {
     type: "function",
     function: { name: "ping", parameters: { type: "object", properties: {}, additionalProperties: false } },
   },
 ];
 const validators: Record<string, (value: unknown) => boolean> = {
-  get_forecast: ajvValidator(forecastParameters),
+  get_forecast: ajvValidator(FORECAST_PARAMETERS),
   ping: ajvValidator({ type: "object", properties: {}, additionalProperties: false }),
 };
 const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: "user", content: "Forecast for Paris?" }];

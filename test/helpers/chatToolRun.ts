@@ -1,6 +1,21 @@
 import type OpenAI from "openai";
 import type { TestServer } from "./testServer.ts";
 
+/**
+ * The `get_forecast` tool's parameters the tool-call e2e tests share: a city of at most 6 characters
+ * and 1..9 days, both required, nothing else (small enough for a random-weight model to fill under a
+ * grammar).
+ */
+export const FORECAST_PARAMETERS = {
+  type: "object",
+  properties: {
+    city: { type: "string", maxLength: 6 },
+    days: { type: "integer", minimum: 1, maximum: 9 },
+  },
+  required: ["city", "days"],
+  additionalProperties: false,
+};
+
 /** One function call as a client assembles it: the name and the arguments' JSON text. */
 export type AssembledCall = { name: string; arguments: string };
 
