@@ -218,11 +218,12 @@ async function buildCpuBackend(source, bins) {
     "-DGGML_BUILD_EXAMPLES=OFF",
   ];
   const stampPath = join(outDir, "stamp.json");
-  const stamp = JSON.stringify({ options, bins: relative(root, bins) });
+  const inputs = { options, bins: relative(root, bins) };
+  const stamp = JSON.stringify(inputs);
   const previous = existsSync(stampPath) ? readFileSync(stampPath, "utf8") : "";
   if (existsSync(library) && previous === stamp) return library;
   // A build that could not be done is not tried again at every start (--force tries again).
-  const failedStamp = JSON.stringify({ failed: true, options, bins: relative(root, bins) });
+  const failedStamp = JSON.stringify({ failed: true, ...inputs });
   if (!force && previous === failedStamp) return undefined;
   const giveUp = (message) => {
     say(`${message}: using node-llama-cpp's prebuilt CPU backend`);
