@@ -111,7 +111,7 @@ export class ConstraintCompiler {
     return this.worker.run({ kind, spec, options }, signal);
   }
 
-  /** Starts the worker now (it builds the formats' automata, about 0.5 s of CPU), if it is not running. */
+  /** Starts the worker now (its modules load before the first constraint needs them), if it is not running. */
   warm(): void {
     this.worker.warm();
   }
