@@ -4,6 +4,7 @@ import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { type Logger as PinoLogger, pino } from "pino";
 import type { LoraModule } from "./config/loraModules.ts";
 import { ConfigError, type ServeConfig, threadsFor } from "./config/serveConfig.ts";
+import { collectGarbage } from "./engine/collectGarbage.ts";
 import { summariseSkippedBackends } from "./engine/devices.ts";
 import { EncoderScheduler } from "./engine/EncoderScheduler.ts";
 import { ModelHost } from "./engine/ModelHost.ts";
@@ -160,6 +161,7 @@ export async function startServer(
     await loadLoras(scheduler, own?.loras ?? [], (name) => registry.has(name));
     const projectorBytes = mmproj !== undefined ? await fileSize(mmproj) : 0;
     logModelLoaded(logger, config, model, own, host, mmproj);
+    collectGarbage(); // the metadata's vocabulary arrays, read to load it
     return {
       scheduler,
       watch,
@@ -238,7 +240,7 @@ export async function startServer(
     },
     "listening",
   );
-  sharedCompiler().warm(); // in the background: the guided-decoding compiler's worker and its automata
+  sharedCompiler().warm(); // in the background: the guided-decoding compiler's worker
 
   let closing: Promise<void> | undefined;
   const close = () => {
